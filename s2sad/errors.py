@@ -1,0 +1,48 @@
+"""The exceptions s2sad raises.  Every one derives from :class:`S2SADError`.
+
+Messages name the user's file and line (when there is one) and say how to fix the problem.
+"""
+
+
+class S2SADError(Exception):
+    """Base class of every error s2sad raises on purpose."""
+
+    def __init__(self, message, origin=None, fix=None):
+        self.origin = origin
+        self.fix = fix
+        text = message
+        if origin is not None:
+            text = f"{origin.where()}: {message}"
+            if getattr(origin, "text", None):
+                text += f"\n    {origin.text.strip()}"
+        if fix:
+            text += f"\nFix: {fix}"
+        super().__init__(text)
+
+
+class UnsupportedSyntaxError(S2SADError):
+    """The function uses a construct s2sad does not differentiate."""
+
+
+class SourceUnavailableError(S2SADError):
+    """The function has no Python source s2sad can read (built-in, C extension, REPL string)."""
+
+
+class OpaqueCalleeError(S2SADError):
+    """A callee with no source and no rule produced a differentiable value."""
+
+
+class NonScalarOutputError(S2SADError):
+    """``grad`` was asked for the gradient of a value that is not a scalar."""
+
+
+class WrtError(S2SADError):
+    """``wrt`` names an argument that does not exist or cannot carry a derivative."""
+
+
+class RuleError(S2SADError):
+    """A rule was declared or used incorrectly (bad keyword on an active value, bad template)."""
+
+
+class DeviceMismatchError(S2SADError):
+    """A call mixes arrays on different devices (CuPy with NumPy, or two GPUs)."""

@@ -1,0 +1,241 @@
+"""The rule registry: one :class:`Rule` per primitive callee.
+
+A rule reads like a line of a derivative table::
+
+    defrule(np.tanh, "x, /", vjp={"x": "g * (1 - ans * ans)"})
+    defrule(operator.mul, "a, b, /", vjp={"a": "_rt.unbroadcast(g * b, a)",
+                                          "b": "_rt.unbroadcast(g * a, b)"})
+
+* ``params`` is the primal's signature as Python parameter text.  Call sites are bound to it at
+  build time, so templates refer to arguments by these names.
+* ``vjp`` maps each differentiable parameter to a Python *expression template* for its adjoint.  In a
+  template, ``g`` is the adjoint of the output, ``ans`` is the output, parameter names are the call's
+  arguments.  Templates may use the globals ``np``, ``math``, ``_rt`` (:mod:`s2sad.runtime`) and any
+  names given in ``ns``.  Generated code contains the template with names substituted, so a simple
+  rule is inlined and a large one is a call into a helper (``_adj.concatenate(g, arrays, axis)``).
+  A parameter declared ``*args`` gets a template that returns a tuple with one adjoint per argument.
+* ``joint`` = ``(names, template)``: one template returning a tuple of adjoints for ``names`` at once
+  (for rules whose adjoints share work, e.g. ``linalg.solve``).
+* ``jvp`` maps each differentiable parameter to a *tangent* template, linear in ``t`` (that
+  parameter's tangent); the output tangent is the sum over active parameters.  Optional today.
+* ``forbid`` maps parameter names to the only value the rule supports on an active call (e.g.
+  ``{"out": None}``); anything else raises :class:`~s2sad.errors.RuleError` naming the call site.
+* ``view=True`` says the output may share memory with an input (used to decide what to copy when
+  arrays are written in place).
+* ``kind``: ``"array"`` (default), ``"float"`` (Python scalar), or ``"any"`` (unknown, e.g. a
+  container) -- the kind of value the primitive returns, used to pick ``+`` or ``_rt.add`` for
+  accumulation.
+
+``defzero(fn)`` declares a callee whose output carries no derivative (``np.floor``, ``np.argmax``).
+``defmethod(name, ...)`` declares a rule for ``x.name(...)`` on an array ``x`` (NumPy or CuPy); its
+``params`` start with ``self``.
+
+Rules are looked up by the callee object (identity).
+"""
+import ast
+import inspect
+import math
+
+import numpy as np
+
+from ..errors import RuleError
+
+# Globals available to every template, and to the generated modules.
+NAMESPACE = {"np": np, "math": math}
+
+_RULES = {}           # callee object (or id for unhashable ones) -> Rule
+_METHODS = {}         # method name -> Rule (methods on NumPy/CuPy arrays)
+_ZERO = object()      # marker stored in _RULES for zero-derivative callees
+
+
+class Rule:
+    """A primitive's derivative rule.  See the module docstring for the fields."""
+
+    def __init__(self, fn, params, vjp=None, joint=None, jvp=None, forbid=None, view=False,
+                 kind="array", ns=None, name=None, zero=False):
+        self.fn = fn
+        self.name = name or _callee_name(fn)
+        self.signature = _parse_params(params, fn, self.name)
+        self.vjp = dict(vjp or {})
+        self.joint = joint
+        self.jvp = dict(jvp or {})
+        self.forbid = dict(forbid or {})
+        self.view = view
+        self.kind = kind
+        self.ns = dict(ns or {})
+        self.zero = zero
+        names = set(self.signature.parameters)
+        for p in list(self.vjp) + list(self.jvp) + list((joint or ((), ""))[0]) + list(self.forbid):
+            if p not in names:
+                raise RuleError(f"rule for {self.name}: {p!r} is not a parameter of ({params})")
+        for k, v in self.ns.items():
+            if k in NAMESPACE and NAMESPACE[k] is not v:
+                raise RuleError(f"rule for {self.name}: template global {k!r} already means "
+                                f"{NAMESPACE[k]!r}")
+            NAMESPACE[k] = v
+        self._parsed = {}
+        self._compiled = {}
+
+    # -- what the emitter asks -------------------------------------------------------------
+    @property
+    def differentiable(self):
+        """Parameter names that can carry a derivative."""
+        if self.joint:
+            return tuple(self.joint[0])
+        return tuple(self.vjp)
+
+    def template(self, which):
+        """Parsed expression template: ``which`` is a parameter name, or ``"*"`` for ``joint``."""
+        tree = self._parsed.get(which)
+        if tree is None:
+            text = self.joint[1] if which == "*" else self.vjp[which]
+            try:
+                tree = ast.parse(text.strip(), mode="eval").body
+            except SyntaxError as e:
+                raise RuleError(f"rule for {self.name}: template {text!r} is not an expression: {e}")
+            self._parsed[which] = tree
+        return tree
+
+    def tangent_template(self, param):
+        key = ("jvp", param)
+        tree = self._parsed.get(key)
+        if tree is None:
+            tree = ast.parse(self.jvp[param].strip(), mode="eval").body
+            self._parsed[key] = tree
+        return tree
+
+    def reads(self, which):
+        """Names a template reads: ``g``, ``ans`` and parameter names."""
+        tree = self.template(which)
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        return names & (set(self.signature.parameters) | {"g", "ans"})
+
+    def adjoint_function(self, which):
+        """The template compiled into ``f(g, ans, **params)``: for runtime dispatch and tests."""
+        fn = self._compiled.get(which)
+        if fn is None:
+            from .. import runtime
+            params = ", ".join(["g", "ans"] + list(self.signature.parameters))
+            text = self.joint[1] if which == "*" else self.vjp[which]
+            src = f"def _adjoint({params}):\n    return {text.strip()}\n"
+            glb = dict(NAMESPACE)
+            glb["_rt"] = runtime
+            exec(compile(src, f"<rule {self.name}:{which}>", "exec"), glb)
+            fn = self._compiled[which] = glb["_adjoint"]
+        return fn
+
+    def bind(self, args, kwargs):
+        """Bind call arguments to the rule's parameters: returns an ordered dict, defaults applied.
+
+        ``*args`` parameters are bound to a tuple, ``**kwargs`` to a dict.  Raises TypeError when
+        the call does not match the signature."""
+        ba = self.signature.bind(*args, **kwargs)
+        ba.apply_defaults()
+        return ba.arguments
+
+    def __repr__(self):
+        return f"<Rule {self.name}({', '.join(self.signature.parameters)})>"
+
+
+def _callee_name(fn):
+    if isinstance(fn, tuple):
+        return ".".join(str(p) for p in fn)
+    mod = getattr(fn, "__module__", None) or ""
+    qn = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    if isinstance(fn, np.ufunc):
+        return f"numpy.{fn.__name__}"
+    short = {"numpy": "np", "_operator": "operator", "builtins": ""}.get(mod.split(".")[0], mod)
+    if mod.startswith("numpy"):
+        short = "np" + mod[5:].replace(".core", "").replace("._core", "")
+        short = short.split("._")[0]
+    return f"{short}.{qn}" if short else qn
+
+
+def _parse_params(params, fn, name):
+    if params is None:
+        try:
+            return inspect.signature(fn)
+        except (TypeError, ValueError):
+            raise RuleError(f"rule for {name}: give params= (the callee has no signature)")
+    src = f"def _sig({params}): pass"
+    glb = dict(NAMESPACE)
+    try:
+        exec(compile(src, "<params>", "exec"), glb)
+    except SyntaxError as e:
+        raise RuleError(f"rule for {name}: params {params!r} do not parse: {e}")
+    return inspect.signature(glb["_sig"])
+
+
+def _key(fn):
+    try:
+        hash(fn)
+        return fn
+    except TypeError:
+        return ("id", id(fn))
+
+
+# -- declaring rules -------------------------------------------------------------------------
+def defrule(fn, params=None, *, vjp=None, joint=None, jvp=None, forbid=None, view=False,
+            kind="array", ns=None, name=None):
+    """Declare the derivative rule of a primitive callee ``fn``; returns the :class:`Rule`."""
+    rule = Rule(fn, params, vjp=vjp, joint=joint, jvp=jvp, forbid=forbid, view=view, kind=kind,
+                ns=ns, name=name)
+    _RULES[_key(fn)] = rule
+    return rule
+
+
+def defzero(*fns, params=None):
+    """Declare callees whose outputs carry no derivative (``np.floor``, ``np.argmax``...)."""
+    for fn in fns:
+        _RULES[_key(fn)] = Rule(fn, params if params is not None else "*args, **kwargs", zero=True)
+
+
+def defmethod(name, params, *, vjp=None, joint=None, jvp=None, forbid=None, view=False,
+              kind="array", ns=None):
+    """Declare the rule of the array method ``x.name(...)``; ``params`` start with ``self``."""
+    rule = Rule(("ndarray", name), params, vjp=vjp, joint=joint, jvp=jvp, forbid=forbid,
+                view=view, kind=kind, ns=ns, name=f"ndarray.{name}")
+    _METHODS[name] = rule
+    return rule
+
+
+def defzero_method(*names):
+    for name in names:
+        _METHODS[name] = Rule(("ndarray", name), "self, *args, **kwargs", zero=True,
+                              name=f"ndarray.{name}")
+
+
+def lookup(fn):
+    """The :class:`Rule` registered for ``fn``, or None."""
+    _ensure_tables()
+    try:
+        return _RULES.get(fn) if _hashable(fn) else _RULES.get(("id", id(fn)))
+    except TypeError:
+        return None
+
+
+def lookup_method(name):
+    """The rule for ``x.name(...)`` on an array, or None."""
+    _ensure_tables()
+    return _METHODS.get(name)
+
+
+def _hashable(fn):
+    try:
+        hash(fn)
+        return True
+    except TypeError:
+        return False
+
+
+_loaded = False
+
+
+def _ensure_tables():
+    """Import the built-in rule tables once (lazily, so `import s2sad` stays light)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from . import load_builtin_tables
+    load_builtin_tables()
