@@ -1,0 +1,81 @@
+"""Device detection and the device guard.
+
+Cheap on the CPU: nothing here imports CuPy unless a CuPy array is actually present (recognised by
+``type(x).__module__``), and nothing imports Numba.
+"""
+import numpy as np
+
+from ..errors import DeviceMismatchError
+
+_NDARRAY = np.ndarray
+
+
+def is_cupy(x):
+    """True when ``x`` is a CuPy array (without importing CuPy)."""
+    return type(x).__module__.startswith("cupy")
+
+
+def array_module(x):
+    """``numpy`` or ``cupy``, by the type of ``x``; imports CuPy only for a CuPy array."""
+    if type(x).__module__.startswith("cupy"):
+        import cupy
+        return cupy
+    return np
+
+
+def device_of(x):
+    """A readable device name: ``"cpu"`` for NumPy arrays and Python scalars, ``"cuda:N"`` for CuPy."""
+    if type(x).__module__.startswith("cupy"):
+        dev = getattr(x, "device", None)
+        return f"cuda:{getattr(dev, 'id', 0)}"
+    return "cpu"
+
+
+def _walk(args, prefix, out):
+    for i, a in enumerate(args):
+        t = type(a)
+        if t is _NDARRAY:
+            out.append((f"{prefix}{i}" if not prefix else f"{prefix}[{i}]", "cpu"))
+        elif t is list or t is tuple:
+            _walk(a, f"{prefix}{i}" if not prefix else f"{prefix}[{i}]", out)
+        elif t.__module__.startswith("cupy") and hasattr(a, "device"):
+            out.append((f"{prefix}{i}" if not prefix else f"{prefix}[{i}]", device_of(a)))
+
+
+def check_devices(fn_name, args, kwargs=None):
+    """Raise :class:`DeviceMismatchError` when ``args`` mix devices; return the common device.
+
+    ``args`` is the positional argument list of a call of ``fn_name`` (lists and tuples inside it,
+    such as the array list of ``concatenate``, are looked into one level deep and named
+    ``0[2]``); ``kwargs`` optionally a dict of keyword arguments.  Python scalars and other
+    non-array values are ignored.  Returns ``"cpu"``, ``"cuda:N"`` or ``None`` (no arrays).
+    """
+    seen = []
+    _walk(args, "", seen)
+    if kwargs:
+        for k, v in kwargs.items():
+            sub = []
+            _walk((v,), "", sub)
+            seen.extend((k + p[1:], d) for p, d in sub)
+    if not seen:
+        return None
+    first = seen[0][1]
+    for _, d in seen:
+        if d != first:
+            break
+    else:
+        return first
+    groups = {}
+    for pos, d in seen:
+        groups.setdefault(d, []).append(pos)
+    desc = "; ".join(f"{d}: argument{'s' if len(p) > 1 else ''} {', '.join(p)}"
+                     for d, p in groups.items())
+    gpu = [d for d in groups if d != "cpu"]
+    if "cpu" in groups:
+        fix = (f"move every array to the same device before calling {fn_name}: "
+               f"cupy.asarray(x) for the NumPy arguments (positions {', '.join(groups['cpu'])}), "
+               f"or cupy.asnumpy(x) for the CuPy ones")
+    else:
+        fix = (f"copy the arrays to one GPU first, e.g. inside `with cupy.cuda.Device({gpu[0][5:]}):` "
+               f"call cupy.asarray(x) on the others")
+    raise DeviceMismatchError(f"{fn_name} got arrays on different devices ({desc})", fix=fix)
