@@ -1,0 +1,825 @@
+"""Numba CUDA kernels for the concat and permute adjoints/tangents (CuPy arrays; NumPy under the simulator).
+
+Kernel interface: every kernel reads and writes *flat* 1-D buffers of a real dtype (complex arrays
+are seen as pairs of reals) and is told, through an int64 table, the element offset, shape and
+strides of every region it touches.  Any view (negative strides, transposed, Fortran order,
+stride-0 broadcast) is therefore handled by passing its base buffer plus offset and strides, and
+under Numba's CUDA simulator the very same index logic runs on NumPy buffers.
+
+Two kernels:
+
+* ``segments``: copies (or adds) a list of strided regions ("segments") from one flat source buffer
+  to one flat destination buffer in ONE launch: each block finds its segment by binary search in the
+  table's cumulative block counts.  Used for every concat adjoint/tangent (all inputs of one
+  destination dtype in one launch) and for permutations that keep the innermost axis.
+* ``tiled``: a shared-memory tile transpose (``T x (T+1)``, several elements per thread) for
+  permutations that move the innermost axis; remaining axes are batched.
+
+Several destination arrays in one launch: on CuPy the destination (or source) buffer is a flat
+view spanning the address range of all the arrays involved (device addresses share one space), so
+user gradient buffers can be accumulated into in place.  On NumPy (simulator) this needs the arrays
+to share one base buffer; otherwise the work is split per base buffer.
+
+On a real GPU the kernels are launched through a thin entry point that takes raw device pointers
+(int64 scalars) instead of array objects, which avoids Numba's per-argument conversion cost
+(``CONFIG["pointers"]``); the array entry point is the fallback and the one the simulator runs.
+"""
+import threading
+
+import numpy as np
+
+from .device import is_cupy, check_devices
+
+CONFIG = {
+    "tpb": 256,        # threads per block, segments kernel
+    "ept": 4,          # elements per thread, segments kernel
+    "tile": 32,        # tile edge, tiled kernel (32 or 64)
+    "tile_tx": 32,     # block x, tiled kernel
+    "tile_by": 8,      # block y, tiled kernel
+    "max_grid": 1 << 20,
+    "pointers": True,  # raw-pointer entry points on the GPU (falls back to arrays if they fail to build)
+    "table_cache": 256,
+}
+
+_state = {"pointer_error": None}
+_kernels = {}
+_streams = {}
+_tables = {}
+_lock = threading.RLock()
+
+
+# ---------------------------------------------------------------------------------------------
+# lazy numba import
+# ---------------------------------------------------------------------------------------------
+cuda = None   # numba.cuda, imported lazily (a module global: the simulator swaps it in kernels)
+
+
+def _nb():
+    global cuda
+    if cuda is None:
+        if not hasattr(np, "row_stack"):      # numba-cuda 0.30 + NumPy 2.5
+            np.row_stack = np.vstack
+        from numba import cuda as _c
+        cuda = _c
+    return cuda
+
+
+def simulated():
+    """True when Numba's CUDA simulator is active."""
+    _nb()
+    return _sim_config()
+
+
+def _sim_config():
+    try:
+        from numba.cuda.core import config
+    except Exception:  # pragma: no cover
+        from numba.core import config
+    return bool(getattr(config, "ENABLE_CUDASIM", 0))
+
+
+_REAL = {np.dtype(np.float16): np.dtype(np.float16), np.dtype(np.float32): np.dtype(np.float32),
+         np.dtype(np.float64): np.dtype(np.float64), np.dtype(np.complex64): np.dtype(np.float32),
+         np.dtype(np.complex128): np.dtype(np.float64)}
+_NAMES = {np.dtype(np.float16): "float16", np.dtype(np.float32): "float32",
+          np.dtype(np.float64): "float64"}
+
+
+def _real(dt):
+    r = _REAL.get(np.dtype(dt))
+    if r is None:
+        raise TypeError(f"s2sad kernels support float16/32/64 and complex64/128, not {dt}")
+    return r
+
+
+def _compute(a, b):
+    return np.float64 if (a == np.float64 or b == np.float64) else np.float32
+
+
+# ---------------------------------------------------------------------------------------------
+# kernels (built lazily, cached per specialisation)
+# ---------------------------------------------------------------------------------------------
+def _ptr_intrinsic(dt):
+    key = ("ptr", dt)
+    f = _kernels.get(key)
+    if f is None:
+        from numba.cuda.extending import intrinsic
+        from numba.cuda import types
+        from numba.cuda.np.numpy_support import from_dtype
+        nbt = from_dtype(dt)
+
+        @intrinsic
+        def as_ptr(typingctx, addr):
+            sig = types.CPointer(nbt)(types.int64)
+
+            def codegen(context, builder, signature, args):
+                return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+            return sig, codegen
+        f = _kernels[key] = as_ptr
+    return f
+
+
+def _segments_kernel(st, dt, D, acc, pointers):
+    tpb, ept = CONFIG["tpb"], CONFIG["ept"]
+    key = ("seg", st, dt, D, acc, pointers, tpb, ept)
+    k = _kernels.get(key)
+    if k is not None:
+        return k
+    with _lock:
+        k = _kernels.get(key)
+        if k is not None:
+            return k
+        _nb()
+        CT = _compute(st, dt)
+        OT = dt.type
+        TPB, EPT, ACC = tpb, ept, acc
+        W = 4 + 3 * D
+
+        def body(src, dst, table, nseg, nblocks):
+            tid = cuda.threadIdx.x
+            b = cuda.blockIdx.x
+            while b < nblocks:
+                lo = 0
+                hi = nseg - 1
+                while lo < hi:
+                    mid = (lo + hi + 1) // 2
+                    if table[mid, 2] <= b:
+                        lo = mid
+                    else:
+                        hi = mid - 1
+                s = lo
+                n = table[s, 3]
+                so = table[s, 0]
+                do = table[s, 1]
+                k0 = (b - table[s, 2]) * (TPB * EPT) + tid
+                for e in range(EPT):
+                    k = k0 + e * TPB
+                    if k < n:
+                        if D == 1:
+                            si = so + k * table[s, 5]
+                            di = do + k * table[s, 6]
+                        else:
+                            si = so
+                            di = do
+                            rem = k
+                            for d in range(D - 1, -1, -1):
+                                sz = table[s, 4 + d]
+                                q = rem // sz
+                                c = rem - q * sz
+                                rem = q
+                                si += c * table[s, 4 + D + d]
+                                di += c * table[s, 4 + 2 * D + d]
+                        if ACC:
+                            dst[di] = OT(CT(dst[di]) + CT(src[si]))
+                        else:
+                            dst[di] = OT(CT(src[si]))
+                b += cuda.gridDim.x
+
+        sn, dn = _NAMES[st], _NAMES[dt]
+        if not pointers:
+            k = cuda.jit(f"void({sn}[::1], {dn}[::1], int64[:, ::1], int64, int64)")(body)
+        else:
+            from numba.cuda.np.numpy_support import carray
+            dev = cuda.jit(device=True)(body)
+            ps, pd, pi = _ptr_intrinsic(st), _ptr_intrinsic(dt), _ptr_intrinsic(np.dtype(np.int64))
+
+            def entry(sp, slen, dp, dlen, tp, nseg, nblocks):
+                src = carray(ps(sp), (slen,))
+                dst = carray(pd(dp), (dlen,))
+                table = carray(pi(tp), (nseg, W))
+                dev(src, dst, table, nseg, nblocks)
+            k = cuda.jit("void(int64, int64, int64, int64, int64, int64, int64)")(entry)
+        _kernels[key] = k
+        return k
+
+
+def _tiled_kernel(rdt, V, DB, acc, T, pointers):
+    TX, BY = min(CONFIG["tile_tx"], T), CONFIG["tile_by"]
+    key = ("tile", rdt, V, DB, acc, T, TX, BY, pointers)
+    k = _kernels.get(key)
+    if k is not None:
+        return k
+    with _lock:
+        k = _kernels.get(key)
+        if k is not None:
+            return k
+        _nb()
+        from numba.cuda.np.numpy_support import from_dtype
+        CT = _compute(rdt, rdt)
+        CTN = from_dtype(np.dtype(CT))
+        OT = rdt.type
+        ACC = acc
+        NY, NX = T // BY, T // TX
+        M = 11 + 3 * DB
+
+        def body(src, dst, meta):
+            # meta: n_a, n_l, nt_a, nt_l, s_a, s_l, d_a, d_l, src_off, dst_off, nblocks, (shape, ss, ds)*DB
+            tile = cuda.shared.array((V, T, T + 1), CTN)
+            tx = cuda.threadIdx.x
+            ty = cuda.threadIdx.y
+            n_a = meta[0]
+            n_l = meta[1]
+            nt_a = meta[2]
+            nt_l = meta[3]
+            s_a = meta[4]
+            s_l = meta[5]
+            d_a = meta[6]
+            d_l = meta[7]
+            nblocks = meta[10]
+            b = cuda.blockIdx.x
+            while b < nblocks:
+                tl = b % nt_l
+                r = b // nt_l
+                ta = r % nt_a
+                bb = r // nt_a
+                so = meta[8]
+                do = meta[9]
+                for j in range(DB - 1, -1, -1):
+                    sz = meta[11 + 3 * j]
+                    q = bb // sz
+                    c = bb - q * sz
+                    bb = q
+                    so += c * meta[12 + 3 * j]
+                    do += c * meta[13 + 3 * j]
+                for iy in range(NY):          # load: coalesced along a (the source's fast axis)
+                    ll = ty + iy * BY
+                    il = tl * T + ll
+                    for ix in range(NX):
+                        la = tx + ix * TX
+                        ia = ta * T + la
+                        if il < n_l and ia < n_a:
+                            p = so + ia * s_a + il * s_l
+                            for c in range(V):
+                                tile[c, ll, la] = CT(src[p + c])
+                cuda.syncthreads()
+                for iy in range(NY):          # store: coalesced along l (the destination's fast axis)
+                    la = ty + iy * BY
+                    ia = ta * T + la
+                    for ix in range(NX):
+                        ll = tx + ix * TX
+                        il = tl * T + ll
+                        if il < n_l and ia < n_a:
+                            p = do + ia * d_a + il * d_l
+                            for c in range(V):
+                                if ACC:
+                                    dst[p + c] = OT(CT(dst[p + c]) + tile[c, ll, la])
+                                else:
+                                    dst[p + c] = OT(tile[c, ll, la])
+                cuda.syncthreads()
+                b += cuda.gridDim.x
+
+        n = _NAMES[rdt]
+        if not pointers:
+            k = cuda.jit(f"void({n}[::1], {n}[::1], int64[::1])")(body)
+        else:
+            from numba.cuda.np.numpy_support import carray
+            dev = cuda.jit(device=True)(body)
+            pr, pi = _ptr_intrinsic(rdt), _ptr_intrinsic(np.dtype(np.int64))
+
+            def entry(sp, slen, dp, dlen, mp):
+                src = carray(pr(sp), (slen,))
+                dst = carray(pr(dp), (dlen,))
+                meta = carray(pi(mp), (M,))
+                dev(src, dst, meta)
+            k = cuda.jit("void(int64, int64, int64, int64, int64)")(entry)
+        _kernels[key] = k
+        return k
+
+
+# ---------------------------------------------------------------------------------------------
+# array descriptions: (object, data address, shape, strides in real elements)
+# ---------------------------------------------------------------------------------------------
+def _addr(x):
+    if is_cupy(x):
+        return x.data.ptr
+    return x.__array_interface__["data"][0]
+
+
+def _layout(x, rdt):
+    """Shape and strides (in units of ``rdt`` elements) of ``x``; complex x gets a trailing (2,) axis."""
+    isz = rdt.itemsize
+    shape = list(x.shape)
+    strides = []
+    for s in x.strides:
+        if s % isz:
+            return None
+        strides.append(s // isz)
+    if x.dtype.kind == "c":
+        shape.append(2)
+        strides.append(1)
+    return shape, strides
+
+
+def _collapse(shape, strides_list):
+    """Drop unit axes and merge axes that are contiguous in every stride list."""
+    dims = [(n, [s[j] for s in strides_list]) for j, n in enumerate(shape) if n != 1]
+    if not dims:
+        return [1], [[0] for _ in strides_list]
+    out = [dims[0]]
+    for n, st in dims[1:]:
+        pn, pst = out[-1]
+        if all(ps == s * n for ps, s in zip(pst, st)):
+            out[-1] = (pn * n, st)
+        else:
+            out.append((n, st))
+    return [n for n, _ in out], [[st[i] for _, st in out] for i in range(len(strides_list))]
+
+
+def _extent(shape, strides):
+    lo = hi = 0
+    for n, s in zip(shape, strides):
+        if n == 0:
+            return 0, -1
+        if s < 0:
+            lo += (n - 1) * s
+        else:
+            hi += (n - 1) * s
+    return lo, hi
+
+
+class _Seg:
+    __slots__ = ("src", "saddr", "dst", "daddr", "shape", "sst", "dstr", "srdt", "drdt", "n")
+
+    def __init__(self, src, saddr, dst, daddr, shape, sst, dstr, srdt, drdt):
+        self.src, self.saddr, self.dst, self.daddr = src, saddr, dst, daddr
+        self.srdt, self.drdt = srdt, drdt
+        shape, (sst, dstr) = _collapse(shape, [sst, dstr])
+        self.shape, self.sst, self.dstr = shape, sst, dstr
+        n = 1
+        for s in shape:
+            n *= s
+        self.n = n
+
+
+def _root(x):
+    r = x
+    while isinstance(r.base, np.ndarray):
+        r = r.base
+    return r
+
+
+class _Span:
+    """A flat buffer of dtype ``rdt`` covering the memory of several arrays, and its base address."""
+
+    def __init__(self, objs, ranges, rdt):
+        self.rdt = rdt
+        isz = rdt.itemsize
+        base = min(lo for lo, _ in ranges)
+        end = max(hi for _, hi in ranges) + isz
+        self.base = base
+        self.length = max((end - base) // isz, 1)
+        self.gpu = is_cupy(objs[0])
+        self.objs = objs
+        self._flat = None
+
+    def flat(self):
+        if self._flat is None:
+            isz = self.rdt.itemsize
+            if self.gpu:
+                import cupy as cp
+                mem = cp.cuda.UnownedMemory(self.base, self.length * isz, self.objs)
+                self._flat = cp.ndarray((self.length,), self.rdt, cp.cuda.MemoryPointer(mem, 0))
+            else:
+                root = _root(self.objs[0])
+                rb = root.reshape(-1, order="A") if (root.flags.c_contiguous or root.flags.f_contiguous) \
+                    else None
+                if rb is None or not np.shares_memory(rb, root):
+                    raise ValueError("cannot form a flat view of a non-contiguous base buffer")
+                u8 = rb.view(np.uint8)
+                off = self.base - u8.__array_interface__["data"][0]
+                self._flat = u8[off: off + self.length * isz].view(self.rdt)
+        return self._flat
+
+
+def _group_spans(items, rdt, gpu):
+    """Split (obj, lo_addr, hi_addr) items into span groups: one on the GPU, one per base buffer on CPU."""
+    if gpu:
+        return [items]
+    groups = {}
+    for it in items:
+        groups.setdefault(id(_root(it[0])), []).append(it)
+    return list(groups.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# launching
+# ---------------------------------------------------------------------------------------------
+def _stream():
+    import cupy as cp
+    ptr = cp.cuda.get_current_stream().ptr
+    s = _streams.get(ptr)
+    if s is None:
+        _nb()
+        s = cuda.default_stream() if ptr == 0 else cuda.external_stream(ptr)
+        _streams[ptr] = s
+    return s
+
+
+def _device_table(table):
+    """The table on the GPU, cached by content (training loops repeat the same layouts)."""
+    key = table.tobytes()
+    t = _tables.get(key)
+    if t is None:
+        import cupy as cp
+        t = cp.asarray(table)
+        if len(_tables) >= CONFIG["table_cache"]:
+            _tables.pop(next(iter(_tables)))
+        _tables[key] = t
+    return t
+
+
+def _use_pointers():
+    return CONFIG["pointers"] and _state["pointer_error"] is None
+
+
+def _get(builder, *args):
+    """Build a kernel; on the GPU try the raw-pointer entry first, fall back to array arguments."""
+    if _use_pointers():
+        try:
+            return builder(*args, True), True
+        except Exception as e:  # noqa: BLE001  (record and fall back)
+            _state["pointer_error"] = repr(e)
+    return builder(*args, False), False
+
+
+def _launch(kernel, pointers, grid, block, gpu, args):
+    if not gpu:
+        kernel[grid, block](*args)
+        return
+    stream = _stream()
+    if pointers:
+        ov = getattr(kernel, "overloads", None)
+        if ov and len(ov) == 1:
+            g = grid if isinstance(grid, tuple) else (grid, 1, 1)
+            b = block if isinstance(block, tuple) else (block, 1, 1)
+            if len(b) == 2:
+                b = (b[0], b[1], 1)
+            next(iter(ov.values())).launch(args, g, b, stream, 0)
+            return
+    kernel[grid, block, stream](*args)
+
+
+def _run_segments(segs, acc):
+    """Copy (acc=False) or add (acc=True) every segment; one launch per (dtypes, buffer group, round)."""
+    segs = [s for s in segs if s.n > 0]
+    if not segs:
+        return
+    gpu = is_cupy(segs[0].src)
+    by_dt = {}
+    for s in segs:
+        by_dt.setdefault((s.srdt, s.drdt), []).append(s)
+    for (srdt, drdt), group in by_dt.items():
+        for batch in _rounds(group, acc):
+            _launch_segment_batch(batch, srdt, drdt, acc, gpu)
+
+
+def _rounds(group, acc):
+    """Split segments so that no two segments of one launch write overlapping memory (race-free acc)."""
+    if not acc:
+        return [group]
+    isz = group[0].drdt.itemsize
+    ivals = []
+    for s in group:
+        lo, hi = _extent(s.shape, s.dstr)
+        if any(st == 0 and n > 1 for n, st in zip(s.shape, s.dstr)):
+            raise ValueError("cannot accumulate into a buffer with overlapping elements (stride 0)")
+        ivals.append((s.daddr + lo * isz, s.daddr + hi * isz, s))
+    ivals.sort(key=lambda t: t[0])
+    rounds, ends = [], []
+    for lo, hi, s in ivals:
+        for r, e in enumerate(ends):
+            if e < lo:
+                rounds[r].append(s)
+                ends[r] = hi
+                break
+        else:
+            rounds.append([s])
+            ends.append(hi)
+    return rounds
+
+
+def _launch_segment_batch(batch, srdt, drdt, acc, gpu):
+    sisz, disz = srdt.itemsize, drdt.itemsize
+    # source and destination span groups
+    sitems, ditems = {}, {}
+    for s in batch:
+        lo, hi = _extent(s.shape, s.sst)
+        it = sitems.get(id(s.src))
+        rng = (s.saddr + lo * sisz, s.saddr + hi * sisz)
+        sitems[id(s.src)] = (s.src, min(rng[0], it[1]) if it else rng[0], max(rng[1], it[2]) if it else rng[1])
+        lo, hi = _extent(s.shape, s.dstr)
+        it = ditems.get(id(s.dst))
+        rng = (s.daddr + lo * disz, s.daddr + hi * disz)
+        ditems[id(s.dst)] = (s.dst, min(rng[0], it[1]) if it else rng[0], max(rng[1], it[2]) if it else rng[1])
+    for sg in _group_spans(list(sitems.values()), srdt, gpu):
+        sids = {id(o) for o, _, _ in sg}
+        for dg in _group_spans(list(ditems.values()), drdt, gpu):
+            dids = {id(o) for o, _, _ in dg}
+            part = [s for s in batch if id(s.src) in sids and id(s.dst) in dids]
+            if not part:
+                continue
+            sspan = _Span([o for o, _, _ in sg], [(a, b) for _, a, b in sg], srdt)
+            dspan = _Span([o for o, _, _ in dg], [(a, b) for _, a, b in dg], drdt)
+            _launch_segments_table(part, sspan, dspan, srdt, drdt, acc, gpu)
+
+
+def _launch_segments_table(part, sspan, dspan, srdt, drdt, acc, gpu):
+    D = max(len(s.shape) for s in part)
+    W = 4 + 3 * D
+    tpb, ept = CONFIG["tpb"], CONFIG["ept"]
+    per = tpb * ept
+    table = np.zeros((len(part), W), np.int64)
+    nblocks = 0
+    sisz, disz = srdt.itemsize, drdt.itemsize
+    for i, s in enumerate(part):
+        pad = D - len(s.shape)
+        row = table[i]
+        row[0] = (s.saddr - sspan.base) // sisz
+        row[1] = (s.daddr - dspan.base) // disz
+        row[2] = nblocks
+        row[3] = s.n
+        row[4:4 + D] = [1] * pad + s.shape
+        row[4 + D:4 + 2 * D] = [0] * pad + s.sst
+        row[4 + 2 * D:4 + 3 * D] = [0] * pad + s.dstr
+        nblocks += -(-s.n // per)
+    kernel, pointers = _get(_segments_kernel, srdt, drdt, D, acc) if gpu else \
+        (_segments_kernel(srdt, drdt, D, acc, False), False)
+    grid = min(nblocks, CONFIG["max_grid"])
+    nseg = len(part)
+    if gpu:
+        dt = _device_table(table)
+        if pointers:
+            args = (sspan.base, sspan.length, dspan.base, dspan.length, dt.data.ptr, nseg, nblocks)
+        else:
+            args = (sspan.flat(), dspan.flat(), dt, nseg, nblocks)
+    else:
+        args = (sspan.flat(), dspan.flat(), table, nseg, nblocks)
+    _launch(kernel, pointers, grid, tpb, gpu, args)
+
+
+# ---------------------------------------------------------------------------------------------
+# concat
+# ---------------------------------------------------------------------------------------------
+def _xp(a):
+    if is_cupy(a):
+        import cupy
+        return cupy
+    return np
+
+
+def _region_strides(shape, g_stride):
+    """C-order strides of a flat run of ``shape`` inside a 1-D buffer of stride ``g_stride``."""
+    st, acc = [], g_stride
+    for n in reversed(shape):
+        st.append(acc)
+        acc *= n
+    return st[::-1]
+
+
+def concat_adjoint(g, arrays, infos, axis, starts, acc):
+    check_devices("concat_adjoint", (g, arrays, acc) if acc is not None else (g, arrays))
+    xp = _xp(g)
+    gpu = xp is not np
+    if axis is None and g.ndim != 1:
+        g = g.reshape(-1)
+    grdt = _real(g.dtype)
+    gisz = grdt.itemsize
+    gaddr = _addr(g)
+    gl = _layout(g, grdt)
+    if gl is None:
+        g = xp.ascontiguousarray(g)
+        gaddr, gl = _addr(g), _layout(g, grdt)
+    gshape, gstr = gl
+    gcomplex = g.dtype.kind == "c"
+    if gcomplex:
+        gshape, gstr = gshape[:-1], gstr[:-1]
+    outs = [None] * len(arrays)
+    # fresh output buffers: one per destination dtype
+    fresh_sizes = {}
+    for i, (shape, dt) in enumerate(infos):
+        if dt is None or (acc is not None and acc[i] is not None):
+            continue
+        n = int(np.prod(shape, dtype=np.int64))
+        fresh_sizes[dt] = fresh_sizes.get(dt, 0) + n
+    fresh = {}
+    for dt, n in fresh_sizes.items():
+        zero = dt.kind == "c" and not gcomplex
+        fresh[dt] = [xp.zeros(n, dt) if zero else xp.empty(n, dt), 0]
+    segs_copy, segs_add = [], []
+    for i, (shape, dt) in enumerate(infos):
+        if dt is None:
+            continue
+        s0 = starts[i]
+        if axis is None:
+            n = int(np.prod(shape, dtype=np.int64))
+            goff = s0 * gstr[0]
+            rshape, rst = list(shape), _region_strides(shape, gstr[0])
+        else:
+            n = int(np.prod(shape, dtype=np.int64))
+            goff = s0 * gstr[axis]
+            rshape, rst = list(shape), list(gstr)
+        buf = acc[i] if acc is not None else None
+        if buf is None:
+            fb = fresh[dt]
+            out = fb[0][fb[1]: fb[1] + n].reshape(shape)
+            fb[1] += n
+            outs[i] = out
+        else:
+            if tuple(buf.shape) != tuple(shape):
+                raise ValueError(f"acc[{i}] has shape {tuple(buf.shape)}, expected {tuple(shape)}")
+            out = buf
+            outs[i] = buf
+        if n == 0:
+            continue
+        drdt = _real(out.dtype)
+        dl = _layout(out, drdt)
+        dshape, dstr = dl
+        dcomplex = out.dtype.kind == "c"
+        sshape, sst = list(rshape), list(rst)
+        saddr = gaddr + goff * gisz
+        if gcomplex:
+            sst = [2 * v for v in sst]
+            saddr = gaddr + goff * 2 * gisz
+        if gcomplex and dcomplex:
+            sshape, sst = sshape + [2], sst + [1]
+        elif dcomplex:          # real cotangent into a complex input: real parts only
+            dstr = dstr[:-1]
+        seg = _Seg(g, saddr, out, _addr(out), sshape, sst, dstr, grdt, drdt)
+        (segs_add if buf is not None else segs_copy).append(seg)
+    _run_segments(segs_copy, False)
+    _run_segments(segs_add, True)
+    return tuple(_scalar_out(x, o) for x, o in zip(arrays, outs))
+
+
+def _scalar_out(x, o):
+    if o is None:
+        return None
+    t = type(x)
+    if t is float:
+        return float(o.reshape(()))
+    if t is complex:
+        return complex(o.reshape(()))
+    return o
+
+
+def concat_tangent(tangents, arrays, axis):
+    check_devices("concat_tangent", (tangents, arrays))
+    from . import _info, _norm_axis
+    xp = np
+    for a in (*tangents, *arrays):
+        if is_cupy(a):
+            xp = _xp(a)
+            break
+    infos = [_info(x) for x in arrays]
+    if not any(dt is not None for _, dt in infos):
+        return None
+    rdt = np.result_type(*[(x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype) for x in arrays])
+    if rdt.kind not in "fc":
+        rdt = np.result_type(*[dt for _, dt in infos if dt is not None])
+    if axis is None:
+        shapes = [(int(np.prod(s, dtype=np.int64)),) for s, _ in infos]
+        ax = 0
+    else:
+        ax = _norm_axis(axis, max(len(infos[0][0]), 1))
+        shapes = [tuple(s) for s, _ in infos]
+    oshape = list(shapes[0])
+    oshape[ax] = sum(s[ax] for s in shapes)
+    need_zero = any(t is None or dt is None for t, (_, dt) in zip(tangents, infos)) or \
+        (rdt.kind == "c" and any(t is not None and getattr(t, "dtype", np.dtype(float)).kind != "c"
+                                 for t in tangents))
+    out = xp.zeros(oshape, rdt) if need_zero else xp.empty(oshape, rdt)
+    ordt = _real(rdt)
+    oaddr = _addr(out)
+    oshape_r, ostr = _layout(out, ordt)
+    ocomplex = rdt.kind == "c"
+    if ocomplex:
+        ostr = ostr[:-1]
+    segs = []
+    pos = 0
+    for t, shp, (_, dt) in zip(tangents, shapes, infos):
+        start = pos
+        pos += shp[ax]
+        if t is None or dt is None:
+            continue
+        if not hasattr(t, "dtype"):
+            t = xp.asarray(t)
+        if t.dtype.kind not in "fc":
+            t = t.astype(rdt)
+        t = t.reshape(shp) if tuple(t.shape) != shp else t
+        n = int(np.prod(shp, dtype=np.int64))
+        if n == 0:
+            continue
+        trdt = _real(t.dtype)
+        tl = _layout(t, trdt)
+        if tl is None:
+            t = xp.ascontiguousarray(t)
+            tl = _layout(t, trdt)
+        tshape, tst = tl
+        tcomplex = t.dtype.kind == "c"
+        dstr = list(ostr)
+        daddr = oaddr + start * ostr[ax] * ordt.itemsize
+        if tcomplex and ocomplex:
+            sshape, sst = list(shp) + [2], tst
+            dstr = dstr + [1]
+        elif tcomplex:          # complex tangent of a real output: real part
+            sshape, sst = list(shp), tst[:-1]
+            sst = list(sst)
+        else:
+            sshape, sst = list(shp), tst
+        segs.append(_Seg(t, _addr(t), out, daddr, sshape, sst, dstr, trdt, ordt))
+    _run_segments(segs, False)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# permute
+# ---------------------------------------------------------------------------------------------
+def permute(g, perm, acc):
+    """``transpose(g, perm)`` materialised C-contiguous, or added into ``acc`` in place."""
+    check_devices("permute_adjoint", (g, acc) if acc is not None else (g,))
+    xp = _xp(g)
+    gpu = xp is not np
+    oshape = tuple(g.shape[p] for p in perm)
+    if acc is None:
+        out = xp.empty(oshape, g.dtype)
+    else:
+        if tuple(acc.shape) != oshape:
+            raise ValueError(f"acc has shape {tuple(acc.shape)}, expected {oshape}")
+        out = acc
+    if out.size == 0:
+        return out
+    srdt = _real(g.dtype)
+    drdt = _real(out.dtype)
+    gl = _layout(g, srdt)
+    if gl is None:
+        g = xp.ascontiguousarray(g)
+        gl = _layout(g, srdt)
+    sc, dc = g.dtype.kind == "c", out.dtype.kind == "c"
+    gsh, gst = gl
+    dsh, dst = _layout(out, drdt)
+    if sc:
+        gst = gst[:-1]
+    if dc:
+        dst = dst[:-1]
+    sst = [gst[p] for p in perm]
+    shape = list(oshape)
+    if acc is not None and any(s == 0 and n > 1 for n, s in zip(shape, dst)):
+        raise ValueError("cannot accumulate into a buffer with overlapping elements (stride 0)")
+    V = 2 if (sc and dc) else 1
+    if srdt == drdt and V in (1, 2):
+        cshape, (csst, cdst) = _collapse(shape, [sst, dst])
+        if len(cshape) >= 2:
+            a = min(range(len(cshape)), key=lambda j: abs(csst[j]))
+            l = min(range(len(cshape)), key=lambda j: abs(cdst[j]))
+            if a != l and abs(csst[a]) == V and abs(cdst[l]) == V and cshape[a] > 1 and cshape[l] > 1 \
+                    and (V == 1 or (sc and dc)):
+                _launch_tiled(g, out, cshape, csst, cdst, a, l, V, srdt, acc is not None, gpu)
+                return out
+    # general path: one strided segment
+    if sc and dc:
+        seg = _Seg(g, _addr(g), out, _addr(out), shape + [2], sst + [1], dst + [1], srdt, drdt)
+    else:
+        seg = _Seg(g, _addr(g), out, _addr(out), shape, sst, dst, srdt, drdt)
+    if dc and not sc and acc is None:
+        out[...] = 0
+    _run_segments([seg], acc is not None)
+    return out
+
+
+def _launch_tiled(g, out, shape, sst, dstr, a, l, V, rdt, acc, gpu):
+    T = CONFIG["tile"]
+    while T > 16 and V * T * (T + 1) * np.dtype(_compute(rdt, rdt)).itemsize > 40000:
+        T //= 2
+    isz = rdt.itemsize
+    slo, shi = _extent(shape, sst)
+    dlo, dhi = _extent(shape, dstr)
+    sspan = _Span([g], [(_addr(g) + slo * isz, _addr(g) + shi * isz + (V - 1) * isz)], rdt)
+    dspan = _Span([out], [(_addr(out) + dlo * isz, _addr(out) + dhi * isz + (V - 1) * isz)], rdt)
+    batch = [j for j in range(len(shape)) if j not in (a, l)]
+    DB = len(batch)
+    nt_a = -(-shape[a] // T)
+    nt_l = -(-shape[l] // T)
+    nb = 1
+    for j in batch:
+        nb *= shape[j]
+    nblocks = nt_a * nt_l * nb
+    meta = [shape[a], shape[l], nt_a, nt_l, sst[a], sst[l], dstr[a], dstr[l],
+            (_addr(g) - sspan.base) // isz, (_addr(out) - dspan.base) // isz, nblocks]
+    for j in batch:
+        meta += [shape[j], sst[j], dstr[j]]
+    meta = np.asarray(meta, np.int64)
+    if gpu:
+        kernel, pointers = _get(_tiled_kernel, rdt, V, DB, acc, T)
+    else:
+        kernel, pointers = _tiled_kernel(rdt, V, DB, acc, T, False), False
+    TX, BY = min(CONFIG["tile_tx"], T), CONFIG["tile_by"]
+    grid = min(nblocks, CONFIG["max_grid"])
+    if gpu:
+        dm = _device_table(meta)
+        if pointers:
+            args = (sspan.base, sspan.length, dspan.base, dspan.length, dm.data.ptr)
+        else:
+            args = (sspan.flat(), dspan.flat(), dm)
+    else:
+        args = (sspan.flat(), dspan.flat(), meta)
+    _launch(kernel, pointers, grid, (TX, BY), gpu, args)
