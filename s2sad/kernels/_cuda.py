@@ -636,10 +636,7 @@ def concat_adjoint(g, arrays, infos, axis, starts, acc):
         dshape, dstr = dl
         dcomplex = out.dtype.kind == "c"
         sshape, sst = list(rshape), list(rst)
-        saddr = gaddr + goff * gisz
-        if gcomplex:
-            sst = [2 * v for v in sst]
-            saddr = gaddr + goff * 2 * gisz
+        saddr = gaddr + goff * gisz      # strides are in real units already (complex = 2 reals)
         if gcomplex and dcomplex:
             sshape, sst = sshape + [2], sst + [1]
         elif dcomplex:          # real cotangent into a complex input: real parts only
