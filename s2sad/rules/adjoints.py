@@ -1,0 +1,1490 @@
+"""Helpers for adjoints too large to read well as one inline expression.
+
+Templates reach this module as ``_adj`` (``_adj.sum(g, a, axis, keepdims)``).  Every helper works
+on NumPy and CuPy arrays alike: it allocates through :func:`xp` (the array module of its argument)
+and uses array methods.  Conventions (DESIGN.md): an adjoint has its input's shape and dtype; the
+gradient of a real loss w.r.t. a complex ``z`` is dL/dRe z + i dL/dIm z, so a holomorphic ``f``
+has adjoint ``g * conj(f'(z))``.
+"""
+import builtins
+import math
+import numbers
+
+import numpy as np
+
+from .. import runtime as _rt
+from ..errors import RuleError
+
+_NoValue = getattr(np, "_NoValue", None)
+
+
+# -- small utilities ----------------------------------------------------------------------------
+def xp(*xs):
+    """The array module (NumPy or CuPy) of the first array among ``xs``."""
+    for x in xs:
+        if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, np.generic):
+            return _rt.array_module(x)
+    return np
+
+
+def asarray(x, like=None):
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return x
+    return xp(like).asarray(x)
+
+
+def cj(x):
+    return _rt.cj(x)
+
+
+def shape(x):
+    s = getattr(x, "shape", None)
+    return tuple(s) if s is not None else np.shape(x)
+
+
+def ndim(x):
+    return len(shape(x))
+
+
+def _flag(v, default=False):
+    return default if v is None or v is _NoValue else v
+
+
+def like(g, x):
+    """``g`` (an array or scalar) as an adjoint for ``x``: x's dtype, x's kind of value.
+
+    A Python float input gets a Python float, a list/tuple of scalars gets a list/tuple, a real
+    array input drops the imaginary part of ``g``."""
+    if g is None:
+        return None
+    if isinstance(x, (list, tuple)):
+        return array_adjoint(g, x)
+    if isinstance(x, bool) or isinstance(x, numbers.Integral) and not hasattr(x, "dtype"):
+        return None
+    if type(x) is float:
+        g = asarray(g)
+        if g.dtype.kind == "c":
+            g = g.real
+        return float(g.sum()) if g.shape != () else float(g)
+    if type(x) is complex:
+        g = asarray(g)
+        return complex(g.sum()) if g.shape != () else complex(g)
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        return g
+    if dt.kind not in "fc":
+        return None
+    gdt = getattr(g, "dtype", None)
+    if isinstance(x, np.generic):           # NumPy scalar input: NumPy scalar adjoint
+        g = asarray(g)
+        if g.dtype.kind == "c" and dt.kind != "c":
+            g = g.real
+        return dt.type(g) if g.shape == () else g.astype(dt)
+    if gdt is None:
+        return xp(x).asarray(g, dtype=dt) if dt.kind == "c" or not isinstance(g, complex) \
+            else xp(x).asarray(g.real, dtype=dt)
+    if gdt != dt:
+        if gdt.kind == "c" and dt.kind != "c":
+            g = g.real
+        g = g.astype(dt, copy=False)
+    if g.shape != x.shape:
+        g = g.reshape(x.shape) if g.size == x.size else _rt.unbroadcast(g, x)
+    return g
+
+
+def full_like(g, x):
+    """``g`` broadcast to x's shape as a fresh, writable array in x's dtype."""
+    s = shape(x)
+    m = xp(x, g)
+    g = asarray(g, like=x)
+    dt = getattr(x, "dtype", None)
+    if dt is None or dt.kind not in "fc":
+        dt = g.dtype if g.dtype.kind in "fc" else np.dtype(float)
+    if g.dtype.kind == "c" and dt.kind != "c":
+        g = g.real
+    out = m.broadcast_to(g, s).astype(dt, copy=True)
+    return like(out, x) if not hasattr(x, "dtype") or isinstance(x, np.generic) else out
+
+
+def zeros_for(x, dtype=None):
+    dt = dtype or getattr(x, "dtype", np.dtype(float))
+    return xp(x).zeros(shape(x), dtype=dt)
+
+
+def is_zero(g):
+    return _rt.is_zero(g)
+
+
+def norm_axes(axis, nd):
+    """``axis`` (None, int or tuple, possibly negative) as a sorted tuple of non-negative ints."""
+    if axis is None:
+        return tuple(range(nd))
+    if isinstance(axis, (tuple, list)):
+        return tuple(sorted(int(a) % nd if nd else 0 for a in axis))
+    return (int(axis) % nd if nd else 0,)
+
+
+def expand(g, xshape, axis, keepdims):
+    """Reshape the result of a reduction over ``axis`` so it broadcasts against ``xshape``."""
+    g = asarray(g)
+    if keepdims:
+        return g
+    axes = norm_axes(axis, len(xshape))
+    new = tuple(1 if i in axes else n for i, n in enumerate(xshape))
+    return g.reshape(new)
+
+
+def count(xshape, axis):
+    axes = norm_axes(axis, len(xshape))
+    return int(np.prod([xshape[i] for i in axes])) if axes else 1
+
+
+# -- reductions ---------------------------------------------------------------------------------
+def sum(g, a, axis=None, keepdims=False):
+    """Adjoint of ``np.sum(a, axis, keepdims)``: g copied along the reduced axes."""
+    return full_like(expand(g, shape(a), axis, _flag(keepdims)), a)
+
+
+def mean(g, a, axis=None, keepdims=False):
+    n = count(shape(a), axis)
+    return full_like(expand(g, shape(a), axis, _flag(keepdims)) / n, a)
+
+
+def _others_product(a, axes):
+    """For each element, the product of the other elements of its reduction group (exact with zeros)."""
+    m = xp(a)
+    a = asarray(a)
+    nd = a.ndim
+    keep = [i for i in range(nd) if i not in axes]
+    perm = keep + list(axes)
+    t = a.transpose(perm)
+    lead = t.shape[:len(keep)]
+    n = int(np.prod(t.shape[len(keep):])) if axes else 1
+    flat = t.reshape(lead + (n,))
+    one = m.ones(lead + (1,), dtype=a.dtype)
+    left = m.concatenate([one, m.cumprod(flat[..., :-1], axis=-1)], axis=-1)
+    right = m.flip(m.concatenate([one, m.cumprod(m.flip(flat, -1)[..., :-1], axis=-1)], axis=-1),
+                   -1)
+    other = (left * right).reshape(t.shape)
+    return other.transpose(np.argsort(perm))
+
+
+def prod(g, a, axis=None, keepdims=False):
+    """Adjoint of ``np.prod``: g times the product of the other elements (exact with zeros)."""
+    a = asarray(a)
+    axes = norm_axes(axis, a.ndim)
+    ge = expand(g, a.shape, axis, _flag(keepdims))
+    return like(ge * cj(_others_product(a, axes)), a) if a.ndim else like(asarray(g), a)
+
+
+def extremum(g, ans, a, axis=None, keepdims=False):
+    """Adjoint of max/min: g shared evenly among the elements equal to the extremum."""
+    a = asarray(a)
+    ans_e = expand(ans, a.shape, axis, _flag(keepdims))
+    mask = (a == ans_e)
+    n = mask.sum(axis=norm_axes(axis, a.ndim), keepdims=True)
+    ge = expand(g, a.shape, axis, _flag(keepdims))
+    return like(mask * (ge / n), a)
+
+
+def var(g, a, axis=None, ddof=0, keepdims=False, mean=None):
+    a = asarray(a)
+    n = count(a.shape, axis)
+    mu = a.mean(axis=norm_axes(axis, a.ndim), keepdims=True) if mean is None or mean is _NoValue \
+        else mean
+    ge = expand(g, a.shape, axis, _flag(keepdims))
+    return like(ge * (2.0 / (n - ddof)) * (a - mu), a)
+
+
+def std(g, ans, a, axis=None, ddof=0, keepdims=False):
+    a = asarray(a)
+    n = count(a.shape, axis)
+    mu = a.mean(axis=norm_axes(axis, a.ndim), keepdims=True)
+    ge = expand(g, a.shape, axis, _flag(keepdims))
+    se = expand(ans, a.shape, axis, _flag(keepdims))
+    return like(ge * (a - mu) / ((n - ddof) * se), a)
+
+
+def _correction(ddof, correction):
+    if correction is not None and correction is not _NoValue:
+        return correction
+    return ddof
+
+
+def cumsum(g, a, axis=None):
+    """Adjoint of ``np.cumsum``: reversed cumulative sum of g (flattened when axis is None)."""
+    a = asarray(a)
+    m = xp(a)
+    g = asarray(g)
+    if axis is None:
+        r = m.flip(m.cumsum(m.flip(g.ravel(), 0), axis=0), 0).reshape(a.shape)
+    else:
+        r = m.flip(m.cumsum(m.flip(g, axis), axis=axis), axis)
+    return like(r, a)
+
+
+def cumprod(g, ans, a, axis=None):
+    """Adjoint of ``np.cumprod``; exact also when ``a`` has zeros (then O(n^2) along axis)."""
+    a = asarray(a)
+    m = xp(a)
+    g = asarray(g)
+    if axis is None:
+        return like(cumprod(g.ravel(), ans.ravel(), a.ravel(), 0).reshape(a.shape), a)
+    axis = axis % a.ndim
+    if not bool((a == 0).any()):
+        r = m.flip(m.cumsum(m.flip(g * cj(ans), axis), axis=axis), axis) / cj(a)
+        return like(r, a)
+    at = m.moveaxis(a, axis, -1)
+    gt = m.moveaxis(g, axis, -1)
+    out = m.zeros(at.shape, dtype=np.result_type(at.dtype, gt.dtype))
+    for i in range(at.shape[-1]):
+        b = at.copy()
+        b[..., i] = 1
+        c = m.cumprod(b, axis=-1)
+        out[..., i] = (gt[..., i:] * cj(c[..., i:])).sum(axis=-1)
+    return like(m.moveaxis(out, -1, axis), a)
+
+
+# -- elementwise --------------------------------------------------------------------------------
+def power_base(g, x1, x2):
+    """Adjoint of ``x1 ** x2`` for the base: g * conj(x2 x1^(x2-1)), 0 where x2 == 0."""
+    d = x2 * x1 ** (x2 - 1)
+    if bool(np.any(x2 == 0)):
+        m = xp(d, x1, x2)
+        d = m.where(asarray(x2, like=d) == 0, 0, d)
+    return _rt.unbroadcast(g * cj(d), x1)
+
+
+def power_exponent(g, ans, x1, x2):
+    """Adjoint of ``x1 ** x2`` for the exponent: g * conj(x1^x2 log x1), 0 where x1 == 0."""
+    m = xp(ans, x1, x2)
+    x1a = asarray(x1, like=ans)
+    safe = m.where(x1a == 0, 1, x1a)
+    d = ans * m.log(safe)
+    return _rt.unbroadcast(g * cj(d), x2)
+
+
+def maximum(g, x1, x2, which, sign=1, nan=False):
+    m = xp(g, x1, x2)
+    a, b = (x1, x2) if which == 0 else (x2, x1)
+    a = asarray(a, like=g)
+    b = asarray(b, like=g)
+    win = (a > b) if sign > 0 else (a < b)
+    if nan:
+        win = win | (m.isnan(b) & ~m.isnan(a))
+    r = m.where(win, g, m.where(a == b, 0.5 * g, 0 * g))
+    return _rt.unbroadcast(r, x1 if which == 0 else x2)
+
+
+def clip(g, a, lo, hi, which):
+    """Adjoint of ``clip(a, lo, hi)`` = minimum(maximum(a, lo), hi), ties split evenly."""
+    m = xp(g, a, lo, hi)
+    a_ = asarray(a, like=g)
+    t = a_ if lo is None else m.maximum(a_, lo)
+    # share of g reaching maximum(a, lo) from minimum(., hi)
+    if hi is None:
+        g_t, g_hi = g, None
+    else:
+        g_t = m.where(t < hi, g, m.where(t == hi, 0.5 * g, 0 * g))
+        g_hi = m.where(t > hi, g, m.where(t == hi, 0.5 * g, 0 * g))
+    if which == "hi":
+        return _rt.unbroadcast(g_hi, hi)
+    if lo is None:
+        return _rt.unbroadcast(g_t, a) if which == "a" else None
+    g_a = m.where(a_ > lo, g_t, m.where(a_ == lo, 0.5 * g_t, 0 * g_t))
+    if which == "a":
+        return _rt.unbroadcast(g_a, a)
+    return _rt.unbroadcast(g_t - g_a, lo)
+
+
+def clip_bounds(a, a_min, a_max, min, max):
+    lo = a_min if a_min is not None and a_min is not _NoValue else \
+        (min if min is not _NoValue else None)
+    hi = a_max if a_max is not None and a_max is not _NoValue else \
+        (max if max is not _NoValue else None)
+    return lo, hi
+
+
+def where(g, condition, x, first):
+    m = xp(g, x)
+    g = asarray(g, like=x)
+    r = m.where(condition, g, 0 * g) if first else m.where(condition, 0 * g, g)
+    return _rt.unbroadcast(r, x)
+
+
+def imag(g, val):
+    """Adjoint of ``np.imag``: i g for complex input, zero for real."""
+    dt = getattr(val, "dtype", None)
+    if isinstance(val, complex) or (dt is not None and dt.kind == "c"):
+        return like(1j * asarray(g), val)
+    return like(0 * asarray(g), val)
+
+
+def angle(g, z, deg=False):
+    """Adjoint of ``np.angle``: g i / conj(z) (times 180/pi in degrees)."""
+    z_ = asarray(z)
+    m = xp(z_)
+    scale = 180.0 / math.pi if deg else 1.0
+    if z_.dtype.kind != "c":
+        return like(0 * asarray(g) * z_, z)
+    az2 = (z_ * z_.conj()).real
+    safe = m.where(az2 == 0, 1, az2)
+    return like(g * scale * 1j * z_ / safe * (az2 != 0), z)
+
+
+def sinc(x):
+    """Derivative of the normalized sinc: (cos(pi x) - sinc(x)) / x, 0 at x = 0."""
+    m = xp(x)
+    x_ = asarray(x)
+    safe = m.where(x_ == 0, 1, x_)
+    d = (m.cos(math.pi * safe) - m.sinc(safe)) / safe
+    return m.where(x_ == 0, 0, d)
+
+
+# -- linear algebra -----------------------------------------------------------------------------
+def _mT(x):
+    return x.swapaxes(-1, -2)
+
+
+def _mH(x):
+    return cj(x).swapaxes(-1, -2)
+
+
+def matmul(g, a, b, which):
+    """Adjoint of ``a @ b`` for ``a`` (which=0) or ``b`` (which=1); 1-D operands and batches."""
+    m = xp(a, b, g)
+    a_ = asarray(a, like=b)
+    b_ = asarray(b, like=a)
+    a1, b1 = a_.ndim == 1, b_.ndim == 1
+    A = a_[None, :] if a1 else a_
+    B = b_[:, None] if b1 else b_
+    G = m.asarray(g)
+    if b1:
+        G = G[..., None]
+    if a1:
+        G = G[..., None, :]
+    if which == 0:
+        r = G @ _mH(B)
+        r = _rt.unbroadcast(r, A)
+        if a1:
+            r = r[0]
+        return like(r, a)
+    r = _mH(A) @ G
+    r = _rt.unbroadcast(r, B)
+    if b1:
+        r = r[:, 0]
+    return like(r, b)
+
+
+def _tensordot_axes(a, b, axes):
+    na, nb = a.ndim, b.ndim
+    if isinstance(axes, numbers.Integral):
+        n = int(axes)
+        return list(range(na - n, na)), list(range(n))
+    ax_a, ax_b = axes
+    if isinstance(ax_a, numbers.Integral):
+        ax_a = [ax_a]
+    if isinstance(ax_b, numbers.Integral):
+        ax_b = [ax_b]
+    return [int(i) % na for i in ax_a], [int(i) % nb for i in ax_b]
+
+
+def tensordot(g, a, b, axes, which):
+    """Adjoint of ``np.tensordot(a, b, axes)``."""
+    m = xp(a, b, g)
+    a_ = asarray(a, like=b)
+    b_ = asarray(b, like=a)
+    g = m.asarray(g)
+    ax_a, ax_b = _tensordot_axes(a_, b_, axes)
+    free_a = [i for i in range(a_.ndim) if i not in ax_a]
+    free_b = [i for i in range(b_.ndim) if i not in ax_b]
+    nfa = len(free_a)
+    if which == 0:
+        r = m.tensordot(g, cj(b_), axes=(list(range(nfa, g.ndim)), free_b))
+        cur = free_a + [ax_a[ax_b.index(j)] for j in sorted(ax_b)]
+        return like(r.transpose(np.argsort(cur)), a)
+    r = m.tensordot(cj(a_), g, axes=(free_a, list(range(nfa))))
+    cur = [ax_b[ax_a.index(i)] for i in sorted(ax_a)] + free_b
+    return like(r.transpose(np.argsort(cur)), b)
+
+
+def dot(g, a, b, which):
+    """Adjoint of ``np.dot(a, b)``: scalar product, matrix product, or N-D tensordot."""
+    a_ = asarray(a, like=b)
+    b_ = asarray(b, like=a)
+    if a_.ndim == 0 or b_.ndim == 0:
+        other = b_ if which == 0 else a_
+        return _rt.unbroadcast(asarray(g, like=other) * cj(other), a if which == 0 else b)
+    if a_.ndim <= 2 and b_.ndim <= 2:
+        return matmul(g, a, b, which)
+    axes = ([a_.ndim - 1], [0 if b_.ndim == 1 else b_.ndim - 2])
+    return tensordot(g, a, b, axes, which)
+
+
+def inner(g, a, b, which):
+    a_ = asarray(a, like=b)
+    b_ = asarray(b, like=a)
+    if a_.ndim == 0 or b_.ndim == 0:
+        return dot(g, a, b, which)
+    return tensordot(g, a, b, ([a_.ndim - 1], [b_.ndim - 1]), which)
+
+
+def outer(g, a, b, which):
+    m = xp(a, b, g)
+    a_ = asarray(a, like=b).ravel()
+    b_ = asarray(b, like=a).ravel()
+    g = m.asarray(g).reshape(a_.size, b_.size)
+    if which == 0:
+        return like((g @ cj(b_)).reshape(shape(a)), a)
+    return like((cj(a_) @ g).reshape(shape(b)), b)
+
+
+def vdot(g, a, b, which):
+    """``vdot(a, b) = sum(conj(a) * b)`` over flattened inputs: antilinear in a."""
+    a_ = asarray(a, like=b)
+    b_ = asarray(b, like=a)
+    if which == 0:
+        return like((cj(asarray(g, like=b_)) * b_.ravel()).reshape(shape(a)), a)
+    return like((asarray(g, like=a_) * a_.ravel()).reshape(shape(b)), b)
+
+
+def vecdot(g, x1, x2, axis, which):
+    """``vecdot(x1, x2) = sum(conj(x1) * x2, axis)``."""
+    m = xp(x1, x2, g)
+    a_ = asarray(x1, like=x2)
+    b_ = asarray(x2, like=x1)
+    ge = m.expand_dims(m.asarray(g), axis)
+    if which == 0:
+        return _rt.unbroadcast(cj(ge) * b_, x1)
+    return _rt.unbroadcast(ge * a_, x2)
+
+
+def kron(g, a, b, which):
+    """Adjoint of ``np.kron``: g viewed as (a0, b0, a1, b1, ...), contracted with the other factor."""
+    m = xp(a, b, g)
+    a_ = asarray(a, like=b)
+    b_ = asarray(b, like=a)
+    nd = max(a_.ndim, b_.ndim)
+    A = a_.reshape((1,) * (nd - a_.ndim) + a_.shape)
+    B = b_.reshape((1,) * (nd - b_.ndim) + b_.shape)
+    inter = []
+    for i in range(nd):
+        inter += [A.shape[i], B.shape[i]]
+    G = m.asarray(g).reshape(inter)
+    ia = list(range(0, 2 * nd, 2))
+    ib = list(range(1, 2 * nd, 2))
+    if which == 0:
+        r = m.einsum(G, list(range(2 * nd)), cj(B), ib, ia)
+        return like(r.reshape(a_.shape), a)
+    r = m.einsum(G, list(range(2 * nd)), cj(A), ia, ib)
+    return like(r.reshape(b_.shape), b)
+
+
+def _diag_index(shp, offset, axis1, axis2):
+    """Index tuple selecting the ``offset`` diagonal of axes (axis1, axis2) of an array of shape shp
+    after those axes were moved to the end."""
+    n1, n2 = shp[axis1], shp[axis2]
+    if offset >= 0:
+        k = max(0, min(n1, n2 - offset))
+        i = np.arange(k)
+        j = i + offset
+    else:
+        k = max(0, min(n1 + offset, n2))
+        j = np.arange(k)
+        i = j - offset
+    return i, j
+
+
+def diagonal(g, a, offset=0, axis1=0, axis2=1):
+    """Adjoint of ``np.diagonal``: g placed on the diagonal of zeros shaped like a."""
+    a_ = asarray(a)
+    m = xp(a_)
+    nd = a_.ndim
+    axis1, axis2 = axis1 % nd, axis2 % nd
+    out = m.zeros(a_.shape, dtype=a_.dtype if a_.dtype.kind in "fc" else np.dtype(float))
+    i, j = _diag_index(a_.shape, offset, axis1, axis2)
+    view = m.moveaxis(out, (axis1, axis2), (-2, -1))
+    if m is not np:
+        i, j = m.asarray(i), m.asarray(j)
+    gg = m.asarray(g)
+    if out.dtype.kind != "c" and gg.dtype.kind == "c":
+        gg = gg.real
+    view[..., i, j] = gg
+    return like(out, a)
+
+
+def trace(g, a, offset=0, axis1=0, axis2=1):
+    a_ = asarray(a)
+    m = xp(a_)
+    i, j = _diag_index(a_.shape, offset, axis1 % a_.ndim, axis2 % a_.ndim)
+    gg = m.asarray(g)
+    d = m.broadcast_to(gg[..., None], gg.shape + (len(i),))
+    return diagonal(d, a, offset, axis1, axis2)
+
+
+def diag(g, v, k=0):
+    v_ = asarray(v)
+    m = xp(v_)
+    if v_.ndim == 1:
+        return like(m.diagonal(m.asarray(g), k).copy(), v)
+    return diagonal(g, v, k, 0, 1)
+
+
+def _tri(xp_, n, mcols, k, dtype=bool):
+    return xp_.tri(n, mcols, k, dtype=dtype)
+
+
+def triu(g, m_, k=0):
+    a = asarray(m_)
+    mod = xp(a)
+    if a.ndim < 2:
+        return like(mod.triu(mod.asarray(g), k).sum(0), m_)
+    return like(mod.triu(mod.asarray(g), k), m_)
+
+
+def tril(g, m_, k=0):
+    a = asarray(m_)
+    mod = xp(a)
+    if a.ndim < 2:
+        return like(mod.tril(mod.asarray(g), k).sum(0), m_)
+    return like(mod.tril(mod.asarray(g), k), m_)
+
+
+def einsum(g, operands, which, **kwargs):
+    """Adjoints of ``np.einsum(subscripts, *ops)`` for every operand (a tuple; None for the
+    subscripts string).  Handles implicit output, ellipses, repeated indices (diagonals), and
+    indices summed within a single operand."""
+    if not isinstance(operands[0], str):
+        raise RuleError("np.einsum: only the subscripts-string form is differentiable "
+                        "(write np.einsum('ij,jk->ik', a, b))")
+    subs, *ops = operands
+    ops_ = [asarray(o) for o in ops]
+    m = xp(*ops_)
+    ins, out = _einsum_parse(subs, [o.ndim for o in ops_])
+    g = m.asarray(g)
+    sizes = {}
+    for s, o in zip(ins, ops_):
+        for c, n in zip(s, o.shape):
+            if n != 1 or c not in sizes:
+                sizes[c] = n
+    res = [None]
+    for k, (s, o) in enumerate(zip(ins, ops_)):
+        if which is not None and k != which:
+            res.append(None)
+            continue
+        if o.dtype.kind not in "fc":
+            res.append(None)
+            continue
+        others = [(ins[j], cj(ops_[j])) for j in range(len(ops_)) if j != k]
+        avail = set(out).union(*[set(t) for t, _ in others]) if others else set(out)
+        uniq = []
+        for c in s:
+            if c not in uniq:
+                uniq.append(c)
+        keep = [c for c in uniq if c in avail]
+        args = [g, list(out)]
+        spec = out + "," + ",".join(t for t, _ in others) + "->" + "".join(keep) if others \
+            else out + "->" + "".join(keep)
+        r = m.einsum(spec, g, *[a for _, a in others])
+        # indices only in this operand: broadcast
+        full_shape = [sizes[c] for c in uniq]
+        r = r.reshape([sizes[c] if c in keep else 1 for c in uniq])
+        r = m.broadcast_to(r, full_shape)
+        if len(uniq) != len(s):           # repeated indices: put r on the diagonals
+            z = m.zeros(o.shape, dtype=np.result_type(r.dtype, o.dtype))
+            idx = []
+            for c in s:
+                n = sizes[c]
+                pos = uniq.index(c)
+                shp = [1] * len(uniq)
+                shp[pos] = n
+                idx.append(m.arange(n).reshape(shp))
+            z[tuple(idx)] = r
+            r = z
+        else:
+            # size-1 broadcast dims of the operand
+            r = _rt.unbroadcast(m.ascontiguousarray(r), o) if r.shape != o.shape else r
+        res.append(like(r, ops[k]))
+    if which is not None:
+        return res[which + 1]
+    return tuple(res)
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _einsum_parse(subs, ndims):
+    subs = subs.replace(" ", "")
+    if "->" in subs:
+        lhs, out = subs.split("->")
+        explicit = True
+    else:
+        lhs, out, explicit = subs, None, False
+    ins = lhs.split(",")
+    used = set(c for c in subs if c.isalpha())
+    free = [c for c in _LETTERS if c not in used]
+    ell_n = 0
+    for s, nd in zip(ins, ndims):
+        if "..." in s:
+            ell_n = max(ell_n, nd - (len(s) - 3))
+    ell = "".join(free[:ell_n])
+    res = []
+    for s, nd in zip(ins, ndims):
+        if "..." in s:
+            n = nd - (len(s) - 3)
+            s = s.replace("...", ell[ell_n - n:] if n else "")
+        res.append(s)
+    if explicit:
+        out = out.replace("...", ell)
+    else:
+        counts = {}
+        for s in res:
+            for c in s:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c in counts if counts[c] == 1 and c not in ell))
+    return res, out
+
+
+def inv(g, ans):
+    """Adjoint of ``inv``: -A^-H g A^-H."""
+    h = _mH(ans)
+    return -(h @ g @ h)
+
+
+def det(g, ans, a):
+    m = xp(a)
+    ai = m.linalg.inv(a)
+    ge = m.asarray(g * cj(ans))[..., None, None]
+    return like(ge * _mH(ai), a)
+
+
+def slogdet(g, ans, a):
+    """Adjoint of ``slogdet``: g is (g_sign, g_logabsdet)."""
+    m = xp(a)
+    sign, logdet = ans
+    gs, gl = (g if isinstance(g, (tuple, list)) else (None, g))
+    ai_h = _mH(m.linalg.inv(a))
+    r = 0.0
+    if not is_zero(gl):
+        r = m.asarray(gl)[..., None, None] * ai_h
+    if not is_zero(gs) and a.dtype.kind == "c":
+        c = -(cj(gs) * sign).imag
+        r = r + (1j * m.asarray(c))[..., None, None] * ai_h
+    if type(r) is float:
+        return m.zeros_like(a)
+    return like(r, a)
+
+
+def solve(g, ans, a, b):
+    """Adjoints of ``solve(a, b)`` (both at once): gb = A^-H g, ga = -gb x^H."""
+    m = xp(a, b)
+    a_ = asarray(a)
+    b_ = asarray(b, like=a_)
+    vec = b_.ndim == 1
+    G = m.asarray(g)
+    X = m.asarray(ans)
+    if vec:
+        G = G[..., None]
+        X = X[..., None]
+    gb = m.linalg.solve(_mH(a_), G)
+    ga = -(gb @ _mH(X))
+    ga = _rt.unbroadcast(ga, a_)
+    gb = gb[..., 0] if vec else _rt.unbroadcast(gb, b_)
+    return like(ga, a), like(gb, b)
+
+
+def _phi(x):
+    """Lower triangle with the diagonal halved."""
+    m = xp(x)
+    return m.tril(x, -1) + 0.5 * m.tril(m.triu(x))
+
+
+def cholesky(g, ans, a, upper=False):
+    """Adjoint of ``cholesky`` (A = L L^H), for the function as LAPACK computes it: only the lower
+    (or, with upper=True, the upper) triangle of ``a`` is read."""
+    m = xp(a)
+    L = _mH(ans) if upper else ans
+    gL = _mH(m.asarray(g)) if upper else m.asarray(g)
+    P = _phi(_mH(L) @ gL)
+    # S = L^-H P L^-1
+    n = L.shape[-1]
+    eye = m.eye(n, dtype=L.dtype)
+    Linv = _solve_tri(L, eye, lower=True)
+    S = _mH(Linv) @ P @ Linv
+    S = 0.5 * (S + _mH(S))                  # the gradient w.r.t. a Hermitian A
+    return like(_from_hermitian(S, "U" if upper else "L"), a)
+
+
+def _solve_tri(L, B, lower=True):
+    m = xp(L)
+    if m is np:
+        try:
+            import scipy.linalg as sl
+            if L.ndim == 2:
+                return sl.solve_triangular(L, B, lower=lower)
+        except ImportError:
+            pass
+    return m.linalg.solve(L, m.broadcast_to(B, L.shape[:-2] + B.shape[-2:]))
+
+
+def _from_hermitian(S, uplo):
+    """Gradient w.r.t. the matrix a LAPACK routine reads as Hermitian from one triangle, given the
+    gradient ``S`` (Hermitian) w.r.t. the Hermitian matrix it built: 2 S on the read triangle,
+    Re diag(S) on the diagonal, zero on the other triangle."""
+    m = xp(S)
+    if uplo.upper() == "L":
+        r = 2 * m.tril(S, -1)
+    else:
+        r = 2 * m.triu(S, 1)
+    d = m.diagonal(S, axis1=-2, axis2=-1)
+    if d.dtype.kind == "c":
+        d = d.real
+    n = S.shape[-1]
+    i = m.arange(n)
+    r = r.copy()
+    r[..., i, i] = d
+    return r
+
+
+def eigh(g, ans, a, UPLO="L"):
+    """Adjoint of ``eigh`` (distinct eigenvalues assumed; eigenvector phases must not matter)."""
+    m = xp(a)
+    w, v = ans
+    gw, gv = g if isinstance(g, (tuple, list)) else (g, None)
+    vh = _mH(v)
+    n = w.shape[-1]
+    inner = m.zeros(v.shape, dtype=v.dtype)
+    if not is_zero(gw):
+        inner = inner + m.asarray(gw)[..., None, :] * m.eye(n, dtype=w.dtype)
+    if not is_zero(gv):
+        diff = w[..., None, :] - w[..., :, None]
+        eye = m.eye(n, dtype=bool)
+        F = m.where(eye, 0, 1 / m.where(eye, 1, diff))
+        inner = inner + F * (vh @ m.asarray(gv))
+    S = v @ inner @ vh
+    S = 0.5 * (S + _mH(S))
+    return like(_from_hermitian(S, UPLO), a)
+
+
+def eigvalsh(g, ans, a, UPLO="L"):
+    m = xp(a)
+    w, v = m.linalg.eigh(a, UPLO)
+    S = (v * m.asarray(g)[..., None, :]) @ _mH(v)
+    S = 0.5 * (S + _mH(S))
+    return like(_from_hermitian(S, UPLO), a)
+
+
+def _copyltu(M):
+    m = xp(M)
+    low = m.tril(M, -1)
+    d = m.diagonal(M, axis1=-2, axis2=-1)
+    return low + _mH(low) + d.real[..., None] * m.eye(M.shape[-1], dtype=M.real.dtype) \
+        if M.dtype.kind == "c" else low + _mT(low) + d[..., None] * m.eye(M.shape[-1], dtype=M.dtype)
+
+
+def _qr_square_or_tall(A, Q, R, gQ, gR):
+    m = xp(A)
+    if is_zero(gQ):
+        gQ = m.zeros_like(Q)
+    if is_zero(gR):
+        gR = m.zeros_like(R)
+    M = R @ _mH(gR) - _mH(gQ) @ Q
+    B = gQ + Q @ _copyltu(M)
+    # gA = B R^-H  <=>  solve R gA^H = B^H
+    return _mH(m.linalg.solve(R, _mH(B))) if m is not np or R.ndim > 2 else \
+        _mH(_solve_tri(R, _mH(B), lower=False))
+
+
+def qr(g, ans, a, mode="reduced"):
+    """Adjoint of ``qr`` for modes 'reduced' (and 'complete' when rows <= columns) and 'r'."""
+    m = xp(a)
+    a_ = asarray(a)
+    rows, cols = a_.shape[-2:]
+    if mode == "r":
+        Q, R = m.linalg.qr(a_)
+        gQ, gR = None, g
+    elif mode in ("reduced", "complete"):
+        if mode == "complete" and rows > cols:
+            raise RuleError("np.linalg.qr(mode='complete') with more rows than columns has no "
+                            "unique derivative; use mode='reduced'")
+        Q, R = ans
+        gQ, gR = g if isinstance(g, (tuple, list)) else (g, None)
+    else:
+        raise RuleError(f"np.linalg.qr(mode={mode!r}) is not differentiable; use 'reduced'")
+    if rows >= cols:
+        return like(_qr_square_or_tall(a_, Q, R, gQ, gR), a)
+    # wide: A = Q [X | Y], R = [R1 | R2]
+    if is_zero(gQ):
+        gQ = m.zeros_like(Q)
+    if is_zero(gR):
+        gR = m.zeros_like(R)
+    Y = a_[..., rows:]
+    gR1, gR2 = gR[..., :rows], gR[..., rows:]
+    gY = Q @ gR2
+    gQ2 = gQ + Y @ _mH(gR2)
+    gX = _qr_square_or_tall(a_[..., :rows], Q, R[..., :rows], gQ2, gR1)
+    return like(m.concatenate([gX, gY], axis=-1), a)
+
+
+def svd(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
+    """Adjoint of ``svd`` (distinct nonzero singular values assumed).  With ``full_matrices=True``
+    and a non-square input, U or Vh is not unique: only g for S is supported then."""
+    m = xp(a)
+    a_ = asarray(a)
+    rows, cols = a_.shape[-2:]
+    k = min(rows, cols)
+    if hermitian:
+        raise RuleError("np.linalg.svd(hermitian=True) is not differentiable; use eigh")
+    if not compute_uv:
+        U, S, Vh = m.linalg.svd(a_, full_matrices=False)
+        return like((U * m.asarray(g)[..., None, :]) @ Vh, a)
+    U, S, Vh = ans
+    gU, gS, gVh = g if isinstance(g, (tuple, list)) else (None, g, None)
+    if full_matrices and rows != cols:
+        if not (is_zero(gU) and is_zero(gVh)):
+            raise RuleError("np.linalg.svd(full_matrices=True) of a non-square matrix: U and Vh "
+                            "are not unique; use full_matrices=False")
+        U, Vh = U[..., :, :k], Vh[..., :k, :]
+    return like(_svd_thin(U, S, Vh, gU, gS, gVh), a)
+
+
+def _svd_thin(U, S, Vh, gU, gS, gVh):
+    m = xp(U)
+    V = _mH(Vh)
+    rows, cols = U.shape[-2], Vh.shape[-1]
+    k = S.shape[-1]
+    Sd = S.astype(U.dtype)
+    if is_zero(gU) and is_zero(gVh):
+        return (U * m.asarray(gS)[..., None, :]) @ Vh
+    gU = m.zeros_like(U) if is_zero(gU) else m.asarray(gU)
+    gV = m.zeros_like(V) if is_zero(gVh) else _mH(m.asarray(gVh))
+    UhgU = _mH(U) @ gU
+    VhgV = _mH(V) @ gV
+    S2 = S * S
+    E = S2[..., None, :] - S2[..., :, None]
+    eye = m.eye(k, dtype=bool)
+    F = m.where(eye, 0, 1 / m.where(eye, 1, E))
+    J = F * (UhgU - _mH(UhgU))
+    K = F * (VhgV - _mH(VhgV))
+    inner = J * Sd[..., None, :] + Sd[..., :, None] * K
+    if not is_zero(gS):
+        inner = inner + m.asarray(gS)[..., None, :] * m.eye(k, dtype=U.dtype)
+    if U.dtype.kind == "c":
+        dU = m.diagonal(UhgU, axis1=-2, axis2=-1)
+        inner = inner + (1j * dU.imag / (2 * S))[..., None, :] * m.eye(k, dtype=U.dtype) * 1
+    gA = U @ inner @ Vh
+    if rows > k:
+        Sinv = 1 / Sd
+        proj = gU - U @ UhgU
+        gA = gA + (proj * Sinv[..., None, :]) @ Vh
+    if cols > k:
+        Sinv = 1 / Sd
+        proj = gV - V @ VhgV
+        gA = gA + U @ _mH(proj * Sinv[..., None, :])
+    return gA
+
+
+def norm(g, ans, x, ord=None, axis=None, keepdims=False):
+    """Adjoint of ``np.linalg.norm`` for vector norms (any ord) and matrix norms
+    ('fro', 'nuc', 1, -1, 2, -2, inf, -inf)."""
+    m = xp(x)
+    x_ = asarray(x)
+    if x_.dtype.kind not in "fc":
+        return None
+    nd = x_.ndim
+    if axis is None:
+        if ord is not None and nd == 2:
+            return like(_matrix_norm(g, ans, x_, ord, (0, 1), keepdims), x)
+        if ord is not None and nd != 1:
+            raise RuleError("np.linalg.norm: ord needs axis for arrays of more than 2 dimensions")
+        axes = tuple(range(nd))
+        r = _vector_norm(g, ans, x_.ravel() if nd > 1 else x_, ord, (0,) if nd else (),
+                         keepdims and nd == 1)
+        return like(r.reshape(x_.shape), x)
+    if isinstance(axis, (tuple, list)) and len(axis) == 2:
+        return like(_matrix_norm(g, ans, x_, ord, tuple(a % nd for a in axis), keepdims), x)
+    if isinstance(axis, (tuple, list)):
+        axis = axis[0]
+    return like(_vector_norm(g, ans, x_, ord, (axis % nd,), keepdims), x)
+
+
+def vector_norm(g, ans, x, axis=None, keepdims=False, ord=2):
+    """Adjoint of ``np.linalg.vector_norm``: axis None means all elements, flattened."""
+    x_ = asarray(x)
+    axes = norm_axes(axis, x_.ndim)
+    if len(axes) == 1:
+        return like(_vector_norm(g, ans, x_, ord, axes, keepdims), x)
+    m = xp(x_)
+    keep = [i for i in range(x_.ndim) if i not in axes]
+    t = x_.transpose(keep + list(axes))
+    t = t.reshape(t.shape[:len(keep)] + (-1,))
+    ge = expand(g, x_.shape, axes, keepdims).transpose(keep + list(axes))
+    ge = ge.reshape(ge.shape[:len(keep)] + (1,))
+    ne = expand(ans, x_.shape, axes, keepdims).transpose(keep + list(axes))
+    ne = ne.reshape(ne.shape[:len(keep)] + (1,))
+    r = _vector_norm(ge, ne, t, ord, (t.ndim - 1,), True)
+    shp = [x_.shape[i] for i in keep + list(axes)]
+    return like(r.reshape(shp).transpose(np.argsort(keep + list(axes))), x)
+
+
+def _vector_norm(g, ans, x, ord, axes, keepdims):
+    m = xp(x)
+    ge = expand(g, x.shape, axes, keepdims)
+    ne = expand(ans, x.shape, axes, keepdims)
+    ax = m.abs(x)
+    sgn = m.sign(x)
+    if ord is None or ord == 2:
+        safe = m.where(ne == 0, 1, ne)
+        return m.where(ne == 0, 0, ge * x / safe)
+    if ord == 1:
+        return ge * sgn
+    if ord == 0:
+        return 0 * ge * x
+    if ord in (np.inf, -np.inf):
+        mask = ax == ne
+        n = mask.sum(axis=axes, keepdims=True)
+        return ge * sgn * mask / n
+    p = float(ord)
+    safe = m.where(ne == 0, 1, ne)
+    return ge * sgn * (ax / safe) ** (p - 1)
+
+
+def _matrix_norm(g, ans, x, ord, axes, keepdims):
+    m = xp(x)
+    r0, c0 = axes
+    ge = expand(g, x.shape, axes, keepdims)
+    if ord is None or ord == "fro":
+        ne = expand(ans, x.shape, axes, keepdims)
+        safe = m.where(ne == 0, 1, ne)
+        return m.where(ne == 0, 0, ge * x / safe)
+    if ord in (1, -1, np.inf, -np.inf):
+        # 1: max over columns of column abs-sums (sum over rows); inf: max over rows
+        sum_axis = r0 if ord in (1, -1) else c0
+        other = c0 if ord in (1, -1) else r0
+        s = m.abs(x).sum(axis=sum_axis, keepdims=True)
+        ne = expand(ans, x.shape, axes, keepdims)
+        mask = s == ne
+        n = mask.sum(axis=other, keepdims=True)
+        return ge * m.sign(x) * mask / n
+    if ord in (2, -2, "nuc"):
+        xm = m.moveaxis(x, (r0, c0), (-2, -1))
+        U, S, Vh = m.linalg.svd(xm, full_matrices=False)
+        gm = m.moveaxis(ge, (r0, c0), (-2, -1))[..., 0, 0]
+        if ord == "nuc":
+            r = U @ Vh
+        else:
+            i = 0 if ord == 2 else -1
+            r = U[..., :, i:i + 1 if i == 0 else None] @ Vh[..., i:i + 1 if i == 0 else None, :]
+        r = r * gm[..., None, None]
+        return m.moveaxis(r, (-2, -1), (r0, c0))
+    raise RuleError(f"np.linalg.norm: ord={ord!r} is not differentiable for matrices")
+
+
+# -- shape functions ----------------------------------------------------------------------------
+def _order(order, a):
+    if order in (None, "C"):
+        return "C"
+    if order == "F":
+        return "F"
+    flags = getattr(a, "flags", None)
+    if order in ("A", "K"):
+        if flags is not None and flags.f_contiguous and not flags.c_contiguous:
+            return "F"
+        if order == "K" and flags is not None and not flags.c_contiguous and a.ndim > 1:
+            raise RuleError("ravel(order='K') of a non-contiguous array is not differentiable; "
+                            "use order='C'")
+        return "C"
+    raise RuleError(f"order={order!r} is not supported")
+
+
+def reshape_back(g, a, order="C"):
+    """Adjoint of reshape / ravel / flatten / squeeze / expand_dims: g reshaped to a's shape."""
+    g = asarray(g, like=a)
+    return like(g.reshape(shape(a), order=_order(order, a)), a)
+
+
+def reshape_to(t, shp, order="C", a=None):
+    t = asarray(t, like=a)
+    return t.reshape(shp, order=_order(order, a if a is not None else t))
+
+
+def atleast(g, arys):
+    if len(arys) == 1:
+        return (reshape_back(g, arys[0]),)
+    return tuple(None if is_zero(gi) else reshape_back(gi, a) for gi, a in zip(g, arys))
+
+
+def tile(g, A, reps):
+    A_ = asarray(A)
+    reps = (reps,) if isinstance(reps, numbers.Integral) else tuple(reps)
+    d = max(A_.ndim, len(reps))
+    shp = (1,) * (d - A_.ndim) + A_.shape
+    reps = (1,) * (d - len(reps)) + reps
+    inter = []
+    for r, n in zip(reps, shp):
+        inter += [r, n]
+    G = asarray(g, like=A_).reshape(inter)
+    return like(G.sum(axis=tuple(range(0, 2 * d, 2))).reshape(A_.shape), A)
+
+
+def repeat(g, a, repeats, axis=None):
+    a_ = asarray(a)
+    m = xp(a_)
+    g = m.asarray(g)
+    if axis is None:
+        return like(repeat(g, a_.ravel(), repeats, 0).reshape(a_.shape), a)
+    axis = axis % a_.ndim
+    n = a_.shape[axis]
+    if np.ndim(repeats) == 0 or np.size(repeats) == 1:
+        r = int(np.asarray(repeats).ravel()[0]) if np.ndim(repeats) else int(repeats)
+        gs = g.shape
+        G = g.reshape(gs[:axis] + (n, r) + gs[axis + 1:])
+        return like(G.sum(axis=axis + 1), a)
+    idx = np.repeat(np.arange(n), np.asarray(repeats))
+    gt = m.moveaxis(g, axis, 0)
+    out = m.zeros((n,) + gt.shape[1:], dtype=g.dtype)
+    m.add.at(out, m.asarray(idx) if m is not np else idx, gt)
+    return like(m.moveaxis(out, 0, axis), a)
+
+
+def roll(g, a, shift, axis=None):
+    m = xp(a, g)
+    neg = tuple(-s for s in shift) if isinstance(shift, (tuple, list)) else -shift
+    return like(m.roll(asarray(g, like=a), neg, axis), a)
+
+
+def pad(g, array, pad_width, mode="constant"):
+    """Adjoint of ``np.pad`` for modes constant, edge, reflect, symmetric, wrap, empty."""
+    a_ = asarray(array)
+    m = xp(a_)
+    g = m.asarray(g)
+    if mode in ("constant", "empty"):
+        pw = np.broadcast_to(np.asarray(pad_width, dtype=int).reshape(-1, 2)
+                             if np.ndim(pad_width) else np.asarray([[pad_width, pad_width]]),
+                             (a_.ndim, 2))
+        sl = tuple(slice(int(lo), int(lo) + n) for (lo, _), n in zip(pw, a_.shape))
+        return like(g[sl].copy(), array)
+    if mode not in ("edge", "reflect", "symmetric", "wrap"):
+        raise RuleError(f"np.pad(mode={mode!r}) is not differentiable; use constant, edge, "
+                        "reflect, symmetric or wrap")
+    idx = np.pad(np.arange(a_.size).reshape(a_.shape), pad_width, mode=mode)
+    flat = m.zeros(a_.size, dtype=g.dtype)
+    m.add.at(flat, m.asarray(idx.ravel()) if m is not np else idx.ravel(), g.ravel())
+    return like(flat.reshape(a_.shape), array)
+
+
+def split(g, ary, indices_or_sections, axis=0, kind="split"):
+    """Adjoint of split / array_split / hsplit / vsplit / dsplit: the pieces' adjoints joined
+    (zeros for pieces whose adjoint is zero)."""
+    a_ = asarray(ary)
+    m = xp(a_)
+    if kind == "hsplit":
+        axis = 0 if a_.ndim == 1 else 1
+    elif kind == "vsplit":
+        axis = 0
+    elif kind == "dsplit":
+        axis = 2
+    fn = m.split if kind == "split" else m.array_split
+    pieces = (m.array_split if kind == "array_split" else
+              (m.split if kind == "split" else m.split))(a_, indices_or_sections, axis)
+    dt = a_.dtype
+    parts = [m.zeros(p.shape, dtype=dt) if is_zero(gi) else like(gi, p) for gi, p in zip(g, pieces)]
+    return like(m.concatenate(parts, axis=axis), ary)
+
+
+def take(g, a, indices, axis=None, mode="raise"):
+    a_ = asarray(a)
+    m = xp(a_)
+    g = m.asarray(g)
+    src = a_.ravel() if axis is None else a_
+    ax = 0 if axis is None else axis % a_.ndim
+    n = src.shape[ax]
+    idx = m.asarray(indices)
+    if mode == "wrap":
+        idx = idx % n
+    elif mode == "clip":
+        idx = m.clip(idx, 0, n - 1)
+    else:
+        idx = idx % n if n else idx
+    out = m.zeros(src.shape, dtype=a_.dtype)
+    ot = m.moveaxis(out, ax, 0)
+    # g has shape src.shape[:ax] + idx.shape + src.shape[ax+1:]
+    gt = m.moveaxis(g.reshape(src.shape[:ax] + (idx.size,) + src.shape[ax + 1:]), ax, 0)
+    m.add.at(ot, idx.ravel(), gt)
+    return like(out.reshape(a_.shape), a)
+
+
+def _along_axis_index(shp, indices, axis):
+    m = np
+    idx = []
+    nd = len(shp)
+    for d in range(nd):
+        if d == axis:
+            idx.append(indices)
+        else:
+            s = [1] * nd
+            s[d] = shp[d] if indices.shape[d] != 1 or shp[d] == 1 else 1
+            s[d] = indices.shape[d]
+            idx.append(xp(indices).arange(indices.shape[d]).reshape(s))
+    return tuple(idx)
+
+
+def take_along_axis(g, arr, indices, axis=-1):
+    a_ = asarray(arr)
+    m = xp(a_)
+    g = m.asarray(g)
+    if axis is None:
+        return like(take_along_axis(g, a_.ravel(), indices, 0).reshape(a_.shape), arr)
+    axis = axis % a_.ndim
+    idx = m.asarray(indices)
+    full = tuple(max(i, j) if k != axis else j for k, (i, j) in
+                 enumerate(zip(a_.shape, idx.shape)))
+    idx = m.broadcast_to(idx, tuple(idx.shape[k] if k == axis else
+                                    max(idx.shape[k], 1) for k in range(a_.ndim)))
+    idx = idx % a_.shape[axis]
+    out = m.zeros(a_.shape, dtype=a_.dtype)
+    m.add.at(out, _along_axis_index(a_.shape, idx, axis), m.broadcast_to(g, idx.shape))
+    return like(out, arr)
+
+
+def sort(g, a, axis=-1):
+    a_ = asarray(a)
+    m = xp(a_)
+    g = m.asarray(g)
+    if axis is None:
+        return like(sort(g, a_.ravel(), 0).reshape(a_.shape), a)
+    perm = m.argsort(a_, axis=axis, kind="stable")
+    out = m.zeros(a_.shape, dtype=a_.dtype)
+    m.put_along_axis(out, perm, g, axis=axis)
+    return like(out, a)
+
+
+def diff(g, a, n=1, axis=-1):
+    a_ = asarray(a)
+    m = xp(a_)
+    g = m.asarray(g)
+    axis = axis % a_.ndim
+    for _ in range(n):
+        pw = [(0, 0)] * g.ndim
+        pw[axis] = (1, 1)
+        g = -m.diff(m.pad(g, pw), axis=axis)
+    return like(g, a)
+
+
+def broadcast_arrays(g, args):
+    return tuple(None if is_zero(gi) else _rt.unbroadcast(gi, a) for gi, a in zip(g, args))
+
+
+def meshgrid(g, xi, indexing="xy", sparse=False):
+    res = []
+    nd = len(xi)
+    for k, (x, gk) in enumerate(zip(xi, g)):
+        if is_zero(gk):
+            res.append(None)
+            continue
+        gk = asarray(gk, like=x)
+        ax = k
+        if indexing == "xy" and nd >= 2 and k < 2:
+            ax = 1 - k
+        axes = tuple(i for i in range(gk.ndim) if i != ax)
+        res.append(like(gk.sum(axis=axes).reshape(shape(x)), x))
+    return tuple(res)
+
+
+def linspace(g, start, stop, num=50, endpoint=True, axis=0, which=0):
+    """Adjoint of ``np.linspace`` for ``start`` (which=0) or ``stop`` (which=1)."""
+    m = xp(g)
+    g = m.asarray(g)
+    div = (num - 1) if endpoint else num
+    w = m.arange(num, dtype=g.real.dtype) / div if div > 0 else m.zeros(num, dtype=g.real.dtype)
+    if endpoint and num == 1:
+        w = m.zeros(1, dtype=g.real.dtype)
+    sh = [1] * g.ndim
+    ax = axis % g.ndim
+    sh[ax] = num
+    w = w.reshape(sh)
+    wt = (1 - w) if which == 0 else w
+    r = (g * wt).sum(axis=ax)
+    x = start if which == 0 else stop
+    return _rt.unbroadcast(r, x) if hasattr(x, "shape") else like(r, x)
+
+
+def array_adjoint(g, obj):
+    """Adjoint of ``np.array(obj)`` / ``np.asarray(obj)``: g split along the nesting of ``obj``
+    (a list/tuple of scalars or arrays gets a list/tuple of adjoints)."""
+    if g is None:
+        return None
+    if isinstance(obj, (list, tuple)):
+        g = asarray(g)
+        return type(obj)(array_adjoint(g[i], o) for i, o in enumerate(obj))
+    if isinstance(obj, bool) or (isinstance(obj, numbers.Integral) and not hasattr(obj, "dtype")):
+        return None
+    if type(obj) is float:
+        g = asarray(g)
+        return float(g.real) if g.dtype.kind == "c" else float(g)
+    if type(obj) is complex:
+        return complex(g)
+    return like(g, obj)
+
+
+def item(g, a, args):
+    a_ = asarray(a)
+    m = xp(a_)
+    out = m.zeros(a_.shape, dtype=a_.dtype)
+    if a_.dtype.kind != "c" and isinstance(g, complex):
+        g = g.real
+    if not args:
+        out.reshape(-1)[0] = g
+    elif len(args) == 1 and isinstance(args[0], numbers.Integral):
+        out.reshape(-1)[args[0]] = g
+    else:
+        idx = args[0] if len(args) == 1 else args
+        out[tuple(idx)] = g
+    return out
+
+
+def astype(g, x):
+    return like(g, x)
+
+
+# -- concat and permute families ------------------------------------------------------------------
+def _kernels():
+    try:
+        from ..kernels import concat_adjoint, permute_adjoint
+        return concat_adjoint, permute_adjoint
+    except ImportError:
+        return _concat_adjoint_np, _permute_adjoint_np
+
+
+def _concat_adjoint_np(g, arrays, axis=0):
+    """Fallback (NumPy/CuPy slicing) for when :mod:`s2sad.kernels` is unavailable."""
+    g = asarray(g)
+    out = []
+    if axis is None:
+        flat = g.ravel()
+        off = 0
+        for a in arrays:
+            n = int(np.prod(shape(a)))
+            out.append(_kind_or_none(flat[off:off + n].reshape(shape(a)), a))
+            off += n
+        return tuple(out)
+    off = 0
+    ax = axis % g.ndim
+    for a in arrays:
+        n = shape(a)[ax]
+        sl = (slice(None),) * ax + (slice(off, off + n),)
+        out.append(_kind_or_none(g[sl], a))
+        off += n
+    return tuple(out)
+
+
+def _kind_or_none(gi, a):
+    dt = getattr(a, "dtype", None)
+    if dt is not None and dt.kind not in "fc":
+        return None
+    if isinstance(a, (bool, int)) and not isinstance(a, float):
+        return None
+    return like(gi.copy(), a)
+
+
+def _permute_adjoint_np(g, axes):
+    return asarray(g).transpose(np.argsort(axes)).copy()
+
+
+def concat_adjoint(g, arrays, axis=0):
+    """Adjoints of ``concatenate(arrays, axis)``: one per input, None for integer/bool inputs."""
+    fn = _kernels()[0]
+    res = fn(g, arrays, axis)
+    return tuple(None if r is None else like(r, a) for r, a in zip(res, arrays))
+
+
+def permute_adjoint(g, axes):
+    return _kernels()[1](g, tuple(int(a) for a in axes))
+
+
+def concatenate(g, arrays, axis=0):
+    arrs = [asarray(a) if not isinstance(a, (float, int, complex)) else a for a in arrays]
+    if axis is None:
+        return concat_adjoint(g, arrs, None) if not _all_arrays(arrays) else \
+            concat_adjoint(g, arrays, None)
+    return concat_adjoint(g, arrays if _all_arrays(arrays) else
+                          [asarray(a, like=g) for a in arrays], axis)
+
+
+def _all_arrays(arrays):
+    return all(hasattr(a, "shape") and hasattr(a, "dtype") and not isinstance(a, np.generic)
+               for a in arrays)
+
+
+def _promoted(arrays, fn, g):
+    """Run the concat adjoint on promoted views (``fn``: atleast_2d-like) and reshape back."""
+    views = [fn(asarray(a, like=g)) for a in arrays]
+    return views
+
+
+def _concat_promoted(g, arrays, views, axis):
+    res = concat_adjoint(g, views, axis)
+    return tuple(None if r is None else _back(r, a) for r, a in zip(res, arrays))
+
+
+def _back(r, a):
+    if isinstance(a, (list, tuple)):
+        return array_adjoint(r.reshape(np.shape(a)), a)
+    if type(a) is float:
+        return float(r.reshape(()).real)
+    if type(a) is complex:
+        return complex(r.reshape(()))
+    return like(r.reshape(shape(a)), a)
+
+
+def stack(g, arrays, axis=0):
+    g = asarray(g)
+    m = xp(g)
+    ax = axis % g.ndim
+    views = [m.expand_dims(asarray(a, like=g), ax) for a in arrays]
+    return _concat_promoted(g, arrays, views, ax)
+
+
+def vstack(g, tup):
+    g = asarray(g)
+    m = xp(g)
+    views = [m.atleast_2d(asarray(a, like=g)) for a in tup]
+    return _concat_promoted(g, tup, views, 0)
+
+
+def hstack(g, tup):
+    g = asarray(g)
+    m = xp(g)
+    views = [m.atleast_1d(asarray(a, like=g)) for a in tup]
+    return _concat_promoted(g, tup, views, 0 if views and views[0].ndim == 1 else 1)
+
+
+def dstack(g, tup):
+    g = asarray(g)
+    m = xp(g)
+    views = [m.atleast_3d(asarray(a, like=g)) for a in tup]
+    return _concat_promoted(g, tup, views, 2)
+
+
+def column_stack(g, tup):
+    g = asarray(g)
+    views = []
+    for a in tup:
+        v = asarray(a, like=g)
+        if v.ndim < 2:
+            v = v.reshape(-1, 1)
+        views.append(v)
+    return _concat_promoted(g, tup, views, 1)
+
+
+def append(g, arr, values, axis=None, which=0):
+    g = asarray(g)
+    a, v = asarray(arr, like=g), asarray(values, like=g)
+    if axis is None:
+        res = concat_adjoint(g, [a.ravel(), v.ravel()], 0)
+    else:
+        res = concat_adjoint(g, [a, v], axis)
+    r = res[which]
+    x = arr if which == 0 else values
+    return None if r is None else _back(r, x)
+
+
+def unstack(g, x, axis=0):
+    m = xp(x)
+    x_ = asarray(x)
+    parts = []
+    for gi in g:
+        parts.append(m.zeros(x_.shape[:axis % x_.ndim] + x_.shape[axis % x_.ndim + 1:],
+                             dtype=x_.dtype) if is_zero(gi) else asarray(gi))
+    return like(m.stack(parts, axis=axis), x)
+
+
+def block(g, arrays):
+    """Adjoint of ``np.block(arrays)``: g cut along the nesting (innermost lists join on the last
+    axis), each piece reshaped to its block's shape."""
+    g = asarray(g)
+    depth = _block_depth(arrays)
+    nd = max(depth, _block_max_ndim(arrays))
+
+    def shape_of(x, level):
+        if isinstance(x, list):
+            shps = [shape_of(e, level + 1) for e in x]
+            ax = nd - (depth - level)
+            out = list(shps[0])
+            out[ax] = int(builtins.sum(s[ax] for s in shps))
+            return tuple(out)
+        s = shape(x)
+        return (1,) * (nd - len(s)) + tuple(s)
+
+    def cut(gg, x, level):
+        if isinstance(x, list):
+            ax = nd - (depth - level)
+            off = 0
+            res = []
+            for e in x:
+                n = shape_of(e, level + 1)[ax]
+                sl = (slice(None),) * ax + (slice(off, off + n),)
+                res.append(cut(gg[sl], e, level + 1))
+                off += n
+            return res
+        return _back(gg.copy(), x) if not (hasattr(x, "dtype") and x.dtype.kind not in "fc") \
+            else None
+
+    return cut(g, arrays, 0)
+
+
+def _block_depth(x):
+    return 1 + _block_depth(x[0]) if isinstance(x, list) else 0
+
+
+def _block_max_ndim(x):
+    if isinstance(x, list):
+        return max(_block_max_ndim(e) for e in x)
+    return len(shape(x))
+
+
+def transpose(g, a, axes=None):
+    nd = ndim(a)
+    if axes is None or (isinstance(axes, tuple) and len(axes) == 0):
+        axes = tuple(range(nd))[::-1]
+    elif isinstance(axes, (tuple, list)) and len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = tuple(axes[0])
+    axes = tuple(int(x) % nd for x in axes)
+    return like(permute_adjoint(asarray(g, like=a), axes), a)
+
+
+def moveaxis(g, a, source, destination):
+    nd = ndim(a)
+    src = [source] if isinstance(source, numbers.Integral) else list(source)
+    dst = [destination] if isinstance(destination, numbers.Integral) else list(destination)
+    src = [s % nd for s in src]
+    dst = [d % nd for d in dst]
+    order = [n for n in range(nd) if n not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return like(permute_adjoint(asarray(g, like=a), tuple(order)), a)
+
+
+def swapaxes(g, a, axis1, axis2):
+    nd = ndim(a)
+    axes = list(range(nd))
+    i, j = axis1 % nd, axis2 % nd
+    axes[i], axes[j] = axes[j], axes[i]
+    return like(permute_adjoint(asarray(g, like=a), tuple(axes)), a)
+
+
+def rollaxis(g, a, axis, start=0):
+    nd = ndim(a)
+    axis = axis % nd
+    start = start + nd if start < 0 else start
+    axes = list(range(nd))
+    if axis < start:
+        start -= 1
+    if axis != start:
+        axes.remove(axis)
+        axes.insert(start, axis)
+    return like(permute_adjoint(asarray(g, like=a), tuple(axes)), a)
+
+
+def matrix_transpose(g, x):
+    return swapaxes(g, x, -1, -2)
