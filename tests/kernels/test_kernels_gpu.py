@@ -1,0 +1,128 @@
+"""The CuPy path of s2sad.kernels on a real GPU, against NumPy references.  Run with
+NUMBA_ENABLE_CUDASIM=0; skipped without CuPy or a GPU."""
+import os
+
+import numpy as np
+import pytest
+
+from s2sad import DeviceMismatchError
+from s2sad.kernels import concat_adjoint, concat_tangent, permute_adjoint, permute_tangent
+from kernel_cases import DTYPES, LAYOUTS, rand, strided, tol
+
+try:
+    import cupy as cp
+    _OK = cp.is_available() and os.environ.get("NUMBA_ENABLE_CUDASIM") == "0"
+except Exception:  # noqa: BLE001
+    cp, _OK = None, False
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _OK, reason="needs CuPy, a GPU and NUMBA_ENABLE_CUDASIM=0")]
+
+
+@pytest.fixture(params=["pointers", "arrays"], autouse=True)
+def route(request):
+    from s2sad.kernels import _cuda
+    old = _cuda.CONFIG["pointers"]
+    _cuda.CONFIG["pointers"] = request.param == "pointers"
+    yield request.param
+    _cuda.CONFIG["pointers"] = old
+
+
+def gpu_like(x):
+    """The same layout on the GPU (cupy.asarray keeps strides only for contiguous data, so rebuild views)."""
+    return cp.asarray(x)
+
+
+def check(a, b):
+    assert (a is None) == (b is None)
+    if a is None:
+        return
+    a = cp.asnumpy(a)
+    assert a.shape == b.shape and a.dtype == b.dtype
+    np.testing.assert_allclose(a, b, rtol=tol(a.dtype), atol=tol(a.dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("axis", [0, 1, None])
+def test_concat_adjoint(dtype, axis):
+    rng = np.random.default_rng(0)
+    shapes = [(300, 7), (300, 7), (300, 7)] if axis is None else \
+        ([(100, 7), (1, 7), (301, 7)] if axis == 0 else [(33, 5), (33, 1), (33, 700)])
+    xs = [rand(rng, s, dtype) for s in shapes]
+    g = np.concatenate([rand(rng, s, dtype) for s in shapes], axis=axis)
+    got = concat_adjoint(cp.asarray(g), [cp.asarray(x) for x in xs], axis)
+    for a, b in zip(got, concat_adjoint(g, xs, axis)):
+        check(a, b)
+
+
+@pytest.mark.parametrize("layout", ["neg", "T", "step", "bcast"])
+def test_concat_adjoint_strided_cotangent(layout):
+    rng = np.random.default_rng(1)
+    gbig = cp.asarray(rand(rng, (130, 90), np.float32))
+    views = {"neg": gbig[::-1, ::-1][:65, :45], "T": gbig.T[:45, :65].T, "step": gbig[::2, ::-2],
+             "bcast": cp.broadcast_to(gbig[:1, :45], (65, 45))}
+    g = views[layout]
+    xs = [cp.zeros((65, 20), cp.float32), cp.zeros((65, 25), cp.float64)]
+    got = concat_adjoint(g, xs, 1)
+    for a, b in zip(got, concat_adjoint(cp.asnumpy(g), [cp.asnumpy(x) for x in xs], 1)):
+        check(a, b)
+
+
+def test_concat_adjoint_mixed_many_and_acc():
+    rng = np.random.default_rng(2)
+    sizes = rng.integers(0, 5, 1500)
+    xs = [np.zeros((int(s), 3), np.float32) for s in sizes]
+    xs[3] = np.arange(int(sizes[3]) * 3).reshape(-1, 3)
+    xs[7] = xs[7].astype(np.float16)
+    g = rand(rng, (int(sizes.sum()), 3), np.float64)
+    got = concat_adjoint(cp.asarray(g), [cp.asarray(x) for x in xs], 0)
+    for a, b in zip(got, concat_adjoint(g, xs, 0)):
+        check(a, b)
+    # accumulation into separate user buffers, one of them twice and one strided
+    x = rand(rng, (50, 40), np.complex64)
+    bufs = [cp.asarray(rand(rng, (50, 40), np.complex64)), None,
+            cp.asarray(np.asfortranarray(rand(rng, (50, 40), np.complex64)))[::-1]]
+    bufs[1] = bufs[0]
+    expect = [cp.asnumpy(b) for b in bufs]
+    gg = rand(rng, (150, 40), np.complex64)
+    expect[0] = expect[0] + gg[:50] + gg[50:100]
+    expect[2] = expect[2] + gg[100:]
+    concat_adjoint(cp.asarray(gg), [cp.asarray(x)] * 3, 0, acc=bufs)
+    check(bufs[0], expect[0])
+    check(bufs[2], expect[2])
+
+
+def test_concat_tangent():
+    rng = np.random.default_rng(3)
+    xs = [rand(rng, (40, 3), np.float32), rand(rng, (20, 3), np.float64), rand(rng, (7, 3), np.float32)]
+    ts = [rand(rng, (40, 3), np.float32), None, rand(rng, (3, 7), np.float32).T]
+    got = concat_tangent([None if t is None else cp.asarray(t) for t in ts], [cp.asarray(x) for x in xs], 0)
+    check(got, concat_tangent(ts, xs, 0))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("axes", [(1, 0), (2, 0, 1), (0, 2, 1), (1, 0, 2), None])
+def test_permute(dtype, axes):
+    rng = np.random.default_rng(4)
+    shape = (70, 45) if axes == (1, 0) else (33, 40, 65)
+    g = rand(rng, shape, dtype)
+    check(permute_adjoint(cp.asarray(g), axes), permute_adjoint(g, axes))
+    check(permute_tangent(cp.asarray(g), axes), permute_tangent(g, axes))
+    acc = rand(rng, permute_adjoint(g, axes).shape, dtype)
+    ca = cp.asarray(acc)
+    permute_adjoint(cp.asarray(g), axes, acc=ca)
+    check(ca, (acc + permute_adjoint(g, axes)).astype(dtype))
+
+
+def test_permute_strided_input_and_stream():
+    rng = np.random.default_rng(5)
+    base = cp.asarray(rand(rng, (80, 90, 6), np.float32))
+    g = base[::-1, 5:70:2, ::2]
+    with cp.cuda.Stream(non_blocking=True) as s:
+        r = permute_adjoint(g, (2, 0, 1))
+        s.synchronize()
+    check(r, permute_adjoint(cp.asnumpy(g), (2, 0, 1)))
+
+
+def test_device_guard_mixed():
+    with pytest.raises(DeviceMismatchError, match="concat_adjoint"):
+        concat_adjoint(cp.ones(4), [cp.ones(2), np.ones(2)], 0)
