@@ -143,32 +143,32 @@ def _segments_kernel(st, dt, D, acc, pointers):
                 hi = nseg - 1
                 while lo < hi:
                     mid = (lo + hi + 1) // 2
-                    if table[mid, 2] <= b:
+                    if table[(mid) * W + 2] <= b:
                         lo = mid
                     else:
                         hi = mid - 1
                 s = lo
-                n = table[s, 3]
-                so = table[s, 0]
-                do = table[s, 1]
-                k0 = (b - table[s, 2]) * (TPB * EPT) + tid
+                n = table[(s) * W + 3]
+                so = table[(s) * W + 0]
+                do = table[(s) * W + 1]
+                k0 = (b - table[(s) * W + 2]) * (TPB * EPT) + tid
                 for e in range(EPT):
                     k = k0 + e * TPB
                     if k < n:
                         if D == 1:
-                            si = so + k * table[s, 5]
-                            di = do + k * table[s, 6]
+                            si = so + k * table[(s) * W + 5]
+                            di = do + k * table[(s) * W + 6]
                         else:
                             si = so
                             di = do
                             rem = k
                             for d in range(D - 1, -1, -1):
-                                sz = table[s, 4 + d]
+                                sz = table[(s) * W + 4 + d]
                                 q = rem // sz
                                 c = rem - q * sz
                                 rem = q
-                                si += c * table[s, 4 + D + d]
-                                di += c * table[s, 4 + 2 * D + d]
+                                si += c * table[(s) * W + 4 + D + d]
+                                di += c * table[(s) * W + 4 + 2 * D + d]
                         if ACC:
                             dst[di] = OT(CT(dst[di]) + CT(src[si]))
                         else:
@@ -177,7 +177,7 @@ def _segments_kernel(st, dt, D, acc, pointers):
 
         sn, dn = _NAMES[st], _NAMES[dt]
         if not pointers:
-            k = cuda.jit(f"void({sn}[::1], {dn}[::1], int64[:, ::1], int64, int64)")(body)
+            k = cuda.jit(f"void({sn}[::1], {dn}[::1], int64[::1], int64, int64)")(body)
         else:
             from numba.cuda.np.numpy_support import carray
             dev = cuda.jit(device=True)(body)
@@ -186,7 +186,7 @@ def _segments_kernel(st, dt, D, acc, pointers):
             def entry(sp, slen, dp, dlen, tp, nseg, nblocks):
                 src = carray(ps(sp), (slen,))
                 dst = carray(pd(dp), (dlen,))
-                table = carray(pi(tp), (nseg, W))
+                table = carray(pi(tp), (nseg * W,))
                 dev(src, dst, table, nseg, nblocks)
             k = cuda.jit("void(int64, int64, int64, int64, int64, int64, int64)")(entry)
         _kernels[key] = k
@@ -276,12 +276,12 @@ def _tiled_kernel(rdt, V, DB, acc, T, pointers):
             dev = cuda.jit(device=True)(body)
             pr, pi = _ptr_intrinsic(rdt), _ptr_intrinsic(np.dtype(np.int64))
 
-            def entry(sp, slen, dp, dlen, mp):
+            def entry(sp, slen, dp, dlen, mp, mlen):
                 src = carray(pr(sp), (slen,))
                 dst = carray(pr(dp), (dlen,))
-                meta = carray(pi(mp), (M,))
+                meta = carray(pi(mp), (mlen,))
                 dev(src, dst, meta)
-            k = cuda.jit("void(int64, int64, int64, int64, int64)")(entry)
+            k = cuda.jit("void(int64, int64, int64, int64, int64, int64)")(entry)
         _kernels[key] = k
         return k
 
@@ -528,7 +528,7 @@ def _launch_segments_table(part, sspan, dspan, srdt, drdt, acc, gpu):
     W = 4 + 3 * D
     tpb, ept = CONFIG["tpb"], CONFIG["ept"]
     per = tpb * ept
-    table = np.zeros((len(part), W), np.int64)
+    table = np.zeros((len(part), W), np.int64)   # flattened to 1-D for the kernel
     nblocks = 0
     sisz, disz = srdt.itemsize, drdt.itemsize
     for i, s in enumerate(part):
@@ -551,9 +551,9 @@ def _launch_segments_table(part, sspan, dspan, srdt, drdt, acc, gpu):
         if pointers:
             args = (sspan.base, sspan.length, dspan.base, dspan.length, dt.data.ptr, nseg, nblocks)
         else:
-            args = (sspan.flat(), dspan.flat(), dt, nseg, nblocks)
+            args = (sspan.flat(), dspan.flat(), dt.ravel(), nseg, nblocks)
     else:
-        args = (sspan.flat(), dspan.flat(), table, nseg, nblocks)
+        args = (sspan.flat(), dspan.flat(), table.ravel(), nseg, nblocks)
     _launch(kernel, pointers, grid, tpb, gpu, args)
 
 
@@ -814,7 +814,7 @@ def _launch_tiled(g, out, shape, sst, dstr, a, l, V, rdt, acc, gpu):
     if gpu:
         dm = _device_table(meta)
         if pointers:
-            args = (sspan.base, sspan.length, dspan.base, dspan.length, dm.data.ptr)
+            args = (sspan.base, sspan.length, dspan.base, dspan.length, dm.data.ptr, meta.size)
         else:
             args = (sspan.flat(), dspan.flat(), dm)
     else:
