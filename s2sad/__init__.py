@@ -1,5 +1,17 @@
-"""s2sad: source-to-source automatic differentiation for Python (NumPy, CuPy, plain floats)."""
+"""s2sad: source-to-source automatic differentiation for Python (NumPy, CuPy, plain floats).
+
+    @s2sad.differentiate
+    def loss(W, x, y): ...
+    value, gW = loss.value_and_grad(W, x, y)
+    print(loss.adjoint_source())
+"""
 from .errors import (S2SADError, UnsupportedSyntaxError, SourceUnavailableError, OpaqueCalleeError,
                      NonScalarOutputError, WrtError, RuleError, DeviceMismatchError)
+from .api import differentiate, grad, value_and_grad, vjp
+from .rules.registry import defrule, defzero, defmethod
 
 __version__ = "0.1.0"
+
+__all__ = ["differentiate", "grad", "value_and_grad", "vjp", "defrule", "defzero", "defmethod",
+           "S2SADError", "UnsupportedSyntaxError", "SourceUnavailableError", "OpaqueCalleeError",
+           "NonScalarOutputError", "WrtError", "RuleError", "DeviceMismatchError"]

@@ -22,9 +22,11 @@ A rule reads like a line of a derivative table::
   ``{"out": None}``); anything else raises :class:`~s2sad.errors.RuleError` naming the call site.
 * ``view=True`` says the output may share memory with an input (used to decide what to copy when
   arrays are written in place).
-* ``kind``: ``"array"`` (default), ``"float"`` (Python scalar), or ``"any"`` (unknown, e.g. a
-  container) -- the kind of value the primitive returns, used to pick ``+`` or ``_rt.add`` for
-  accumulation.
+* ``kind``: ``"array"`` (default), ``"float"`` (Python scalar), ``"same"`` (a Python float for
+  Python floats, an array when an operand is an array: operators), ``"container"``, ``"any"``
+  (unknown) -- the kind of value the primitive returns, used to pick ``+`` or ``_rt.add`` for
+  accumulation and to resolve methods on the result at build time.
+* ``n_<param>`` in a template is the number of arguments bound to a ``*param``.
 
 ``defzero(fn)`` declares a callee whose output carries no derivative (``np.floor``, ``np.argmax``).
 ``defmethod(name, ...)`` declares a rule for ``x.name(...)`` on an array ``x`` (NumPy or CuPy); its
@@ -45,6 +47,7 @@ NAMESPACE = {"np": np, "math": math}
 
 _RULES = {}           # callee object (or id for unhashable ones) -> Rule
 _METHODS = {}         # method name -> Rule (methods on NumPy/CuPy arrays)
+_ATTRS = {}           # attribute name -> Rule (attributes of NumPy/CuPy arrays: T, mT, real, imag)
 _ZERO = object()      # marker stored in _RULES for zero-derivative callees
 
 
@@ -52,7 +55,7 @@ class Rule:
     """A primitive's derivative rule.  See the module docstring for the fields."""
 
     def __init__(self, fn, params, vjp=None, joint=None, jvp=None, forbid=None, view=False,
-                 kind="array", ns=None, name=None, zero=False):
+                 kind="array", ns=None, name=None, zero=False, broadcast=False):
         self.fn = fn
         self.name = name or _callee_name(fn)
         self.signature = _parse_params(params, fn, self.name)
@@ -64,6 +67,7 @@ class Rule:
         self.kind = kind
         self.ns = dict(ns or {})
         self.zero = zero
+        self.broadcast = broadcast   # elementwise with NumPy broadcasting (lets emitters drop no-op unbroadcasts)
         names = set(self.signature.parameters)
         for p in list(self.vjp) + list(self.jvp) + list((joint or ((), ""))[0]) + list(self.forbid):
             if p not in names:
@@ -176,10 +180,12 @@ def _key(fn):
 
 # -- declaring rules -------------------------------------------------------------------------
 def defrule(fn, params=None, *, vjp=None, joint=None, jvp=None, forbid=None, view=False,
-            kind="array", ns=None, name=None):
-    """Declare the derivative rule of a primitive callee ``fn``; returns the :class:`Rule`."""
+            kind="array", ns=None, name=None, broadcast=False):
+    """Declare the derivative rule of a primitive callee ``fn``; returns the :class:`Rule`.
+
+    ``broadcast=True`` marks an elementwise operation that broadcasts its array operands."""
     rule = Rule(fn, params, vjp=vjp, joint=joint, jvp=jvp, forbid=forbid, view=view, kind=kind,
-                ns=ns, name=name)
+                ns=ns, name=name, broadcast=broadcast)
     _RULES[_key(fn)] = rule
     return rule
 
@@ -205,13 +211,37 @@ def defzero_method(*names):
                               name=f"ndarray.{name}")
 
 
+def defattr(name, *, vjp=None, jvp=None, view=False, kind="array"):
+    """Declare the rule of the array attribute ``x.name`` (``T``, ``real``...); its param is ``self``."""
+    rule = Rule(("ndarray", name), "self", vjp=vjp, jvp=jvp, view=view, kind=kind,
+                name=f"ndarray.{name}")
+    _ATTRS[name] = rule
+    return rule
+
+
+def lookup_attr(name):
+    _ensure_tables()
+    return _ATTRS.get(name)
+
+
 def lookup(fn):
     """The :class:`Rule` registered for ``fn``, or None."""
     _ensure_tables()
     try:
-        return _RULES.get(fn) if _hashable(fn) else _RULES.get(("id", id(fn)))
+        rule = _RULES.get(fn) if _hashable(fn) else _RULES.get(("id", id(fn)))
     except TypeError:
         return None
+    if rule is None and _optional_pending():
+        from . import load_optional_tables
+        load_optional_tables()
+        rule = _RULES.get(fn) if _hashable(fn) else _RULES.get(("id", id(fn)))
+    return rule
+
+
+def _optional_pending():
+    import sys
+    from . import _OPTIONAL, _optional_loaded
+    return any(lib in sys.modules and table not in _optional_loaded for lib, table in _OPTIONAL.items())
 
 
 def lookup_method(name):

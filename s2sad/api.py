@@ -1,0 +1,291 @@
+"""The front door: ``differentiate``, ``grad``, ``value_and_grad``, ``vjp``.
+
+Argument handling and cache lookup happen here; everything else happens once per build.
+"""
+import functools
+import inspect
+import sys
+
+from . import runtime
+from .cache import CACHE, reverse_derivative
+from .errors import NonScalarOutputError, S2SADError, WrtError
+from .frontend.source import get_function
+from .ir import Origin
+
+_RECURSION_LIMIT = 20000
+
+
+def _def_origin(pyfunc):
+    code = pyfunc.__code__
+    return Origin(code.co_filename, code.co_firstlineno, 0, "", pyfunc.__qualname__)
+
+
+class _Spec:
+    """A user function, its signature, and a normalised ``wrt``."""
+
+    def __init__(self, fn, wrt):
+        self.user = fn
+        self.pyfunc = get_function(fn)
+        self.bound_self = getattr(fn, "__self__", None) if inspect.ismethod(fn) else None
+        self.sig = inspect.signature(self.pyfunc)
+        self.params = list(self.sig.parameters)
+        for p in self.sig.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise S2SADError(f"{self.pyfunc.__qualname__} takes *{p.name}; s2sad cannot "
+                                 f"differentiate functions with *args/**kwargs yet",
+                                 origin=_def_origin(self.pyfunc), fix="list the parameters explicitly")
+        self.offset = 1 if self.bound_self is not None else 0
+        self.single = not isinstance(wrt, (tuple, list))
+        self.wrt = self._normalise(wrt)
+
+    def _normalise(self, wrt):
+        items = [wrt] if self.single else list(wrt)
+        user_params = self.params[self.offset:]
+        out = []
+        for w in items:
+            if isinstance(w, bool) or not isinstance(w, (int, str)):
+                raise WrtError(f"wrt={w!r}: give a parameter index or name",
+                               origin=_def_origin(self.pyfunc),
+                               fix=f"use one of {list(range(len(user_params)))} or {user_params}")
+            if isinstance(w, int):
+                if not -len(user_params) <= w < len(user_params):
+                    raise WrtError(f"wrt={w} but {self.pyfunc.__qualname__} has "
+                                   f"{len(user_params)} parameter(s): {user_params}",
+                                   origin=_def_origin(self.pyfunc),
+                                   fix=f"use an index in 0..{len(user_params) - 1} or a name")
+                out.append(w % len(user_params) + self.offset)
+            else:
+                if w not in user_params:
+                    raise WrtError(f"wrt={w!r} is not a parameter of {self.pyfunc.__qualname__}"
+                                   f"{tuple(user_params)}", origin=_def_origin(self.pyfunc),
+                                   fix=f"use one of {user_params}")
+                out.append(self.params.index(w))
+        if len(set(out)) != len(out):
+            raise WrtError(f"wrt={wrt!r} names a parameter twice", origin=_def_origin(self.pyfunc))
+        return out
+
+    def bind(self, args, kwargs):
+        if self.bound_self is not None:
+            args = (self.bound_self,) + tuple(args)
+        if not kwargs and len(args) == len(self.params):
+            return list(args)
+        try:
+            ba = self.sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.pyfunc.__qualname__}(): {e}") from None
+        ba.apply_defaults()
+        return list(ba.arguments.values())
+
+    def derivative(self, args, wrt_positions, check=True):
+        mask = [False] * len(args)
+        for i in wrt_positions:
+            if check and not runtime.differentiable(args[i]):
+                v = args[i]
+                raise WrtError(f"argument {self.params[i]!r} of {self.pyfunc.__qualname__} is "
+                               f"{_describe(v)}, which carries no derivative",
+                               origin=_def_origin(self.pyfunc),
+                               fix="differentiate with respect to a float, complex or floating-point "
+                                   "array argument (convert with np.asarray(x, dtype=float)), or "
+                                   "leave this argument out of wrt")
+            mask[i] = True
+        kinds = tuple(runtime.kind_of(a) for a in args)
+        return reverse_derivative(self.pyfunc, tuple(mask), kinds)
+
+
+def _describe(v):
+    dt = getattr(v, "dtype", None)
+    if dt is not None:
+        return f"an array of dtype {dt}"
+    return f"a value of type {type(v).__name__}"
+
+
+def _run(fn, *args):
+    old = sys.getrecursionlimit()
+    if old < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
+    try:
+        return fn(*args)
+    except S2SADError:
+        raise
+    except Exception as e:
+        _annotate(e)
+        raise
+    finally:
+        if old < _RECURSION_LIMIT:
+            sys.setrecursionlimit(old)
+
+
+def _annotate(e):
+    """Point an exception raised inside generated code at the user's line."""
+    from .codegen.load import origin_of
+    tb = e.__traceback__
+    origin = None
+    while tb is not None:
+        o = origin_of(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        if o is not None:
+            origin = o
+        tb = tb.tb_next
+    if origin is not None and hasattr(e, "add_note"):
+        e.add_note(f"(s2sad) while differentiating {origin.where()}: {origin.text}")
+
+
+def _scalar_seed(value, pyfunc):
+    t = type(value)
+    if t is float:
+        return 1.0
+    if t is int:
+        raise NonScalarOutputError(
+            f"{pyfunc.__qualname__} returned an int; a gradient needs a floating-point output",
+            origin=_def_origin(pyfunc), fix="return a float")
+    shape = getattr(value, "shape", None)
+    dt = getattr(value, "dtype", None)
+    if shape == () and dt is not None and dt.kind == "f":
+        return 1.0
+    if shape is not None and dt is not None and shape != ():
+        raise NonScalarOutputError(
+            f"grad needs a scalar output, but {pyfunc.__qualname__} returned an array of shape "
+            f"{shape}", origin=_def_origin(pyfunc),
+            fix="reduce the output to a scalar (e.g. np.sum(...)), or use s2sad.vjp / s2sad.jacobian "
+                "for vector outputs")
+    raise NonScalarOutputError(
+        f"grad needs a real scalar output, but {pyfunc.__qualname__} returned {_describe(value)}",
+        origin=_def_origin(pyfunc),
+        fix="return a real float (for complex outputs take .real or abs(...)), or use s2sad.vjp")
+
+
+def _finish_grads(grads, args, positions):
+    out = []
+    seen = set()
+    for g, i in zip(grads, positions):
+        g = runtime.materialize(g, args[i])
+        if id(g) in seen and hasattr(g, "copy"):
+            g = g.copy()
+        seen.add(id(g))
+        out.append(g)
+    return out
+
+
+def _value_and_grad(spec, args, kwargs, wrt):
+    args = spec.bind(args, kwargs)
+    d = spec.derivative(args, wrt)
+    value, tape = _run(d.fwd, *args)
+    seed = _scalar_seed(value, spec.pyfunc)
+    grads = _run(d.bwd, tape, seed)
+    return value, _finish_grads(grads, args, wrt)
+
+
+class Differentiable:
+    """What ``@differentiate`` returns: the original function, plus its derivatives."""
+
+    def __init__(self, fn, wrt=0, mode="reverse"):
+        self.__s2sad_function__ = fn
+        functools.update_wrapper(self, fn)
+        self._fn = fn
+        self._wrt = wrt
+        self._mode = mode
+        self._spec = _Spec(fn, wrt)
+        self._last = None
+
+    def __call__(self, *args, **kwargs):
+        return self._fn(*args, **kwargs)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return Differentiable(self._fn.__get__(obj, objtype), self._wrt, self._mode)
+
+    def value_and_grad(self, *args, **kwargs):
+        v, g = _value_and_grad(self._spec, args, kwargs, self._spec.wrt)
+        self._last = self._spec.derivative(self._spec.bind(args, kwargs), self._spec.wrt)
+        return v, (g[0] if self._spec.single else tuple(g))
+
+    def grad(self, *args, **kwargs):
+        return self.value_and_grad(*args, **kwargs)[1]
+
+    def vjp(self, *args, **kwargs):
+        return vjp(self._fn, *args, **kwargs)
+
+    def derivative(self, *args, **kwargs):
+        """The built :class:`~s2sad.codegen.build.Derivative` for these arguments (or the last
+        one used, or one built for array arguments when called with none)."""
+        if args or kwargs:
+            self._last = self._spec.derivative(self._spec.bind(args, kwargs), self._spec.wrt)
+        elif self._last is None:
+            n = len(self._spec.params)
+            mask = [i in self._spec.wrt for i in range(n)]
+            kinds = ["a"] * n
+            self._last = reverse_derivative(self._spec.pyfunc, tuple(mask), tuple(kinds))
+        return self._last
+
+    def adjoint_source(self, *args, **kwargs):
+        """The generated module (forward and reverse sweeps) as Python source."""
+        return self.derivative(*args, **kwargs).source
+
+    def explain(self, *args, **kwargs):
+        """Every call site: file:line, its class, and the rule or function chosen."""
+        return explain_derivative(self.derivative(*args, **kwargs))
+
+
+def explain_derivative(d):
+    rows = []
+    for origin, callee, cls, chosen in d.sites:
+        rows.append((origin.short(), callee, cls, chosen, origin.text))
+    w1 = max([len(r[0]) for r in rows] + [4])
+    w2 = max([len(r[1]) for r in rows] + [6])
+    w3 = max([len(r[2]) for r in rows] + [5])
+    lines = [f"call sites of {d.ir.name} (with respect to {', '.join(d.wrt) or 'nothing'}):",
+             f"{'line':<{w1}}  {'callee':<{w2}}  {'class':<{w3}}  chosen"]
+    for where, callee, cls, chosen, text in rows:
+        lines.append(f"{where:<{w1}}  {callee:<{w2}}  {cls:<{w3}}  {chosen}")
+    return "\n".join(lines)
+
+
+def differentiate(fn=None, *, wrt=0, mode="reverse"):
+    """Decorator: ``@differentiate`` or ``@differentiate(wrt=(0, "x"))``.
+
+    The decorated function still runs as itself; it gains ``.value_and_grad``, ``.grad``,
+    ``.vjp``, ``.adjoint_source()`` and ``.explain()``."""
+    if fn is None:
+        return lambda f: Differentiable(f, wrt, mode)
+    return Differentiable(fn, wrt, mode)
+
+
+def value_and_grad(fn, wrt=0):
+    """``value_and_grad(f, wrt)(*args) -> (value, gradient)``; a tuple of gradients for a tuple wrt."""
+    spec = _Spec(fn, wrt)
+
+    @functools.wraps(spec.pyfunc)
+    def vg(*args, **kwargs):
+        v, g = _value_and_grad(spec, args, kwargs, spec.wrt)
+        return v, (g[0] if spec.single else tuple(g))
+    return vg
+
+
+def grad(fn, wrt=0):
+    """``grad(f, wrt)(*args)``: the gradient of a scalar function (a tuple for a tuple wrt)."""
+    vg = value_and_grad(fn, wrt)
+
+    @functools.wraps(vg)
+    def g(*args, **kwargs):
+        return vg(*args, **kwargs)[1]
+    return g
+
+
+def vjp(fn, *args, **kwargs):
+    """``value, pullback = vjp(f, *args)``; ``pullback(ct)`` returns one adjoint per positional
+    argument (``None`` for arguments that carry no derivative)."""
+    spec = _Spec(fn, 0)
+    full = spec.bind(args, kwargs)
+    npos = len(args)
+    positions = [i for i in range(spec.offset, spec.offset + npos) if runtime.differentiable(full[i])]
+    d = spec.derivative(full, positions, check=False)
+    value, tape = _run(d.fwd, *full)
+
+    def pullback(ct):
+        grads = _run(d.bwd, tape, ct)
+        fin = dict(zip(positions, _finish_grads(grads, full, positions)))
+        return tuple(fin.get(i) for i in range(spec.offset, spec.offset + npos))
+    return value, pullback
+
+
+CACHE  # noqa: B018 (re-exported for tests through s2sad.cache)

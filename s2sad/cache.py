@@ -1,0 +1,88 @@
+"""The compiled-derivative cache.
+
+A derivative is built once per (function code, closure cells, mode, wrt mask, value kinds of the
+arguments) and reused.  Concurrent first calls from several threads build it once: the first
+thread builds while the others wait on a per-key lock and then share the result.
+"""
+import threading
+
+from .errors import S2SADError
+
+
+class DerivativeCache:
+    def __init__(self):
+        self._store = {}
+        self._locks = {}
+        self._guard = threading.Lock()
+        self.builds = 0            # how many derivatives were built (tests read this)
+
+    def key(self, pyfunc, mode, mask, kinds):
+        return (pyfunc.__code__, pyfunc.__closure__, id(pyfunc.__globals__), mode, tuple(mask),
+                tuple(kinds))
+
+    def get(self, key, build):
+        d = self._store.get(key)
+        if d is not None:
+            return d
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            d = self._store.get(key)
+            if d is None:
+                try:
+                    d = build()
+                except S2SADError:
+                    raise
+                self._store[key] = d
+                with self._guard:
+                    self.builds += 1
+        return d
+
+    def clear(self):
+        with self._guard:
+            self._store.clear()
+            self._locks.clear()
+
+    def __len__(self):
+        return len(self._store)
+
+
+CACHE = DerivativeCache()
+
+
+def reverse_derivative(pyfunc, mask, kinds):
+    """The cached reverse-mode :class:`~s2sad.codegen.build.Derivative` of ``pyfunc``."""
+    key = CACHE.key(pyfunc, "reverse", mask, kinds)
+    d = CACHE._store.get(key)
+    if d is not None:
+        return d
+    return CACHE.get(key, lambda: _build_reverse(pyfunc, mask, kinds))
+
+
+def _build_reverse(pyfunc, mask, kinds):
+    from .codegen.build import build_reverse
+    return build_reverse(pyfunc, mask, kinds, _namer_factory)
+
+
+def _namer_factory(namespace, own_key, own_names):
+    """Names derived callees inside one generated module and binds their lazy stubs."""
+    from .runtime import DerivedStub
+    names = {own_key: own_names}
+    taken = set(namespace)
+
+    def namer(callee, mask):
+        k = (callee, tuple(mask))
+        if k in names:
+            return names[k]
+        base = callee.__name__ if callee.__name__.isidentifier() else "f"
+        fwd, bwd, n = f"{base}__fwd", f"{base}__bwd", 1
+        while fwd in taken or bwd in taken or fwd in own_names or bwd in own_names:
+            n += 1
+            fwd, bwd = f"{base}__fwd{n}", f"{base}__bwd{n}"
+        taken.update((fwd, bwd))
+        stub = DerivedStub(callee, tuple(mask))
+        namespace[fwd] = stub.fwd
+        namespace[bwd] = stub.bwd
+        names[k] = (fwd, bwd)
+        return names[k]
+    return namer

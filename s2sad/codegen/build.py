@@ -1,0 +1,79 @@
+"""The pipeline for one function: source -> IR -> classify -> analyse -> emit -> load."""
+import numpy as np
+
+from .. import classify as C
+from .. import ir, runtime
+from ..frontend import analysis, jumps
+from ..frontend.lower import lower
+from ..frontend.source import FunctionSource
+from ..rules import registry
+from . import text as T
+from .load import GeneratedModule
+from .reverse import ReverseEmitter
+
+_RESERVED = {"_rt", "np", "math"}
+
+
+class Derivative:
+    """A built derivative: the generated module, its sweeps, and what was decided at each site."""
+
+    def __init__(self, fn_ir, module, fwd, bwd, wrt, sites, mode="reverse"):
+        self.ir = fn_ir
+        self.module = module
+        self.fwd = fwd
+        self.bwd = bwd
+        self.wrt = wrt
+        self.sites = sites
+        self.mode = mode
+
+    @property
+    def source(self):
+        return self.module.source
+
+
+def lower_function(pyfunc):
+    src = FunctionSource(pyfunc)
+    fn = lower(src)
+    jumps.structure(fn)
+    return fn
+
+
+def _sites(fn):
+    out = []
+    for s in ir.walk(fn.body):
+        call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) else None
+        if isinstance(call, ir.Call):
+            cls, chosen = C.site_description(call)
+            out.append((s.origin, repr(call.fn) if not isinstance(call.fn, ir.Static) else call.fn.text,
+                        cls, chosen))
+    return out
+
+
+def build_reverse(pyfunc, mask, param_kinds, namer_factory):
+    """Build the reverse-mode derivative of ``pyfunc`` w.r.t. the parameters where ``mask`` is True.
+
+    ``param_kinds`` gives each parameter's value kind ('f', 'a', 'c', 'i', '?');
+    ``namer_factory(namespace)`` returns the function that names (and binds) derived callees."""
+    fn = lower_function(pyfunc)
+    wrt = [p for p, m in zip(fn.params, mask) if m]
+    kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
+    active, varied = analysis.activity(fn, wrt)
+    C.finish(fn, active, varied)
+    namespace = dict(registry.NAMESPACE)
+    namespace.update(fn.namespace)
+    namespace["_rt"] = runtime
+    namespace.setdefault("np", np)
+    name = pyfunc.__name__ if pyfunc.__name__.isidentifier() else "f"
+    fwd_name, bwd_name = f"{name}__fwd", f"{name}__bwd"
+    own_key = (pyfunc, tuple(mask))
+    namer = namer_factory(namespace, own_key, (fwd_name, bwd_name))
+    em = ReverseEmitter(fn, kinds, active, varied, wrt, namespace, namer)
+    fwd_triples, bwd_triples = em.emit(fwd_name, bwd_name)
+    header = [(0, f"# s2sad reverse-mode derivative of {pyfunc.__qualname__} "
+                  f"({fn.origin.short()}), with respect to {', '.join(wrt) or 'nothing'}", None), (0, "", None)]
+    triples = header + fwd_triples + [(0, "", None), (0, "", None)] + bwd_triples
+    lines = T.format_lines(triples)
+    line_origins = {i + 1: t[2] for i, t in enumerate(triples) if t[2] is not None}
+    source = "\n".join(lines) + "\n"
+    mod = GeneratedModule(name, source, namespace, line_origins)
+    return Derivative(fn, mod, mod[fwd_name], mod[bwd_name], wrt, _sites(fn))

@@ -1,0 +1,548 @@
+"""Reverse-mode emitter: an analysed IR function becomes a forward sweep and a reverse sweep.
+
+``f__fwd(params) -> (value, tape)`` runs the user's computation and saves what the reverse sweep
+reads; ``f__bwd(tape, _b_r) -> tuple of adjoints`` (one per active parameter) walks it backwards.
+
+How values reach the reverse sweep.  A variable bound once, directly in the function body (or a
+parameter never rebound), still holds the same value at the end of the forward sweep: it travels in
+the tape by name.  Any other value the reverse sweep reads is pushed onto a per-variable list
+(``_s_v``) at the point it is read, and popped at the mirrored point.  Arrays later written in place
+are copied when pushed.  Loops record their trip count only when it cannot be recomputed (``while``,
+or a ``for`` that may end early); branches are re-taken from their saved test value.
+
+How adjoints accumulate.  The emitter knows statically which adjoints exist at every point: the
+first contribution assigns (``_b_x = ...``), later ones add.  Where control flow joins (branches,
+loop back-edges) an adjoint that exists on one side only is set to ``0.0`` on the other.
+"""
+import ast as _ast
+
+from .. import ir
+from ..frontend.analysis import (defined_in, definitions, read_in, top_level_defs,
+                                 upward_exposed, written_arrays)
+from . import text as T
+
+
+_ANS = "__ans__"
+
+
+class _State:
+    __slots__ = ("defined",)
+
+    def __init__(self, defined=()):
+        self.defined = set(defined)
+
+    def copy(self):
+        return _State(self.defined)
+
+
+def b(v):
+    """The adjoint's name: ``_b_x`` for ``x``, ``_b_4`` for ``_4``, ``_b_r`` for ``_r``."""
+    return f"_b{v}" if v.startswith("_") else f"_b_{v}"
+
+
+class ReverseEmitter:
+    def __init__(self, fn, kinds, active, varied, wrt, namespace, derived_namer):
+        self.fn = fn
+        self.kinds = kinds
+        self.active = active
+        self.varied = varied
+        self.wrt = list(wrt)                  # active parameter names, in order
+        self.namespace = namespace
+        self.consts = T.Consts(namespace)
+        self.derived_namer = derived_namer    # (pyfunc, mask) -> (fwd_name, bwd_name)
+        self.reads = {}                       # id(stmt) -> {"pre": [...], "post": [...]}
+        self.synthetic = {}                   # emitter-made var -> "name" | "stack"
+        self.site_names = {}                  # id(stmt) -> tape/record name
+        self.counters = {}                    # id(loop) -> counter name
+        self.provided = []                    # loop targets the reverse loops re-bind
+        self.depth = 0
+        self.n = 0
+        self.real = {v for v, k in kinds.items() if k == "f"}
+
+    def fresh(self, base):
+        self.n += 1
+        return f"_{base}{self.n}"
+
+    # -- reads ------------------------------------------------------------------------------
+    def read(self, stmt, when, var):
+        if not isinstance(var, str) or var in self.provided:
+            return
+        slot = self.reads.setdefault(id(stmt), {"pre": [], "post": []})
+        if var not in slot[when]:
+            slot[when].append(var)
+
+    # -- contributions ----------------------------------------------------------------------
+    def contribute(self, var, expr, origin, out, st):
+        if not isinstance(var, str) or var not in self.active:
+            return
+        bv = b(var)
+        if var in st.defined:
+            if self.kinds.get(var) in ("a", "f"):
+                out.append(T.Line(f"{bv} = {bv} + {expr}", origin))
+            else:
+                out.append(T.Line(f"{bv} = _rt.add({bv}, {expr})", origin))
+        else:
+            out.append(T.Line(f"{bv} = {expr}", origin))
+            st.defined.add(var)
+
+    def contribute_many(self, pairs, expr, origin, out, st):
+        """``expr`` evaluates to a tuple; ``pairs`` lists (position, var) of the parts to use."""
+        n = len(pairs)
+        live = [(i, v) for i, v in pairs if isinstance(v, str) and v in self.active]
+        if not live:
+            return
+        distinct = len({v for _, v in live}) == len(live)
+        if distinct and all(v not in st.defined for _, v in live):
+            names = ["_"] * n
+            for i, v in live:
+                names[i] = b(v)
+            lhs = ", ".join(names) + ("," if n == 1 else "")
+            out.append(T.Line(f"{lhs} = {expr}", origin))
+            st.defined.update(v for _, v in live)
+            return
+        tmp = self.fresh("g")
+        out.append(T.Line(f"{tmp} = {expr}", origin))
+        for i, v in live:
+            self.contribute(v, f"{tmp}[{i}]", origin, out, st)
+
+    # -- templates --------------------------------------------------------------------------
+    def operand_ast(self, op):
+        return T.parse_expr(T.operand_text(op, self.consts))
+
+    def template_text(self, rule, which, stmt, bound, target):
+        tree = rule.template(which)
+        names = {n.id for n in _ast.walk(tree) if isinstance(n, _ast.Name)}
+        mapping = {}
+        params = rule.signature.parameters
+        drop_ub = set()
+        candidates = set()
+        for p in params:
+            if p not in names:
+                continue
+            v = bound.get(p)
+            mapping[p] = self.operand_ast(v)
+            candidates.update(_operand_vars_deep(v))
+        for nm in names:
+            if nm.startswith("n_") and isinstance(bound.get(nm[2:]), tuple):
+                mapping[nm] = T.parse_expr(str(len(bound[nm[2:]])))
+        if "g" in names:
+            mapping["g"] = T.parse_expr(b(target))
+        if "ans" in names:
+            mapping["ans"] = T.parse_expr(_ANS)
+        # unbroadcast(e, v) is e when every operand is a Python scalar/constant and v is too
+        ops = [bound.get(p) for p in params]
+        scalar_ops = all(_is_scalar_operand(o, self.kinds) for o in ops
+                         if isinstance(o, (str, ir.Const)))
+        if scalar_ops:
+            drop_ub = {o for o in ops if isinstance(o, str)}
+        elif rule.broadcast:
+            # elementwise op with one array operand and constants: the array keeps its shape
+            arrays = [o for o in ops if isinstance(o, str) and self.kinds.get(o) != "f"]
+            if len(arrays) == 1 and all(isinstance(o, ir.Const) or o in self.real
+                                        for o in ops if isinstance(o, (str, ir.Const)) and o != arrays[0]):
+                drop_ub = {arrays[0]}
+        tree = T.substitute(tree, mapping)
+        real = self.real | ({_ANS} if self.kinds.get(target) == "f" else set())
+        tree = T.simplify(tree, real_names=real, drop_unbroadcast_for=drop_ub)
+        used = {n.id for n in _ast.walk(tree) if isinstance(n, _ast.Name)}
+        for var in sorted(candidates & used):
+            self.read(stmt, "pre", var)
+        if _ANS in used:
+            self.read(stmt, "post", target)
+            tree = T.substitute(tree, {_ANS: T.parse_expr(target)})
+        return T.unparse(tree)
+
+    # -- statements -------------------------------------------------------------------------
+    def rev_block(self, stmts, st):
+        out = []
+        for s in reversed(stmts):
+            out.extend(self.rev_stmt(s, st))
+        return out
+
+    def rev_stmt(self, s, st):
+        if isinstance(s, ir.Assign):
+            return self.rev_assign(s, st)
+        if isinstance(s, ir.SetItem):
+            return self.rev_setitem(s, st)
+        if isinstance(s, ir.If):
+            return self.rev_if(s, st)
+        if isinstance(s, (ir.For, ir.While)):
+            return self.rev_loop(s, st)
+        return []
+
+    def rev_assign(self, s, st):
+        t = s.target
+        if t not in self.active or t not in st.defined:
+            return []
+        o = s.origin
+        body = []
+        st.defined.discard(t)
+        v = s.value
+        if not isinstance(v, ir.Call):
+            self.contribute(v, b(t), o, body, st)
+        elif v.cls == "primitive":
+            self.rev_primitive(s, v, st, body)
+        elif v.cls == "derived":
+            self.rev_derived(s, v, st, body)
+        elif v.cls == "dynamic":
+            self.rev_dynamic(s, v, st, body)
+        if not body:
+            return []
+        return [T.Hook(id(s), "pops", o)] + body
+
+    def rev_primitive(self, s, call, st, out):
+        rule, bound, o, t = call.rule, call.info["bound"], s.origin, s.target
+        if rule.joint:
+            names, _ = rule.joint
+            pairs = [(i, bound.get(p)) for i, p in enumerate(names)]
+            if not any(isinstance(v, str) and v in self.active for _, v in pairs):
+                return
+            expr = self.template_text(rule, "*", s, bound, t)
+            self.contribute_many(pairs, expr, o, out, st)
+            return
+        for p in rule.differentiable:
+            v = bound.get(p)
+            if isinstance(v, tuple):
+                pairs = list(enumerate(v))
+                if any(isinstance(x, str) and x in self.active for _, x in pairs):
+                    self.contribute_many(pairs, self.template_text(rule, p, s, bound, t), o, out, st)
+            elif isinstance(v, str) and v in self.active:
+                self.contribute(v, self.template_text(rule, p, s, bound, t), o, out, st)
+
+    def rev_derived(self, s, call, st, out):
+        args = call.info["callargs"]
+        mask = tuple(isinstance(a, str) and a in self.active for a in args)
+        _, bwd = self.derived_namer(call.info["callee"], mask)
+        tape = self.site_names.setdefault(id(s), self.fresh("tape"))
+        self.synthetic[tape] = "name" if self.depth == 0 else "stack"
+        self.read(s, "post", tape)
+        pairs = [(i, a) for i, a in enumerate([a for a, m in zip(args, mask) if m])]
+        self.contribute_many(pairs, f"{bwd}({tape}, {b(s.target)})", s.origin, out, st)
+
+    def rev_dynamic(self, s, call, st, out):
+        rec = self.site_names.setdefault(id(s), self.fresh("rec"))
+        self.synthetic[rec] = "name" if self.depth == 0 else "stack"
+        self.read(s, "post", rec)
+        g = self.fresh("g")
+        lines = [T.Line(f"{g} = _rt.pull({rec}, {b(s.target)})", s.origin)]
+        fn = call.fn
+        recv = call.args[0] if isinstance(fn, (ir.Method, ir.Attr)) else \
+            fn.var if isinstance(fn, ir.Dynamic) else None
+        args = call.args[1:] if isinstance(fn, (ir.Method, ir.Attr)) else call.args
+        self.contribute(recv, f"{g}[0]", s.origin, lines, st)
+        for i, a in enumerate(args):
+            self.contribute(a, f"{g}[1][{i}]", s.origin, lines, st)
+        for k, a in call.kwargs:
+            self.contribute(a, f"{g}[2][{k!r}]", s.origin, lines, st)
+        if len(lines) > 1:
+            out.extend(lines)
+
+    def rev_setitem(self, s, st):
+        obj = s.obj
+        if obj not in self.active or obj not in st.defined:
+            return []
+        o = s.origin
+        idx = T.operand_text(s.index, self.consts)
+        for var in ir.operand_vars(s.index):
+            self.read(s, "pre", var)
+        out = []
+        if isinstance(s.value, str) and s.value in self.active:
+            self.read(s, "pre", s.value)
+            self.contribute(s.value, f"_rt.setitem_value_adjoint({b(obj)}, {idx}, {s.value})", o,
+                            out, st)
+        out.append(T.Line(f"{b(obj)} = _rt.setitem_adjoint({b(obj)}, {idx})", o))
+        return [T.Hook(id(s), "pops", o)] + out
+
+    def rev_if(self, s, st):
+        sa, sb = st.copy(), st.copy()
+        A = self.nested(lambda: self.rev_block(s.body, sa))
+        B = self.nested(lambda: self.rev_block(s.orelse, sb))
+        if not A and not B and sa.defined == sb.defined == st.defined:
+            return []
+        for v in sorted(sb.defined - sa.defined):
+            A.append(T.Line(f"{b(v)} = 0.0", s.origin))
+        for v in sorted(sa.defined - sb.defined):
+            B.append(T.Line(f"{b(v)} = 0.0", s.origin))
+        st.defined = sa.defined | sb.defined
+        test = T.operand_text(s.test, self.consts)
+        self.read(s, "pre", s.test)
+        if A and B:
+            node = T.Nest(f"if {test}:", s.origin, A, B)
+        elif A:
+            node = T.Nest(f"if {test}:", s.origin, A)
+        else:
+            node = T.Nest(f"if not {test}:", s.origin, B)
+        return [T.Hook(id(s), "pops", s.origin), node]
+
+    def nested(self, thunk):
+        self.depth += 1
+        try:
+            return thunk()
+        finally:
+            self.depth -= 1
+
+    def rev_loop(self, s, st):
+        body = s.body
+        defs = defined_in(body)
+        touched = self.active & (defs | read_in(body))
+        carried = {v for v in touched
+                   if v not in defs or upward_exposed(body, v) or v in st.defined}
+        entry = set(st.defined)
+        init = [T.Line(f"{b(v)} = 0.0", s.origin) for v in sorted(carried - entry)]
+        st_body = _State(entry | carried)
+        if isinstance(s, ir.For):
+            self.provided.append(s.target)
+        try:
+            inner = self.nested(lambda: self.rev_block(body, st_body))
+        finally:
+            if isinstance(s, ir.For):
+                self.provided.pop()
+        if not inner:
+            return []
+        inner += [T.Line(f"{b(v)} = 0.0", s.origin) for v in sorted(carried - st_body.defined)]
+        st.defined = entry | carried
+        o = s.origin
+        if isinstance(s, ir.For):
+            rng = (f"range({T.operand_text(s.start, self.consts)}, "
+                   f"{T.operand_text(s.stop, self.consts)}, {T.operand_text(s.step, self.consts)})")
+            if isinstance(s.start, ir.Const) and s.start.value == 0 and \
+                    isinstance(s.step, ir.Const) and s.step.value == 1:
+                rng = f"range({T.operand_text(s.stop, self.consts)})"
+            for op in (s.start, s.stop, s.step):
+                self.read(s, "pre", op)
+            if s.brk:
+                cnt = self.counter(s)
+                rng = f"{rng}[:{cnt}]"
+            header = f"for {s.target} in reversed({rng}):"
+        else:
+            cnt = self.counter(s)
+            header = f"for _ in range({cnt}):"
+        return init + [T.Hook(id(s), "pops", o), T.Nest(header, o, inner)]
+
+    def counter(self, s):
+        cnt = self.counters.get(id(s))
+        if cnt is None:
+            cnt = self.counters[id(s)] = self.fresh("n")
+        self.synthetic[cnt] = "name" if self.depth == 0 else "stack"
+        self.read(s, "post", cnt)
+        return cnt
+
+    # -- saving -----------------------------------------------------------------------------
+    def plan_saves(self):
+        """Decide, per variable the reverse sweep reads, whether it travels by name or on a stack."""
+        defs = definitions(self.fn)
+        top = top_level_defs(self.fn)
+        written = written_arrays(self.fn)
+        self.written = written
+        self.mode = {}
+        for slot in self.reads.values():
+            for v in slot["pre"] + slot["post"]:
+                if v in self.mode:
+                    continue
+                if v in self.synthetic:
+                    self.mode[v] = self.synthetic[v]
+                elif v in written:
+                    self.mode[v] = "stack"
+                elif defs.get(v, 0) == 1 and (v in self.fn.params or v in top):
+                    self.mode[v] = "name"
+                else:
+                    self.mode[v] = "stack"
+
+    def pushes(self, s, when):
+        slot = self.reads.get(id(s))
+        if not slot:
+            return []
+        out = []
+        for v in slot[when]:
+            if self.mode.get(v) == "stack":
+                val = f"_rt.snap({v})" if v in self.written else v
+                out.append(T.Line(f"_s_{v}.append({val})", s.origin))
+        return out
+
+    def pops(self, key):
+        slot = self.reads.get(key)
+        if not slot:
+            return []
+        out = []
+        for when in ("post", "pre"):
+            for v in slot[when]:
+                if self.mode.get(v) == "stack":
+                    out.append(v)
+        return out
+
+    # -- forward sweep ----------------------------------------------------------------------
+    def fwd_block(self, stmts):
+        out = []
+        for s in stmts:
+            out.extend(self.pushes(s, "pre"))
+            out.extend(self.fwd_stmt(s))
+            out.extend(self.pushes(s, "post"))
+        return out
+
+    def fwd_stmt(self, s):
+        o = s.origin
+        c = self.consts
+        if isinstance(s, ir.Assign):
+            v = s.value
+            if not isinstance(v, ir.Call):
+                return [T.Line(f"{s.target} = {T.operand_text(v, c)}", o)]
+            return self.fwd_call(s.target, v, s, o)
+        if isinstance(s, ir.SetItem):
+            return [T.Line(f"{s.obj}[{T.index_subscript_text(s.index, c)}] = "
+                           f"{T.operand_text(s.value, c)}", o)]
+        if isinstance(s, ir.ExprStmt):
+            return [T.Line(T.call_text(s.call, c), o)]
+        if isinstance(s, ir.Raise):
+            return [T.Line("raise" + (f" {T.operand_text(s.exc, c)}" if s.exc is not None else ""), o)]
+        if isinstance(s, ir.If):
+            body, orelse = self.fwd_block(s.body), self.fwd_block(s.orelse)
+            test = T.operand_text(s.test, c)
+            if not body and orelse:
+                return [T.Nest(f"if not {test}:", o, orelse)]
+            return [T.Nest(f"if {test}:", o, body, orelse or None)]
+        if isinstance(s, ir.For):
+            body = self.fwd_block(s.body)
+            rng = (f"range({T.operand_text(s.start, c)}, {T.operand_text(s.stop, c)}, "
+                   f"{T.operand_text(s.step, c)})")
+            if isinstance(s.start, ir.Const) and s.start.value == 0 and \
+                    isinstance(s.step, ir.Const) and s.step.value == 1:
+                rng = f"range({T.operand_text(s.stop, c)})"
+            cnt = self.counters.get(id(s))
+            pre = []
+            if cnt:
+                pre = [T.Line(f"{cnt} = 0", o)]
+                body = [T.Line(f"{cnt} += 1", o)] + body
+            if s.brk:
+                body.append(T.Line(f"if {s.brk}:", o))
+                body.append(T.Line("    break", o))
+            return pre + [T.Nest(f"for {s.target} in {rng}:", o, body)]
+        if isinstance(s, ir.While):
+            cnt = self.counters.get(id(s))
+            test = T.operand_text(s.test, c)
+            tb = self.fwd_block(s.test_body)
+            body = self.fwd_block(s.body)
+            if cnt:
+                body = [T.Line(f"{cnt} += 1", o)] + body
+            if s.brk:
+                body += [T.Line(f"if {s.brk}:", o), T.Line("    break", o)]
+            pre = [T.Line(f"{cnt} = 0", o)] if cnt else []
+            if not tb:
+                return pre + [T.Nest(f"while {test}:", o, body)]
+            return pre + [T.Nest("while True:", o,
+                                 tb + [T.Line(f"if not {test}:", o), T.Line("    break", o)] + body)]
+        if isinstance(s, ir.Return):
+            return [T.Line(f"return {T.operand_text(s.value, c)}, {self.tape_text()}", o)]
+        raise AssertionError(f"unexpected statement {s!r}")
+
+    def fwd_call(self, target, call, s, o):
+        c = self.consts
+        cls = call.cls
+        if cls == "derived":
+            args = call.info["callargs"]
+            mask = tuple(isinstance(a, str) and a in self.active for a in args)
+            fwd, _ = self.derived_namer(call.info["callee"], mask)
+            tape = self.site_names.get(id(s))
+            if tape is None:        # the reverse sweep never needs this call's tape
+                tape = "_"
+            argtext = ", ".join(T.operand_text(a, c) for a in args)
+            return [T.Line(f"{target}, {tape} = {fwd}({argtext})", o)]
+        if cls == "dynamic":
+            rec = self.site_names.get(id(s)) or "_"
+            fn = call.fn
+            kw = [f"{k}={T.operand_text(v, c)}" for k, v in call.kwargs]
+            if isinstance(fn, ir.Attr):
+                return [T.Line(f"{target}, {rec} = _rt.attr({T.operand_text(call.args[0], c)}, "
+                               f"{fn.name!r})", o)]
+            if isinstance(fn, ir.Method):
+                callee = f"{T.operand_text(call.args[0], c)}.{fn.name}"
+                args = call.args[1:]
+            else:
+                callee = T.operand_text(fn.var, c)
+                args = call.args
+            parts = [callee] + [T.operand_text(a, c) for a in args] + kw
+            return [T.Line(f"{target}, {rec} = _rt.call({', '.join(parts)})", o)]
+        line = [T.Line(f"{target} = {T.call_text(call, c)}", o)]
+        if cls == "opaque" and call.info.get("varied_args"):
+            site = self.consts.name_for(_OpaqueSite(call, o))
+            line.append(T.Line(f"_rt.check_opaque({target}, {site})", o))
+        return line
+
+    def tape_text(self):
+        names = self.tape_names()
+        if not names:
+            return "()"
+        return "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
+
+    def tape_names(self):
+        out = []
+        for v, m in self.mode.items():
+            if m == "name" and v not in out:
+                out.append(v)
+        for v, m in self.mode.items():
+            if m == "stack":
+                out.append(f"_s_{v}")
+        return out
+
+    # -- driver -----------------------------------------------------------------------------
+    def emit(self, fwd_name, bwd_name):
+        fn = self.fn
+        ret = fn.body[-1]
+        assert isinstance(ret, ir.Return)
+        st = _State()
+        out_var = ret.value if isinstance(ret.value, str) and ret.value in self.active else None
+        if out_var is not None:
+            st.defined.add(out_var)
+        rev = self.rev_block(fn.body[:-1], st) if out_var is not None else []
+        self.plan_saves()
+        o = fn.origin
+        fwd = []
+        for v, m in self.mode.items():
+            if m == "stack":
+                fwd.append(T.Line(f"_s_{v} = []", None))
+        fwd += self.fwd_block(fn.body)
+        grads = [b(p) if p in st.defined else "0.0" for p in self.wrt]
+        names = self.tape_names()
+        head = []
+        if names:
+            head.append(T.Line(", ".join(names) + ("," if len(names) == 1 else "") + " = _tape", None))
+        bwd = head + rev + [T.Line("return (" + ", ".join(grads) + ("," if len(grads) == 1 else "")
+                                   + ")", None)]
+        out_name = out_var or "_r"
+        fwd_src = self.render_function(f"def {fwd_name}({', '.join(fn.params)}):", fwd, o)
+        bwd_src = self.render_function(f"def {bwd_name}(_tape, {b(out_name)}):", bwd, o)
+        return fwd_src, bwd_src
+
+    def expand(self, hook):
+        return [T.Line(f"{v} = _s_{v}.pop()", hook.origin) for v in self.pops(hook.key)]
+
+    def render_function(self, header, body, origin):
+        triples = [(0, header, None)]
+        T.render(body, self.expand, triples, 1)
+        return triples
+
+
+def _operand_vars_deep(v):
+    if isinstance(v, tuple):
+        return [x for e in v for x in ir.operand_vars(e)]
+    if isinstance(v, dict):
+        return [x for e in v.values() for x in ir.operand_vars(e)]
+    if v is None:
+        return []
+    return ir.operand_vars(v)
+
+
+def _is_scalar_operand(o, kinds):
+    if isinstance(o, ir.Const):
+        return isinstance(o.value, (int, float, bool)) or o.value is None
+    return kinds.get(o) in ("f", "i")
+
+
+class _OpaqueSite:
+    """What a run-time opaque-callee check needs to write its error message."""
+
+    def __init__(self, call, origin):
+        self.call = call
+        self.origin = origin
+
+    def __repr__(self):
+        return f"<call site {self.origin.short()}>"

@@ -1,0 +1,270 @@
+"""From IR operands and rule templates to Python source text, and a small line-block model with
+origins that renders to source with ``# file:line`` comments (the generated code's source map)."""
+import ast
+import copy
+import math
+import operator
+
+from .. import ir, runtime
+
+_LITERAL_TYPES = (int, float, complex, str, bytes, bool, type(None))
+
+
+def is_literal(v):
+    if type(v) in _LITERAL_TYPES:
+        if type(v) is float and (math.isnan(v) or math.isinf(v)):
+            return False
+        if type(v) is complex and (math.isnan(abs(v)) or math.isinf(abs(v))):
+            return False
+        return True
+    if v is Ellipsis:
+        return True
+    if type(v) is tuple:
+        return all(is_literal(x) for x in v)
+    return False
+
+
+class Consts:
+    """Constants that cannot be written as literals become module globals ``_c1``, ``_c2``..."""
+
+    def __init__(self, namespace):
+        self.namespace = namespace
+        self.by_id = {}
+
+    def name_for(self, value):
+        key = id(value)
+        if key not in self.by_id:
+            name = f"_c{len(self.by_id) + 1}"
+            self.by_id[key] = name
+            self.namespace[name] = value
+        return self.by_id[key]
+
+
+def const_text(c, consts):
+    if c.text is not None:
+        return c.text
+    if is_literal(c.value):
+        return repr(c.value)
+    return consts.name_for(c.value)
+
+
+def operand_text(op, consts):
+    if isinstance(op, str):
+        return op
+    if isinstance(op, ir.Const):
+        return const_text(op, consts)
+    if isinstance(op, ir.Index):
+        return index_value_text(op, consts)
+    if isinstance(op, tuple):
+        inner = ", ".join(operand_text(x, consts) for x in op)
+        return f"({inner},)" if len(op) == 1 else f"({inner})"
+    if isinstance(op, dict):
+        return "{" + ", ".join(f"{k!r}: {operand_text(v, consts)}" for k, v in op.items()) + "}"
+    if isinstance(op, ir.Slice):
+        return "slice(" + ", ".join(operand_text(p, consts) if p is not None else "None"
+                                   for p in (op.lower, op.upper, op.step)) + ")"
+    return repr(op)
+
+
+def index_subscript_text(idx, consts):
+    """``1:3, i`` -- the text inside ``x[...]``."""
+    parts = []
+    for p in idx.parts:
+        if isinstance(p, ir.Slice):
+            s = (operand_text(p.lower, consts) if p.lower is not None else "") + ":" + \
+                (operand_text(p.upper, consts) if p.upper is not None else "")
+            if p.step is not None:
+                s += ":" + operand_text(p.step, consts)
+            parts.append(s)
+        else:
+            parts.append(operand_text(p, consts))
+    s = ", ".join(parts)
+    if idx.is_tuple and len(parts) == 1:
+        s += ","
+    if idx.is_tuple and not parts:
+        s = "()"
+    return s
+
+
+def index_value_text(idx, consts):
+    """The index as a value: ``(slice(1, 3, None), i)``."""
+    parts = [operand_text(p, consts) for p in idx.parts]
+    if idx.is_tuple:
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+    return parts[0]
+
+
+# -- forward text of a call site --------------------------------------------------------------
+_BIN = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+        operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.matmul: "@",
+        operator.lshift: "<<", operator.rshift: ">>", operator.and_: "&", operator.or_: "|",
+        operator.xor: "^", operator.eq: "==", operator.ne: "!=", operator.lt: "<",
+        operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.is_: "is",
+        operator.is_not: "is not"}
+_UN = {operator.neg: "-", operator.pos: "+", operator.not_: "not ", operator.invert: "~"}
+
+
+def call_text(call, consts, callee_text=None):
+    """Python source for a call site as the user would write it (``a + b``, ``x[i]``, ``f(x)``)."""
+    fn = call.fn
+    a = [operand_text(x, consts) if not isinstance(x, ir.Index) else None for x in call.args]
+    if isinstance(fn, ir.Static) and callee_text is None:
+        obj = fn.obj
+        if obj in _BIN and len(call.args) == 2 and not call.kwargs:
+            return f"{a[0]} {_BIN[obj]} {a[1]}"
+        if obj in _UN and len(call.args) == 1:
+            return f"{_UN[obj]}{a[0]}"
+        if obj is operator.getitem:
+            idx = call.args[1]
+            inner = index_subscript_text(idx, consts) if isinstance(idx, ir.Index) else a[1]
+            return f"{a[0]}[{inner}]"
+        if obj is operator.contains:
+            return f"{a[1]} in {a[0]}"
+        if obj is runtime.not_in:
+            return f"{a[1]} not in {a[0]}"
+        if obj is runtime.build_tuple:
+            return "(" + ", ".join(a) + ("," if len(a) == 1 else "") + ")"
+        if obj is runtime.build_list:
+            return "[" + ", ".join(a) + "]"
+        if obj is runtime.build_dict:
+            keys = call.args[0]
+            return f"_rt.build_dict({', '.join(a)})" if isinstance(keys, str) else \
+                f"_rt.build_dict({', '.join(a)})"
+    if isinstance(fn, ir.Attr):
+        return f"{a[0]}.{fn.name}"
+    kw = [f"{k}={operand_text(v, consts)}" for k, v in call.kwargs]
+    if isinstance(fn, ir.Method):
+        return f"{a[0]}.{fn.name}({', '.join(a[1:] + kw)})"
+    if callee_text is None:
+        callee_text = fn.text if isinstance(fn, ir.Static) else operand_text(fn.var, consts)
+    return f"{callee_text}({', '.join(a + kw)})"
+
+
+# -- templates --------------------------------------------------------------------------------
+class _Subst(ast.NodeTransformer):
+    def __init__(self, mapping):
+        self.mapping = mapping
+
+    def visit_Name(self, node):
+        if node.id in self.mapping:
+            return copy.deepcopy(self.mapping[node.id])
+        return node
+
+
+def parse_expr(text):
+    return ast.parse(text, mode="eval").body
+
+
+def substitute(tree, mapping):
+    """Replace names in a template tree by expression trees (mapping: name -> ast.expr)."""
+    return _Subst(mapping).visit(copy.deepcopy(tree))
+
+
+class _Simplify(ast.NodeTransformer):
+    """Peephole simplifications that keep generated adjoints readable:
+    ``_rt.cj(c)`` of a real constant or Python float is ``c``; ``_rt.unbroadcast(e, v)`` is ``e``
+    when ``v`` is a Python float and so is every other operand (``scalar_names``)."""
+
+    def __init__(self, real_names, drop_unbroadcast_for):
+        self.real_names = real_names
+        self.drop = drop_unbroadcast_for
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "_rt":
+            if f.attr == "cj" and len(node.args) == 1:
+                x = node.args[0]
+                if self._real(x):
+                    return x
+            if f.attr == "unbroadcast" and len(node.args) == 2:
+                x = node.args[1]
+                if isinstance(x, ast.Name) and x.id in self.drop:
+                    return node.args[0]
+        return node
+
+
+    def _real(self, x):
+        """True when an expression is built from real constants and real (Python float) names."""
+        for n in ast.walk(x):
+            if isinstance(n, ast.Name):
+                if n.id not in self.real_names:
+                    return False
+            elif isinstance(n, ast.Constant):
+                if not isinstance(n.value, (int, float)):
+                    return False
+            elif not isinstance(n, (ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop, ast.Load)):
+                return False
+        return True
+
+
+def simplify(tree, real_names=(), drop_unbroadcast_for=()):
+    return ast.fix_missing_locations(_Simplify(set(real_names), set(drop_unbroadcast_for)).visit(tree))
+
+
+def unparse(tree):
+    return ast.unparse(tree)
+
+
+# -- blocks of lines --------------------------------------------------------------------------
+class Line:
+    __slots__ = ("text", "origin")
+
+    def __init__(self, text, origin=None):
+        self.text, self.origin = text, origin
+
+
+class Nest:
+    """A compound statement: ``header`` then an indented body (and optional ``else`` body)."""
+    __slots__ = ("header", "origin", "body", "orelse")
+
+    def __init__(self, header, origin, body, orelse=None):
+        self.header, self.origin, self.body, self.orelse = header, origin, body, orelse
+
+
+class Hook:
+    """A placeholder that a later pass expands into lines (e.g. the pops of saved values)."""
+    __slots__ = ("key", "when", "origin")
+
+    def __init__(self, key, when, origin):
+        self.key, self.when, self.origin = key, when, origin
+
+
+def render(items, expand, out, depth=1, state=None):
+    """Flatten a block into (indent, text, origin) triples; ``expand(hook)`` gives a hook's lines."""
+    for it in items:
+        if isinstance(it, Hook):
+            render(expand(it), expand, out, depth, state)
+        elif isinstance(it, Line):
+            out.append((depth, it.text, it.origin))
+        else:
+            out.append((depth, it.header, it.origin))
+            n = len(out)
+            render(it.body, expand, out, depth + 1, state)
+            if len(out) == n:
+                out.append((depth + 1, "pass", None))
+            if it.orelse:
+                out.append((depth, "else:", None))
+                render(it.orelse, expand, out, depth + 1, state)
+    return out
+
+
+def format_lines(triples, comment_col=40):
+    """Source text with a ``# file:line  source`` comment on each line that has an origin.
+
+    The first line generated from a user line also shows that line's text."""
+    lines = []
+    last = None
+    for depth, text, origin in triples:
+        code = "    " * depth + text
+        if origin is not None:
+            tag = origin.short()
+            comment = f"# {tag}"
+            key = (origin.file, origin.line)
+            if key != last and origin.text:
+                comment += f"  {origin.text}"
+            last = key
+            pad = max(comment_col - len(code), 2)
+            code = code + " " * pad + comment
+        lines.append(code)
+    return lines

@@ -1,0 +1,1 @@
+"""Frontend: source retrieval and name resolution, parsing, lowering to IR, analyses."""

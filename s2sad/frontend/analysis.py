@@ -1,0 +1,186 @@
+"""Analyses over the IR, each a small pass: value kinds, activity, definitions, aliasing.
+
+All are flow-insensitive over variable names (conservative, simple, and enough for the emitters).
+"""
+from .. import ir
+
+# value kinds: 'f' Python real scalar, 'a' array (NumPy/CuPy, incl. NumPy scalars),
+# 'c' container (tuple/list/dict), 'i' integer/bool/None/str (never differentiable), '?' unknown
+_CONTAINERS = {tuple: "c", list: "c", dict: "c"}
+
+
+def kind_of_value(v):
+    t = type(v)
+    if t is float:
+        return "f"
+    if t is int or t is bool or v is None or t is str:
+        return "i"
+    if t in _CONTAINERS:
+        return "c"
+    if hasattr(v, "dtype") and hasattr(v, "shape"):
+        return "a"
+    if t is complex:
+        return "f"
+    return "?"
+
+
+def join(a, b):
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    return "?"
+
+
+def operand_kind(op, kinds):
+    if isinstance(op, str):
+        return kinds.get(op, "?")
+    if isinstance(op, ir.Const):
+        return kind_of_value(op.value)
+    return "?"
+
+
+def param_names(fn):
+    return list(fn.params)
+
+
+def definitions(fn):
+    """var -> number of places that bind it (params count once; loop targets too)."""
+    counts = {p: 1 for p in fn.params}
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign):
+            counts[s.target] = counts.get(s.target, 0) + 1
+        elif isinstance(s, ir.For):
+            counts[s.target] = counts.get(s.target, 0) + 1
+    return counts
+
+
+def top_level_defs(fn):
+    """Variables bound by a statement directly in the function body (not under if/loop)."""
+    return {s.target for s in fn.body if isinstance(s, ir.Assign)}
+
+
+def written_arrays(fn):
+    """Variables that may share memory with an array written in place (``x[i] = v``)."""
+    written = {s.obj for s in ir.walk(fn.body) if isinstance(s, ir.SetItem)}
+    if not written:
+        return set()
+    # union variables connected by copies and view-producing calls
+    parent = {}
+
+    def find(a):
+        while parent.get(a, a) != a:
+            a = parent[a]
+        return a
+
+    def union(a, b):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[ra] = rb
+
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign):
+            if isinstance(s.value, str):
+                union(s.target, s.value)
+            elif isinstance(s.value, ir.Call) and s.value.info is not None and s.value.info.get("view"):
+                for v in s.value.reads():
+                    union(s.target, v)
+    roots = {find(w) for w in written}
+    allvars = set(parent) | written
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign):
+            allvars.add(s.target)
+    return {v for v in allvars if find(v) in roots}
+
+
+def diff_reads(stmt):
+    """Variables whose derivative can flow into the statement's result."""
+    if isinstance(stmt, ir.Assign):
+        v = stmt.value
+        if isinstance(v, ir.Call):
+            info = v.info or {}
+            return info.get("diff_vars", [])
+        return ir.operand_vars(v)
+    if isinstance(stmt, ir.SetItem):
+        return ir.operand_vars(stmt.value) + [stmt.obj]
+    return []
+
+
+def activity(fn, active_params):
+    """Active variables: varied (depend on an active input) and useful (reach the output)."""
+    varied = set(active_params)
+    changed = True
+    stmts = list(ir.walk(fn.body))
+    while changed:
+        changed = False
+        for s in stmts:
+            if isinstance(s, ir.Assign) and s.target not in varied:
+                if any(v in varied for v in diff_reads(s)):
+                    varied.add(s.target)
+                    changed = True
+            elif isinstance(s, ir.SetItem) and s.obj not in varied:
+                if any(v in varied for v in ir.operand_vars(s.value)):
+                    varied.add(s.obj)
+                    changed = True
+    useful = set()
+    for s in stmts:
+        if isinstance(s, ir.Return):
+            useful.update(ir.operand_vars(s.value))
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            if isinstance(s, ir.Assign) and s.target in useful:
+                for v in diff_reads(s):
+                    if v not in useful:
+                        useful.add(v)
+                        changed = True
+            elif isinstance(s, ir.SetItem) and s.obj in useful:
+                for v in ir.operand_vars(s.value):
+                    if v not in useful:
+                        useful.add(v)
+                        changed = True
+    return varied & useful, varied
+
+
+def upward_exposed(body, v):
+    """True when the loop body may read ``v`` before (re)defining it in the same iteration."""
+    for s in body:
+        if v in _reads_deep(s):
+            return True
+        if isinstance(s, ir.Assign) and s.target == v:
+            return False
+    return True
+
+
+def _reads_deep(s):
+    out = set(s.reads())
+    if isinstance(s, ir.SetItem):
+        out.add(s.obj)
+    for b in ir.children(s):
+        for t in ir.walk(b):
+            out.update(t.reads())
+            if isinstance(t, ir.SetItem):
+                out.add(t.obj)
+    return out
+
+
+def defined_in(block):
+    out = set()
+    for s in ir.walk(block):
+        if isinstance(s, ir.Assign):
+            out.add(s.target)
+        elif isinstance(s, ir.SetItem):
+            out.add(s.obj)
+        elif isinstance(s, ir.For):
+            out.add(s.target)
+    return out
+
+
+def read_in(block):
+    out = set()
+    for s in ir.walk(block):
+        out.update(s.reads())
+        if isinstance(s, ir.SetItem):
+            out.add(s.obj)
+    return out

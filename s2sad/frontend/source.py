@@ -1,0 +1,104 @@
+"""Source retrieval and namespace resolution for a user's function."""
+import builtins
+import inspect
+import linecache
+import textwrap
+
+import gast
+
+from ..errors import SourceUnavailableError
+from ..ir import Origin
+
+_MISSING = object()
+
+
+class FunctionSource:
+    """The parsed definition of a Python function and the namespaces its names resolve in."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.code = fn.__code__
+        self.file = self.code.co_filename
+        self.first_line = self.code.co_firstlineno
+        self.node, self.lines = _parse(fn)
+        cells = fn.__closure__ or ()
+        self.closure = {}
+        for name, cell in zip(self.code.co_freevars, cells):
+            try:
+                self.closure[name] = cell.cell_contents
+            except ValueError:          # empty cell (defined later in the enclosing scope)
+                pass
+        self.globals = fn.__globals__
+
+    def resolve(self, name):
+        """Value of a free name: closure cell, then module globals, then builtins; _MISSING if none."""
+        if name in self.closure:
+            return self.closure[name]
+        if name in self.globals:
+            return self.globals[name]
+        return getattr(builtins, name, _MISSING)
+
+    def origin(self, node):
+        """Origin of a gast node: file, line in the file, and that line's text."""
+        lineno = getattr(node, "lineno", None)
+        if lineno is None:
+            return Origin(self.file, self.first_line, 0, "", self.fn.__qualname__)
+        line = self.first_line + lineno - 1
+        text = self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
+        return Origin(self.file, line, getattr(node, "col_offset", 0), text.strip(),
+                      self.fn.__qualname__)
+
+
+def get_function(obj):
+    """The Python function behind ``obj`` (unwrapping decorators, bound methods, our wrappers)."""
+    seen = set()
+    while True:
+        if id(obj) in seen:
+            break
+        seen.add(id(obj))
+        if hasattr(obj, "__s2sad_function__"):
+            obj = obj.__s2sad_function__
+            continue
+        if inspect.ismethod(obj):
+            obj = obj.__func__
+            continue
+        if hasattr(obj, "__wrapped__"):
+            obj = obj.__wrapped__
+            continue
+        break
+    if not inspect.isfunction(obj):
+        raise SourceUnavailableError(
+            f"{obj!r} is not a Python function with source code (it is a {type(obj).__name__})",
+            fix="differentiate a function defined with `def` in a .py file, or declare a rule for "
+                "this callee with s2sad.defrule(...)")
+    return obj
+
+
+def _parse(fn):
+    where = f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}"
+    try:
+        lines, _ = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as e:
+        raise SourceUnavailableError(
+            f"cannot read the source of {fn.__qualname__} (defined at {where}): {e}",
+            fix="define the function in a .py file (functions created by exec() or typed at a "
+                "plain REPL have no source s2sad can read), or declare a rule with s2sad.defrule")
+    src = textwrap.dedent("".join(lines))
+    try:
+        tree = gast.parse(src)
+    except SyntaxError as e:
+        raise SourceUnavailableError(f"cannot parse the source of {fn.__qualname__} at {where}: {e}")
+    node = tree.body[0]
+    if isinstance(node, gast.Assign) or isinstance(node, gast.Expr):
+        # lambda in an assignment/expression: find the lambda on that line
+        lambdas = [n for n in gast.walk(node) if isinstance(n, gast.Lambda)]
+        if not lambdas:
+            raise SourceUnavailableError(f"cannot find the definition of {fn.__qualname__} at {where}")
+        node = lambdas[0]
+    elif not isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)):
+        raise SourceUnavailableError(f"cannot find the definition of {fn.__qualname__} at {where}")
+    return node, [l.rstrip("\n") for l in src.splitlines()]
+
+
+def source_line(file, line):
+    return linecache.getline(file, line).strip()

@@ -1,0 +1,98 @@
+"""Rules for Python itself: operators (on Python numbers and, with broadcasting, on arrays),
+the ``math`` module, builtins, and the displays the lowering produces (tuples, lists, dicts).
+
+One line per primitive; ``g`` is the output's adjoint, ``ans`` the output.
+"""
+import builtins
+import math
+import operator
+
+from .. import runtime as _r
+from .registry import defattr, defrule, defzero, defzero_method  # noqa: F401
+
+B = dict(broadcast=True, kind="same")
+ub = "_rt.unbroadcast"
+
+# -- arithmetic operators (Python numbers and arrays) ---------------------------------------------
+defrule(operator.add, "a, b, /", vjp={"a": f"{ub}(g, a)", "b": f"{ub}(g, b)"},
+        jvp={"a": "t", "b": "t"}, **B)
+defrule(operator.sub, "a, b, /", vjp={"a": f"{ub}(g, a)", "b": f"{ub}(-g, b)"},
+        jvp={"a": "t", "b": "-t"}, **B)
+defrule(operator.mul, "a, b, /", vjp={"a": f"{ub}(g * _rt.cj(b), a)", "b": f"{ub}(g * _rt.cj(a), b)"},
+        jvp={"a": "t * b", "b": "a * t"}, **B)
+defrule(operator.truediv, "a, b, /",
+        vjp={"a": f"{ub}(g / _rt.cj(b), a)", "b": f"{ub}(-g * _rt.cj(ans / b), b)"},
+        jvp={"a": "t / b", "b": "-t * ans / b"}, **B)
+defrule(operator.pow, "a, b, /",
+        vjp={"a": f"{ub}(_rt.pow_base_adjoint(g, a, b), a)",
+             "b": f"{ub}(_rt.pow_exponent_adjoint(g, ans, a), b)"},
+        jvp={"a": "t * b * a ** (b - 1)", "b": "t * ans * _rt.safe_log(a)"}, **B)
+defrule(builtins.pow, "base, exp, mod=None, /",
+        vjp={"base": f"{ub}(_rt.pow_base_adjoint(g, base, exp), base)",
+             "exp": f"{ub}(_rt.pow_exponent_adjoint(g, ans, base), exp)"},
+        forbid={"mod": None}, **B)
+defrule(operator.mod, "a, b, /",
+        vjp={"a": f"{ub}(g, a)", "b": f"{ub}(-g * (a // b), b)"}, jvp={"a": "t", "b": "-t * (a // b)"}, **B)
+defrule(operator.neg, "a, /", vjp={"a": "-g"}, jvp={"a": "-t"}, kind="same")
+defrule(operator.pos, "a, /", vjp={"a": "g"}, jvp={"a": "t"}, kind="same")
+defrule(builtins.abs, "x, /", vjp={"x": "_rt.abs_adjoint(g, x)"}, jvp={"x": "_rt.abs_tangent(t, x)"},
+        kind="same")
+defrule(builtins.float, "x=0.0, /", vjp={"x": "_rt.real_like(g, x)"}, jvp={"x": "t"}, kind="float")
+defzero(operator.floordiv, operator.lt, operator.le, operator.gt, operator.ge, operator.eq,
+        operator.ne, operator.not_, operator.is_, operator.is_not, operator.contains, _r.not_in,
+        operator.and_, operator.or_, operator.xor, operator.invert, operator.lshift,
+        operator.rshift, builtins.len, builtins.int, builtins.bool, builtins.range,
+        builtins.isinstance, builtins.type, builtins.round, builtins.divmod, builtins.slice,
+        builtins.print, builtins.str, builtins.repr, builtins.format, builtins.id, builtins.hash,
+        builtins.callable, builtins.hasattr, builtins.issubclass, _r.concat_str)
+
+# -- indexing and displays -------------------------------------------------------------------------
+defrule(operator.getitem, "obj, idx, /", vjp={"obj": "_rt.getitem_adjoint(g, obj, idx)"},
+        jvp={"obj": "t[idx]"}, view=True, kind="getitem")
+defrule(_r.build_tuple, "*items", vjp={"items": "_rt.parts(g, n_items)"}, jvp={"items": "t"},
+        kind="container", name="tuple display")
+defrule(_r.build_list, "*items", vjp={"items": "_rt.parts(g, n_items)"}, jvp={"items": "t"},
+        kind="container", name="list display")
+defrule(_r.build_dict, "keys, *values", vjp={"values": "_rt.dict_parts(g, keys)"},
+        kind="container", name="dict display")
+
+# -- math ----------------------------------------------------------------------------------------
+F = dict(kind="float")
+for _fn, _d in [
+    (math.sin, "g * math.cos(x)"), (math.cos, "-g * math.sin(x)"),
+    (math.tan, "g / math.cos(x) ** 2"), (math.exp, "g * ans"), (math.expm1, "g * (ans + 1.0)"),
+    (math.log1p, "g / (1.0 + x)"), (math.sqrt, "g / (2.0 * ans)"), (math.tanh, "g * (1.0 - ans * ans)"),
+    (math.sinh, "g * math.cosh(x)"), (math.cosh, "g * math.sinh(x)"),
+    (math.asin, "g / math.sqrt(1.0 - x * x)"), (math.acos, "-g / math.sqrt(1.0 - x * x)"),
+    (math.atan, "g / (1.0 + x * x)"), (math.asinh, "g / math.sqrt(x * x + 1.0)"),
+    (math.acosh, "g / math.sqrt(x * x - 1.0)"), (math.atanh, "g / (1.0 - x * x)"),
+    (math.erf, "g * 2.0 / math.sqrt(math.pi) * math.exp(-x * x)"),
+    (math.erfc, "-g * 2.0 / math.sqrt(math.pi) * math.exp(-x * x)"),
+    (math.log2, "g / (x * math.log(2.0))"), (math.log10, "g / (x * math.log(10.0))"),
+    (math.fabs, "g * math.copysign(1.0, x)"), (math.lgamma, "g * _rt.digamma(x)"),
+    (math.gamma, "g * ans * _rt.digamma(x)"), (math.degrees, "g * (180.0 / math.pi)"),
+    (math.radians, "g * (math.pi / 180.0)"),
+]:
+    defrule(_fn, "x, /", vjp={"x": _d}, jvp={"x": _d.replace("g", "t", 1)}, **F)
+defrule(math.log, "x, base=math.e, /",
+        vjp={"x": "g / (x * math.log(base))", "base": "-g * ans / (base * math.log(base))"},
+        jvp={"x": "t / (x * math.log(base))", "base": "-t * ans / (base * math.log(base))"}, **F)
+defrule(math.pow, "x, y, /",
+        vjp={"x": "_rt.pow_base_adjoint(g, x, y)", "y": "_rt.pow_exponent_adjoint(g, ans, x)"}, **F)
+defrule(math.atan2, "y, x, /",
+        vjp={"y": "g * x / (x * x + y * y)", "x": "-g * y / (x * x + y * y)"},
+        jvp={"y": "t * x / (x * x + y * y)", "x": "-t * y / (x * x + y * y)"}, **F)
+defrule(math.hypot, "*coordinates", vjp={"coordinates": "_rt.hypot_adjoint(g, ans, coordinates)"}, **F)
+defrule(math.copysign, "x, y, /", vjp={"x": "g * math.copysign(1.0, x) * math.copysign(1.0, y)"}, **F)
+defzero(math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite, math.isclose,
+        math.factorial, math.comb, math.perm, math.gcd)
+
+# -- builtins over sequences ------------------------------------------------------------------------
+defrule(builtins.sum, "iterable, /, start=0",
+        vjp={"iterable": "_rt.sum_adjoint(g, iterable)", "start": f"{ub}(g, start)"}, kind="any")
+
+# -- array attributes --------------------------------------------------------------------------------
+defattr("T", vjp={"self": "g.T"}, jvp={"self": "t.T"}, view=True)
+defattr("mT", vjp={"self": "np.swapaxes(g, -1, -2)"}, jvp={"self": "np.swapaxes(t, -1, -2)"}, view=True)
+defattr("real", vjp={"self": "_rt.real_adjoint(g, self)"}, jvp={"self": "t.real"}, view=True)
+defattr("imag", vjp={"self": "_rt.imag_adjoint(g, self)"}, jvp={"self": "t.imag"}, view=True)
