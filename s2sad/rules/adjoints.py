@@ -1488,3 +1488,187 @@ def rollaxis(g, a, axis, start=0):
 
 def matrix_transpose(g, x):
     return swapaxes(g, x, -1, -2)
+
+
+# -- tangents of list-taking functions ------------------------------------------------------------
+def tangent_list(t, arrays):
+    """Tangents of the members of a list argument, zeros (in the member's shape) where None/0.0."""
+    out = []
+    for ti, a in zip(t, arrays):
+        if is_zero(ti):
+            dt = getattr(a, "dtype", None)
+            ti = xp(a).zeros(shape(a), dtype=dt if dt is not None and dt.kind in "fc" else float)
+        out.append(ti)
+    return out
+
+
+def concat_tangent(t, arrays, axis=0):
+    try:
+        from ..kernels import concat_tangent as ct
+    except ImportError:
+        m = xp(*arrays)
+        ts = tangent_list(t, arrays)
+        return m.concatenate([m.ravel(x) for x in ts] if axis is None else ts, axis=axis or 0)
+    return ct([None if is_zero(ti) else ti for ti in t], arrays, axis)
+
+
+def permute_tangent(t, a, axes=None):
+    nd = ndim(a)
+    if axes is None or (isinstance(axes, tuple) and len(axes) == 0):
+        axes = tuple(range(nd))[::-1]
+    elif isinstance(axes, (tuple, list)) and len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = tuple(axes[0])
+    try:
+        from ..kernels import permute_tangent as pt
+    except ImportError:
+        return asarray(t).transpose(axes)
+    return pt(asarray(t, like=a), tuple(int(x) % nd for x in axes))
+
+
+# -- SciPy ----------------------------------------------------------------------------------------
+def logsumexp(g, ans, a, axis=None, b=None, keepdims=False, which=0):
+    """Adjoint of ``scipy.special.logsumexp`` for ``a`` (which=0) or ``b`` (which=1)."""
+    m = xp(a)
+    a_ = asarray(a)
+    ge = expand(g, a_.shape if b is None else np.broadcast_shapes(a_.shape, np.shape(b)),
+                axis, keepdims)
+    le = expand(ans, a_.shape if b is None else np.broadcast_shapes(a_.shape, np.shape(b)),
+                axis, keepdims)
+    e = m.exp(a_ - le)
+    if which == 1:
+        return _rt.unbroadcast(ge * e, b)
+    if b is not None:
+        e = e * b
+    return _rt.unbroadcast(ge * e, a)
+
+
+def softmax(g, ans, x, axis=None):
+    gs = g * ans
+    ax = norm_axes(axis, ndim(ans))
+    return like(gs - ans * gs.sum(axis=ax, keepdims=True), x)
+
+
+def log_softmax(g, ans, x, axis=None):
+    m = xp(ans)
+    ax = norm_axes(axis, ndim(ans))
+    return like(g - m.exp(ans) * asarray(g).sum(axis=ax, keepdims=True), x)
+
+
+def _trans_code(trans):
+    return {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2, "n": 0, "t": 1, "c": 2}[trans]
+
+
+def solve_triangular(g, ans, a, b, trans=0, lower=False, unit_diagonal=False):
+    """Adjoints of ``scipy.linalg.solve_triangular`` (both at once)."""
+    import scipy.linalg as sl
+    tr = _trans_code(trans)
+    a_ = asarray(a)
+    # op(A) x = b  =>  gb = op(A)^-H g
+    G = asarray(g)
+    X = asarray(ans)
+    vec = X.ndim == 1
+    if vec:
+        G, X = G[:, None], X[:, None]
+    if tr == 0:
+        gb = sl.solve_triangular(a_, G, trans=2, lower=lower, unit_diagonal=unit_diagonal)
+    elif tr == 2:
+        gb = sl.solve_triangular(a_, G, trans=0, lower=lower, unit_diagonal=unit_diagonal)
+    else:  # op(A) = A^T, op(A)^H = conj(A)
+        gb = cj(sl.solve_triangular(a_, cj(G), trans=0, lower=lower,
+                                    unit_diagonal=unit_diagonal))
+    gop = -(gb @ _mH(X))                      # gradient w.r.t. op(A)
+    ga = gop if tr == 0 else (gop.T if tr == 1 else _mH(gop))
+    m = xp(a_)
+    ga = m.tril(ga) if lower else m.triu(ga)
+    if unit_diagonal:
+        ga = ga - m.diag(m.diagonal(ga))
+    if vec:
+        gb = gb[:, 0]
+    return like(ga, a), like(gb, b)
+
+
+def cho_factor(g, ans, a, lower=False):
+    m = xp(a)
+    c = ans[0]
+    gc = g[0] if isinstance(g, (tuple, list)) else g
+    if is_zero(gc):
+        return m.zeros_like(asarray(a))
+    if lower:
+        return cholesky(m.tril(gc), m.tril(c), a, upper=False)
+    return cholesky(m.triu(gc), m.triu(c), a, upper=True)
+
+
+def cho_solve(g, ans, c_and_lower, b):
+    """Adjoints of ``cho_solve((c, lower), b)``: ((gc, None), gb)."""
+    import scipy.linalg as sl
+    m = xp(b)
+    c, lower = c_and_lower
+    G = asarray(g)
+    X = asarray(ans)
+    vec = X.ndim == 1
+    if vec:
+        G, X = G[:, None], X[:, None]
+    gb = sl.cho_solve((c, lower), G)
+    gA = -(gb @ _mH(X))
+    S = gA + _mH(gA)
+    if lower:
+        L = m.tril(c)
+        gc = m.tril(S @ L)
+    else:
+        U = m.triu(c)
+        gc = m.triu(U @ S)
+    if vec:
+        gb = gb[:, 0]
+    return (like(gc, c), None), like(gb, b)
+
+
+def block_diag(g, arrs):
+    g = asarray(g)
+    out = []
+    r = c = 0
+    for a in arrs:
+        s = shape(a)
+        rows, cols = (1, 1) if len(s) == 0 else ((1, s[0]) if len(s) == 1 else s)
+        piece = g[r:r + rows, c:c + cols]
+        r += rows
+        c += cols
+        out.append(_back(piece.copy(), a) if _has_derivative(a) else None)
+    return tuple(out)
+
+
+def _has_derivative(a):
+    if isinstance(a, bool):
+        return False
+    if isinstance(a, (float, complex)):
+        return True
+    if isinstance(a, (list, tuple)):
+        return True
+    dt = getattr(a, "dtype", None)
+    return dt is not None and dt.kind in "fc"
+
+
+def expm(g, A):
+    """Adjoint of ``expm``: the upper-right block of expm([[A^H, G], [0, A^H]])."""
+    import scipy.linalg as sl
+    A_ = asarray(A)
+    n = A_.shape[-1]
+    G = asarray(g)
+    dt = np.result_type(A_.dtype, G.dtype)
+    M = np.zeros(A_.shape[:-2] + (2 * n, 2 * n), dtype=dt)
+    M[..., :n, :n] = _mH(A_)
+    M[..., n:, n:] = _mH(A_)
+    M[..., :n, n:] = G
+    return like(sl.expm(M)[..., :n, n:], A)
+
+
+def expm_tangent(t, A):
+    import scipy.linalg as sl
+    A_ = asarray(A)
+    n = A_.shape[-1]
+    T = asarray(t)
+    dt = np.result_type(A_.dtype, T.dtype)
+    M = np.zeros(A_.shape[:-2] + (2 * n, 2 * n), dtype=dt)
+    M[..., :n, :n] = A_
+    M[..., n:, n:] = A_
+    M[..., :n, n:] = T
+    return sl.expm(M)[..., :n, n:]

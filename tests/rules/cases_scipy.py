@@ -1,0 +1,66 @@
+"""The SciPy rule table under test."""
+import numpy as np
+import scipy.linalg as sl
+import scipy.special as sp
+
+from cases_numpy import Arr, C, Lst, spd, wellcond  # noqa: F401
+
+CASES = []
+add = CASES.append
+
+for name, lo, hi, cx in [("expit", -3, 3, False), ("logit", 0.1, 0.9, False),
+                         ("erf", -1.5, 1.5, True), ("erfc", -1.5, 1.5, True),
+                         ("erfinv", -0.9, 0.9, False), ("erfcinv", 0.1, 1.9, False),
+                         ("ndtr", -2, 2, False), ("ndtri", 0.1, 0.9, False),
+                         ("log_ndtr", -3, 3, False), ("log_expit", -3, 3, False),
+                         ("gammaln", 0.5, 4, False), ("gamma", 0.5, 3, False),
+                         ("digamma", 0.5, 4, False), ("i0", -2, 2, False), ("i0e", -2, 2, False),
+                         ("i1", -2, 2, False), ("i1e", -2, 2, False), ("dawsn", -2, 2, False),
+                         ("expm1", -1, 1, True), ("log1p", -0.5, 1, True), ("exprel", -1, 1, False),
+                         ("entr", 0.2, 2, False)]:
+    fn = getattr(sp, name)
+    add(C(fn, Arr(3, 4, lo=lo, hi=hi), id="3x4", cplx=cx))
+    add(C(fn, Arr(lo=lo, hi=hi, scalar=True), id="pyfloat", f32=False))
+add(C(sp.xlogy, Arr(3, 4, lo=0.2, hi=2), Arr(4, lo=0.2, hi=2), id="bcast"))
+add(C(sp.xlog1py, Arr(3, 4, lo=0.2, hi=2), Arr(4, lo=0.2, hi=2), id="bcast"))
+add(C(sp.polygamma, 1, Arr(3, lo=0.5, hi=3), id="n1"))
+for ax, kd in [(None, False), (0, False), (1, True), ((0, 2), False)]:
+    add(C(sp.logsumexp, Arr(2, 3, 4, lo=-2, hi=2), kw={"axis": ax, "keepdims": kd},
+          id=f"ax{ax}-kd{kd}"))
+add(C(sp.logsumexp, Arr(3, 4), kw={"axis": 1, "b": Arr(4, lo=0.5, hi=2)}, id="b"))
+for ax in (None, 0, -1, (0, 1)):
+    add(C(sp.softmax, Arr(3, 4, lo=-2, hi=2), kw={"axis": ax}, id=f"ax{ax}"))
+    add(C(sp.log_softmax, Arr(3, 4, lo=-2, hi=2), kw={"axis": ax}, id=f"ax{ax}"))
+
+tri_l = lambda x: np.tril(x) + 3 * np.eye(x.shape[-1])  # noqa: E731
+for lower in (True, False):
+    for trans in (0, 1, 2, "T"):
+        for bshape in ((4,), (4, 2)):
+            add(C(sl.solve_triangular, Arr(4, 4, f=tri_l if lower else lambda x: tri_l(x).T),
+                  Arr(*bshape), kw={"trans": trans, "lower": lower},
+                  id=f"l{lower}-t{trans}-b{len(bshape)}", cplx=True))
+add(C(sl.solve_triangular, Arr(4, 4, f=tri_l), Arr(4), kw={"lower": True, "unit_diagonal": True},
+      id="unit"))
+
+
+def _mask_factor(lower):
+    def post(res):
+        c, low = res
+        return (np.tril(c) if low else np.triu(c)), low
+    return post
+
+
+for lower in (True, False):
+    add(C(sl.cho_factor, Arr(4, 4, f=spd), kw={"lower": lower}, id=f"lower{lower}",
+          post=_mask_factor(lower), cplx=True, rtol=1e-5))
+    add(C(sl.cho_solve, Lst(Arr(4, 4, f=tri_l if lower else lambda x: tri_l(x).T), lower,
+                            tuple_=True), Arr(4, 2), id=f"lower{lower}", cplx=True))
+    add(C(sl.cholesky, Arr(4, 4, f=spd), kw={"lower": lower}, id=f"lower{lower}", cplx=True,
+          rtol=1e-5))
+add(C(sl.cho_solve, Lst(Arr(3, 3, f=tri_l), True, tuple_=True), Arr(3), id="vec"))
+add(C(sl.block_diag, Arr(2, 2), Arr(3), Arr(scalar=True), Arr(1, 2), id="mixed", f32=False))
+add(C(sl.block_diag, Arr(2, 3), Arr(2, 2), id="2d", cplx=True))
+add(C(sl.inv, Arr(3, 3, f=wellcond), id="", cplx=True))
+add(C(sl.det, Arr(3, 3, f=wellcond), id="", cplx=True))
+add(C(sl.solve, Arr(3, 3, f=wellcond), Arr(3, 2), id="", cplx=True))
+add(C(sl.expm, Arr(3, 3), id="", cplx=True))

@@ -1,0 +1,24 @@
+"""Dot-product tests of the SciPy rules (the table loads only when SciPy is imported)."""
+import zlib
+
+import numpy as np
+import pytest
+
+pytest.importorskip("scipy")
+
+from cases_scipy import CASES  # noqa: E402
+from rulecheck import check_case  # noqa: E402
+
+PARAMS = []
+for c in CASES:
+    PARAMS.append(pytest.param(c, "f8", id=c.name() + "-f8"))
+    if c.f32:
+        PARAMS.append(pytest.param(c, "f4", id=c.name() + "-f4"))
+    if c.cplx:
+        PARAMS.append(pytest.param(c, "c16", id=c.name() + "-c16"))
+
+
+@pytest.mark.parametrize("case,dtype", PARAMS)
+def test_rule(case, dtype):
+    rng = np.random.default_rng(zlib.crc32((case.name() + dtype).encode()))
+    check_case(case, rng, dtype)
