@@ -150,7 +150,7 @@ _each(_np("ldexp"), BINARY,
 defrule(np.where, "condition, x=None, y=None",
         vjp={"x": "_adj.where(g, condition, x, True)", "y": "_adj.where(g, condition, y, False)"},
         jvp={"x": "np.where(condition, t, 0 * t)", "y": "np.where(condition, 0 * t, t)"}, ns=A)
-_CLIP = "a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue, max=np._NoValue, **kwargs"
+_CLIP = "a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs"
 defrule(np.clip, _CLIP,
         vjp={"a": "_adj.clip(g, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'a')",
              "a_min": "_adj.clip(g, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'lo')",
@@ -160,7 +160,7 @@ defrule(np.clip, _CLIP,
         forbid={"out": None}, ns=A)
 
 # -- reductions -----------------------------------------------------------------------------------
-_RED = "a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True"
+_RED = "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True"
 _each(_np("sum"), _RED, vjp={"a": "_adj.sum(g, a, axis, keepdims)"},
       jvp={"a": "np.sum(t, axis=axis, keepdims=keepdims)"}, forbid={"out": None, "where": True},
       ns=A)
@@ -170,18 +170,18 @@ _each(_np("mean"), "a, axis=None, dtype=None, out=None, keepdims=False, *, where
       ns=A)
 _each(_np("prod"), _RED, vjp={"a": "_adj.prod(g, a, axis, keepdims)"},
       forbid={"out": None, "where": True}, ns=A)
-_MAX = "a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=True"
+_MAX = "a, axis=None, out=None, keepdims=False, initial=None, where=True"
 _each(_np("max", "amax", "min", "amin"), _MAX,
       vjp={"a": "_adj.extremum(g, ans, a, axis, keepdims)"},
       forbid={"out": None, "where": True}, ns=A)
 _VAR = ("a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, "
-        "mean=np._NoValue, correction=np._NoValue")
+        "mean=None, correction=None")
 _each(_np("var"), _VAR,
       vjp={"a": "_adj.var(g, a, axis, _adj._correction(ddof, correction), keepdims)"},
-      forbid={"out": None, "where": True, "mean": np._NoValue}, ns=A)
+      forbid={"out": None, "where": True, "mean": None}, ns=A)
 _each(_np("std"), _VAR,
       vjp={"a": "_adj.std(g, ans, a, axis, _adj._correction(ddof, correction), keepdims)"},
-      forbid={"out": None, "where": True, "mean": np._NoValue}, ns=A)
+      forbid={"out": None, "where": True, "mean": None}, ns=A)
 _each(_np("cumsum", "cumulative_sum"), "a, axis=None, dtype=None, out=None",
       vjp={"a": "_adj.cumsum(g, a, axis)"}, jvp={"a": "np.cumsum(t, axis=axis)"},
       forbid={"out": None}, ns=A)
@@ -297,9 +297,9 @@ defrule(np.take_along_axis, "arr, indices, axis=-1",
         jvp={"arr": "np.take_along_axis(t, indices, axis)"}, ns=A)
 defrule(np.sort, "a, axis=-1, kind=None, order=None, *, stable=None",
         vjp={"a": "_adj.sort(g, a, axis)"}, forbid={"order": None}, ns=A)
-defrule(np.diff, "a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue",
+defrule(np.diff, "a, n=1, axis=-1, prepend=None, append=None",
         vjp={"a": "_adj.diff(g, a, n, axis)"}, jvp={"a": "np.diff(t, n, axis)"},
-        forbid={"prepend": np._NoValue, "append": np._NoValue}, ns=A)
+        forbid={"prepend": None, "append": None}, ns=A)
 defrule(np.copy, "a, order='K', subok=False", vjp={"a": "g"}, jvp={"a": "np.copy(t)"})
 _each(_np("ascontiguousarray", "asfortranarray"), "a, dtype=None, *, like=None",
       vjp={"a": "_adj.like(g, a)"}, view=True, ns=A)
@@ -376,7 +376,7 @@ defzero(*_np(
 ))
 
 # -- ndarray methods ------------------------------------------------------------------------------
-defmethod("sum", "self, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, "
+defmethod("sum", "self, axis=None, dtype=None, out=None, keepdims=False, initial=None, "
           "where=True", vjp={"self": "_adj.sum(g, self, axis, keepdims)"},
           jvp={"self": "np.sum(t, axis=axis, keepdims=keepdims)"},
           forbid={"out": None, "where": True}, ns=A)
@@ -384,22 +384,22 @@ defmethod("mean", "self, axis=None, dtype=None, out=None, keepdims=False, *, whe
           vjp={"self": "_adj.mean(g, self, axis, keepdims)"},
           jvp={"self": "np.mean(t, axis=axis, keepdims=keepdims)"},
           forbid={"out": None, "where": True}, ns=A)
-defmethod("prod", "self, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, "
+defmethod("prod", "self, axis=None, dtype=None, out=None, keepdims=False, initial=None, "
           "where=True", vjp={"self": "_adj.prod(g, self, axis, keepdims)"},
           forbid={"out": None, "where": True}, ns=A)
 for _k in ("max", "min"):
-    defmethod(_k, "self, axis=None, out=None, keepdims=False, initial=np._NoValue, where=True",
+    defmethod(_k, "self, axis=None, out=None, keepdims=False, initial=None, where=True",
               vjp={"self": "_adj.extremum(g, ans, self, axis, keepdims)"},
               forbid={"out": None, "where": True}, ns=A)
 _MVAR = ("self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, "
-         "mean=np._NoValue, correction=np._NoValue")
+         "mean=None, correction=None")
 defmethod("var", _MVAR,
           vjp={"self": "_adj.var(g, self, axis, _adj._correction(ddof, correction), keepdims)"},
-          forbid={"out": None, "where": True, "mean": np._NoValue}, ns=A)
+          forbid={"out": None, "where": True, "mean": None}, ns=A)
 defmethod("std", _MVAR,
           vjp={"self": "_adj.std(g, ans, self, axis, _adj._correction(ddof, correction), "
                        "keepdims)"},
-          forbid={"out": None, "where": True, "mean": np._NoValue}, ns=A)
+          forbid={"out": None, "where": True, "mean": None}, ns=A)
 defmethod("cumsum", "self, axis=None, dtype=None, out=None",
           vjp={"self": "_adj.cumsum(g, self, axis)"}, jvp={"self": "t.cumsum(axis)"},
           forbid={"out": None}, ns=A)
