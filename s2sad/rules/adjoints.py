@@ -1672,3 +1672,130 @@ def expm_tangent(t, A):
     M[..., n:, n:] = A_
     M[..., :n, n:] = T
     return sl.expm(M)[..., :n, n:]
+
+
+# -- tangents that need more than one line ----------------------------------------------------------
+def _reduce_tangent(contrib, a, axis, keepdims):
+    return asarray(contrib).sum(axis=norm_axes(axis, ndim(a)), keepdims=_flag(keepdims))
+
+
+def maximum_tangent(t, x1, x2, which, sign=1, nan=False):
+    m = xp(t, x1, x2)
+    a, b = (x1, x2) if which == 0 else (x2, x1)
+    a = asarray(a, like=t)
+    b = asarray(b, like=t)
+    win = (a > b) if sign > 0 else (a < b)
+    if nan:
+        win = win | (m.isnan(b) & ~m.isnan(a))
+    t = asarray(t, like=a)
+    return m.where(win, t, m.where(a == b, 0.5 * t, 0 * t))
+
+
+def clip_tangent(t, a, lo, hi, which):
+    """Tangent of clip = minimum(maximum(a, lo), hi) (ties split evenly, as the adjoint)."""
+    m = xp(t, a, lo, hi)
+    a_ = asarray(a, like=t)
+    t = asarray(t, like=a_)
+    tmax = a_ if lo is None else m.maximum(a_, lo)
+    if which == "hi":
+        return maximum_tangent(t, tmax, hi, 1, sign=-1)
+    if lo is None:
+        inner = t
+    else:
+        inner = maximum_tangent(t, a_, lo, 0 if which == "a" else 1)
+    return inner if hi is None else maximum_tangent(inner, tmax, hi, 0, sign=-1)
+
+
+def prod_tangent(t, a, axis=None, keepdims=False):
+    a = asarray(a)
+    return _reduce_tangent(t * _others_product(a, norm_axes(axis, a.ndim)), a, axis, keepdims)
+
+
+def extremum_tangent(t, ans, a, axis=None, keepdims=False):
+    a = asarray(a)
+    ans_e = expand(ans, a.shape, axis, _flag(keepdims))
+    mask = (a == ans_e)
+    n = mask.sum(axis=norm_axes(axis, a.ndim), keepdims=True)
+    return _reduce_tangent(t * mask / n, a, axis, keepdims)
+
+
+def var_tangent(t, a, axis=None, ddof=0, keepdims=False):
+    a = asarray(a)
+    n = count(a.shape, axis)
+    mu = a.mean(axis=norm_axes(axis, a.ndim), keepdims=True)
+    c = (cj(a - mu) * t).real if a.dtype.kind == "c" or asarray(t).dtype.kind == "c" \
+        else (a - mu) * t
+    return _reduce_tangent(c * (2.0 / (n - ddof)), a, axis, keepdims)
+
+
+def std_tangent(t, ans, a, axis=None, ddof=0, keepdims=False):
+    return var_tangent(t, a, axis, ddof, keepdims) / (2 * ans)
+
+
+def norm_tangent(t, ans, x, ord=None, axis=None, keepdims=False, vector=False):
+    """Tangent of a norm: Re <gradient of each output, t>, summed over that output's group."""
+    m = xp(x)
+    x_ = asarray(x)
+    ones = m.ones(np.shape(ans), dtype=np.result_type(ans))
+    if vector:
+        gr = vector_norm(ones, ans, x_, axis, keepdims, ord)
+        axes = norm_axes(axis, x_.ndim)
+    else:
+        gr = norm(ones, ans, x_, ord, axis, keepdims)
+        axes = norm_axes(axis, x_.ndim) if axis is not None else tuple(range(x_.ndim))
+    c = (cj(gr) * t).real
+    return c.sum(axis=axes, keepdims=_flag(keepdims))
+
+
+def sort_tangent(t, a, axis=-1):
+    a_ = asarray(a)
+    m = xp(a_)
+    t = asarray(t, like=a_)
+    if axis is None:
+        return sort_tangent(t.ravel(), a_.ravel(), 0)
+    return m.take_along_axis(t, m.argsort(a_, axis=axis, kind="stable"), axis)
+
+
+def einsum_tangent(t, operands, **kwargs):
+    subs, *ops = operands
+    m = xp(*ops)
+    out = None
+    for k, tk in enumerate(t[1:]):
+        if is_zero(tk) or tk is None:
+            continue
+        args = list(ops)
+        args[k] = tk
+        r = m.einsum(subs, *args)
+        out = r if out is None else out + r
+    return out
+
+
+def linspace_tangent(t, start, stop, num=50, endpoint=True, axis=0, which=0):
+    m = xp(t)
+    t = asarray(t)
+    z = 0 * t
+    return m.linspace(t, z, num, endpoint=endpoint, axis=axis) if which == 0 else \
+        m.linspace(z, t, num, endpoint=endpoint, axis=axis)
+
+
+def logsumexp_tangent(t, ans, a, axis=None, b=None, keepdims=False, which=0):
+    m = xp(a)
+    a_ = asarray(a)
+    full = a_.shape if b is None else np.broadcast_shapes(a_.shape, np.shape(b))
+    le = expand(ans, full, axis, keepdims)
+    e = m.exp(a_ - le)
+    if which == 0 and b is not None:
+        e = e * b
+    return (e * t).sum(axis=norm_axes(axis, len(full)), keepdims=_flag(keepdims))
+
+
+def array_tangent(t, ans):
+    m = xp(ans)
+    return m.asarray(t, dtype=np.result_type(ans)) if not isinstance(t, (list, tuple)) else \
+        m.asarray(tmap_zero(t), dtype=np.result_type(ans))
+
+
+def tmap_zero(t):
+    if isinstance(t, (list, tuple)):
+        return [tmap_zero(x) for x in t]
+    return 0.0 if t is None else t

@@ -107,16 +107,23 @@ _each(_np("power", "pow", "float_power"), BINARY,
       jvp={"x1": "t * x2 * x1 ** (x2 - 1)", "x2": "t * ans * np.log(x1)"}, forbid=UFUNC, ns=A)
 _each(_np("maximum"), BINARY,
       vjp={"x1": "_adj.maximum(g, x1, x2, 0)", "x2": "_adj.maximum(g, x1, x2, 1)"},
+      jvp={"x1": "_adj.maximum_tangent(t, x1, x2, 0)", "x2": "_adj.maximum_tangent(t, x1, x2, 1)"},
       forbid=UFUNC, ns=A)
 _each(_np("minimum"), BINARY,
       vjp={"x1": "_adj.maximum(g, x1, x2, 0, sign=-1)",
-           "x2": "_adj.maximum(g, x1, x2, 1, sign=-1)"}, forbid=UFUNC, ns=A)
+           "x2": "_adj.maximum(g, x1, x2, 1, sign=-1)"},
+      jvp={"x1": "_adj.maximum_tangent(t, x1, x2, 0, sign=-1)",
+           "x2": "_adj.maximum_tangent(t, x1, x2, 1, sign=-1)"}, forbid=UFUNC, ns=A)
 _each(_np("fmax"), BINARY,
       vjp={"x1": "_adj.maximum(g, x1, x2, 0, nan=True)",
-           "x2": "_adj.maximum(g, x1, x2, 1, nan=True)"}, forbid=UFUNC, ns=A)
+           "x2": "_adj.maximum(g, x1, x2, 1, nan=True)"},
+      jvp={"x1": "_adj.maximum_tangent(t, x1, x2, 0, nan=True)",
+           "x2": "_adj.maximum_tangent(t, x1, x2, 1, nan=True)"}, forbid=UFUNC, ns=A)
 _each(_np("fmin"), BINARY,
       vjp={"x1": "_adj.maximum(g, x1, x2, 0, sign=-1, nan=True)",
-           "x2": "_adj.maximum(g, x1, x2, 1, sign=-1, nan=True)"}, forbid=UFUNC, ns=A)
+           "x2": "_adj.maximum(g, x1, x2, 1, sign=-1, nan=True)"},
+      jvp={"x1": "_adj.maximum_tangent(t, x1, x2, 0, sign=-1, nan=True)",
+           "x2": "_adj.maximum_tangent(t, x1, x2, 1, sign=-1, nan=True)"}, forbid=UFUNC, ns=A)
 _each(_np("hypot"), BINARY,
       vjp={"x1": "_rt.unbroadcast(g * x1 / ans, x1)", "x2": "_rt.unbroadcast(g * x2 / ans, x2)"},
       jvp={"x1": "t * x1 / ans", "x2": "t * x2 / ans"}, forbid=UFUNC)
@@ -157,6 +164,11 @@ defrule(np.clip, _CLIP,
              "a_max": "_adj.clip(g, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'hi')",
              "min": "_adj.clip(g, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'lo')",
              "max": "_adj.clip(g, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'hi')"},
+        jvp={"a": "_adj.clip_tangent(t, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'a')",
+             "a_min": "_adj.clip_tangent(t, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'lo')",
+             "a_max": "_adj.clip_tangent(t, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'hi')",
+             "min": "_adj.clip_tangent(t, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'lo')",
+             "max": "_adj.clip_tangent(t, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'hi')"},
         forbid={"out": None}, ns=A)
 
 # -- reductions -----------------------------------------------------------------------------------
@@ -169,18 +181,23 @@ _each(_np("mean"), "a, axis=None, dtype=None, out=None, keepdims=False, *, where
       jvp={"a": "np.mean(t, axis=axis, keepdims=keepdims)"}, forbid={"out": None, "where": True},
       ns=A)
 _each(_np("prod"), _RED, vjp={"a": "_adj.prod(g, a, axis, keepdims)"},
+      jvp={"a": "_adj.prod_tangent(t, a, axis, keepdims)"},
       forbid={"out": None, "where": True}, ns=A)
 _MAX = "a, axis=None, out=None, keepdims=False, initial=None, where=True"
 _each(_np("max", "amax", "min", "amin"), _MAX,
       vjp={"a": "_adj.extremum(g, ans, a, axis, keepdims)"},
+      jvp={"a": "_adj.extremum_tangent(t, ans, a, axis, keepdims)"},
       forbid={"out": None, "where": True}, ns=A)
 _VAR = ("a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, "
         "mean=None, correction=None")
 _each(_np("var"), _VAR,
       vjp={"a": "_adj.var(g, a, axis, _adj._correction(ddof, correction), keepdims)"},
+      jvp={"a": "_adj.var_tangent(t, a, axis, _adj._correction(ddof, correction), keepdims)"},
       forbid={"out": None, "where": True, "mean": None}, ns=A)
 _each(_np("std"), _VAR,
       vjp={"a": "_adj.std(g, ans, a, axis, _adj._correction(ddof, correction), keepdims)"},
+      jvp={"a": "_adj.std_tangent(t, ans, a, axis, _adj._correction(ddof, correction), "
+                "keepdims)"},
       forbid={"out": None, "where": True, "mean": None}, ns=A)
 _each(_np("cumsum", "cumulative_sum"), "a, axis=None, dtype=None, out=None",
       vjp={"a": "_adj.cumsum(g, a, axis)"}, jvp={"a": "np.cumsum(t, axis=axis)"},
@@ -188,11 +205,14 @@ _each(_np("cumsum", "cumulative_sum"), "a, axis=None, dtype=None, out=None",
 _each(_np("cumprod", "cumulative_prod"), "a, axis=None, dtype=None, out=None",
       vjp={"a": "_adj.cumprod(g, ans, a, axis)"}, forbid={"out": None}, ns=A)
 _each(_np("linalg.norm"), "x, ord=None, axis=None, keepdims=False",
-      vjp={"x": "_adj.norm(g, ans, x, ord, axis, keepdims)"}, ns=A)
+      vjp={"x": "_adj.norm(g, ans, x, ord, axis, keepdims)"},
+      jvp={"x": "_adj.norm_tangent(t, ans, x, ord, axis, keepdims)"}, ns=A)
 _each(_np("linalg.vector_norm"), "x, /, *, axis=None, keepdims=False, ord=2",
-      vjp={"x": "_adj.vector_norm(g, ans, x, axis, keepdims, ord)"}, ns=A)
+      vjp={"x": "_adj.vector_norm(g, ans, x, axis, keepdims, ord)"},
+      jvp={"x": "_adj.norm_tangent(t, ans, x, ord, axis, keepdims, vector=True)"}, ns=A)
 _each(_np("linalg.matrix_norm"), "x, /, *, keepdims=False, ord='fro'",
-      vjp={"x": "_adj.norm(g, ans, x, ord, (-2, -1), keepdims)"}, ns=A)
+      vjp={"x": "_adj.norm(g, ans, x, ord, (-2, -1), keepdims)"},
+      jvp={"x": "_adj.norm_tangent(t, ans, x, ord, (-2, -1), keepdims)"}, ns=A)
 
 # -- linear algebra -------------------------------------------------------------------------------
 _MATMUL = ("x1, x2, /, out=None, *, casting='same_kind', order='K', dtype=None, subok=True, "
@@ -221,7 +241,8 @@ _each(_np("tensordot", "linalg.tensordot"), "a, b, axes=2",
       vjp={"a": "_adj.tensordot(g, a, b, axes, 0)", "b": "_adj.tensordot(g, a, b, axes, 1)"},
       jvp={"a": "np.tensordot(t, b, axes)", "b": "np.tensordot(a, t, axes)"}, ns=A)
 defrule(np.einsum, "*operands, out=None, optimize=False, **kwargs",
-        vjp={"operands": "_adj.einsum(g, operands, None)"}, forbid={"out": None}, ns=A)
+        vjp={"operands": "_adj.einsum(g, operands, None)"},
+        jvp={"operands": "_adj.einsum_tangent(t, operands)"}, forbid={"out": None}, ns=A)
 defrule(np.kron, "a, b", vjp={"a": "_adj.kron(g, a, b, 0)", "b": "_adj.kron(g, a, b, 1)"},
         jvp={"a": "np.kron(t, b)", "b": "np.kron(a, t)"}, ns=A)
 defrule(np.trace, "a, offset=0, axis1=0, axis2=1, dtype=None, out=None",
@@ -239,9 +260,13 @@ defrule(np.triu, "m, k=0", vjp={"m": "_adj.triu(g, m, k)"}, jvp={"m": "np.triu(t
 defrule(np.tril, "m, k=0", vjp={"m": "_adj.tril(g, m, k)"}, jvp={"m": "np.tril(t, k)"}, ns=A)
 defrule(np.linalg.inv, "a", vjp={"a": "_adj.inv(g, ans)"},
         jvp={"a": "-(ans @ t @ ans)"}, ns=A)
-defrule(np.linalg.det, "a", vjp={"a": "_adj.det(g, ans, a)"}, ns=A)
+defrule(np.linalg.det, "a", vjp={"a": "_adj.det(g, ans, a)"},
+        jvp={"a": "ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)"}, ns=A)
 defrule(np.linalg.slogdet, "a", vjp={"a": "_adj.slogdet(g, ans, a)"}, kind="any", ns=A)
-defrule(np.linalg.solve, "a, b", joint=(("a", "b"), "_adj.solve(g, ans, a, b)"), ns=A)
+defrule(np.linalg.solve, "a, b", joint=(("a", "b"), "_adj.solve(g, ans, a, b)"),
+        jvp={"a": "-np.linalg.solve(a, t @ ans) if np.ndim(b) != 1 "
+                  "else -np.linalg.solve(a, (t @ ans[..., None]))[..., 0]",
+             "b": "np.linalg.solve(a, t)"}, ns=A)
 defrule(np.linalg.cholesky, "a, /, *, upper=False", vjp={"a": "_adj.cholesky(g, ans, a, upper)"},
         ns=A)
 defrule(np.linalg.eigh, "a, UPLO='L'", vjp={"a": "_adj.eigh(g, ans, a, UPLO)"}, kind="any", ns=A)
@@ -279,7 +304,8 @@ defrule(np.roll, "a, shift, axis=None", vjp={"a": "_adj.roll(g, a, shift, axis)"
 defrule(np.rot90, "m, k=1, axes=(0, 1)", vjp={"m": "np.rot90(g, -k, axes)"},
         jvp={"m": "np.rot90(t, k, axes)"}, view=True)
 defrule(np.pad, "array, pad_width, mode='constant', **kwargs",
-        vjp={"array": "_adj.pad(g, array, pad_width, mode)"}, ns=A)
+        vjp={"array": "_adj.pad(g, array, pad_width, mode)"},
+        jvp={"array": "np.pad(t, pad_width, mode)"}, ns=A)
 defrule(np.split, "ary, indices_or_sections, axis=0",
         vjp={"ary": "_adj.split(g, ary, indices_or_sections, axis)"}, kind="any", view=True, ns=A)
 defrule(np.array_split, "ary, indices_or_sections, axis=0",
@@ -296,7 +322,7 @@ defrule(np.take_along_axis, "arr, indices, axis=-1",
         vjp={"arr": "_adj.take_along_axis(g, arr, indices, axis)"},
         jvp={"arr": "np.take_along_axis(t, indices, axis)"}, ns=A)
 defrule(np.sort, "a, axis=-1, kind=None, order=None, *, stable=None",
-        vjp={"a": "_adj.sort(g, a, axis)"}, forbid={"order": None}, ns=A)
+        vjp={"a": "_adj.sort(g, a, axis)"}, jvp={"a": "_adj.sort_tangent(t, a, axis)"}, forbid={"order": None}, ns=A)
 defrule(np.diff, "a, n=1, axis=-1, prepend=None, append=None",
         vjp={"a": "_adj.diff(g, a, n, axis)"}, jvp={"a": "np.diff(t, n, axis)"},
         forbid={"prepend": None, "append": None}, ns=A)
@@ -305,6 +331,7 @@ _each(_np("ascontiguousarray", "asfortranarray"), "a, dtype=None, *, like=None",
       vjp={"a": "_adj.like(g, a)"}, view=True, ns=A)
 defrule(np.array, "object, dtype=None, *, copy=True, order='K', subok=False, ndmin=0, ndmax=0, "
         "like=None", vjp={"object": "_adj.array_adjoint(np.reshape(g, np.shape(object)), object)"},
+        jvp={"object": "_adj.array_tangent(t, ans)"},
         ns=A)
 _each(_np("asarray", "asanyarray"), "a, dtype=None, order=None, *, device=None, copy=None, "
       "like=None", vjp={"a": "_adj.array_adjoint(np.reshape(g, np.shape(a)), a)"}, view=True,
@@ -316,21 +343,23 @@ defrule(np.meshgrid, "*xi, copy=True, sparse=False, indexing='xy'",
 defrule(np.linspace, "start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, "
         "device=None", vjp={"start": "_adj.linspace(g, start, stop, num, endpoint, axis, 0)",
                             "stop": "_adj.linspace(g, start, stop, num, endpoint, axis, 1)"},
+        jvp={"start": "_adj.linspace_tangent(t, start, stop, num, endpoint, axis, 0)",
+             "stop": "_adj.linspace_tangent(t, start, stop, num, endpoint, axis, 1)"},
         forbid={"retstep": False}, ns=A)
 
 # concat family
 _each(_np("concatenate", "concat"), "arrays, /, axis=0, out=None, *, dtype=None, "
       "casting='same_kind'", vjp={"arrays": "_adj.concatenate(g, arrays, axis)"},
-      jvp={"arrays": "np.concatenate(t, axis)"}, forbid={"out": None}, kind="array", ns=A)
+      jvp={"arrays": "_adj.concat_tangent(t, arrays, axis)"}, forbid={"out": None}, kind="array", ns=A)
 defrule(np.stack, "arrays, axis=0, out=None, *, dtype=None, casting='same_kind'",
-        vjp={"arrays": "_adj.stack(g, arrays, axis)"}, jvp={"arrays": "np.stack(t, axis)"},
+        vjp={"arrays": "_adj.stack(g, arrays, axis)"}, jvp={"arrays": "np.stack(_adj.tangent_list(t, arrays), axis)"},
         forbid={"out": None}, ns=A)
 for _k in ("vstack", "hstack"):
     defrule(getattr(np, _k), "tup, *, dtype=None, casting='same_kind'",
-            vjp={"tup": f"_adj.{_k}(g, tup)"}, jvp={"tup": f"np.{_k}(t)"}, ns=A)
-defrule(np.dstack, "tup", vjp={"tup": "_adj.dstack(g, tup)"}, jvp={"tup": "np.dstack(t)"}, ns=A)
+            vjp={"tup": f"_adj.{_k}(g, tup)"}, jvp={"tup": f"np.{_k}(_adj.tangent_list(t, tup))"}, ns=A)
+defrule(np.dstack, "tup", vjp={"tup": "_adj.dstack(g, tup)"}, jvp={"tup": "np.dstack(_adj.tangent_list(t, tup))"}, ns=A)
 defrule(np.column_stack, "tup", vjp={"tup": "_adj.column_stack(g, tup)"},
-        jvp={"tup": "np.column_stack(t)"}, ns=A)
+        jvp={"tup": "np.column_stack(_adj.tangent_list(t, tup))"}, ns=A)
 defrule(np.append, "arr, values, axis=None",
         vjp={"arr": "_adj.append(g, arr, values, axis, 0)",
              "values": "_adj.append(g, arr, values, axis, 1)"}, ns=A)
@@ -340,7 +369,7 @@ _each(_np("unstack"), "x, /, *, axis=0", vjp={"x": "_adj.unstack(g, x, axis)"}, 
 
 # permute family
 _each(_np("transpose", "permute_dims"), "a, axes=None", vjp={"a": "_adj.transpose(g, a, axes)"},
-      jvp={"a": "np.transpose(t, axes)"}, view=True, ns=A)
+      jvp={"a": "_adj.permute_tangent(t, a, axes)"}, view=True, ns=A)
 defrule(np.moveaxis, "a, source, destination",
         vjp={"a": "_adj.moveaxis(g, a, source, destination)"},
         jvp={"a": "np.moveaxis(t, source, destination)"}, view=True, ns=A)

@@ -65,9 +65,13 @@ defrule(_sp.polygamma, BINARY, vjp={"x2": "_rt.unbroadcast(g * _sp.polygamma(x1 
 defrule(_sp.logsumexp, "a, axis=None, b=None, keepdims=False, return_sign=False",
         vjp={"a": "_adj.logsumexp(g, ans, a, axis, b, keepdims, 0)",
              "b": "_adj.logsumexp(g, ans, a, axis, b, keepdims, 1)"},
+        jvp={"a": "_adj.logsumexp_tangent(t, ans, a, axis, b, keepdims, 0)",
+             "b": "_adj.logsumexp_tangent(t, ans, a, axis, b, keepdims, 1)"},
         forbid={"return_sign": False}, ns=A)
-defrule(_sp.softmax, "x, axis=None", vjp={"x": "_adj.softmax(g, ans, x, axis)"}, ns=A)
-defrule(_sp.log_softmax, "x, axis=None", vjp={"x": "_adj.log_softmax(g, ans, x, axis)"}, ns=A)
+defrule(_sp.softmax, "x, axis=None", vjp={"x": "_adj.softmax(g, ans, x, axis)"},
+        jvp={"x": "ans * (t - np.sum(ans * t, axis=axis, keepdims=True))"}, ns=A)
+defrule(_sp.log_softmax, "x, axis=None", vjp={"x": "_adj.log_softmax(g, ans, x, axis)"},
+        jvp={"x": "t - np.sum(np.exp(ans) * t, axis=axis, keepdims=True)"}, ns=A)
 defzero(*[f for f in (_fn(_sp, n) for n in ("comb", "perm", "factorial", "factorial2"))
           if f is not None])
 

@@ -184,3 +184,54 @@ def check_case(case, rng, dtype="f8"):
     scale = max(1.0, abs(lhs), abs(rhs))
     assert abs(lhs - rhs) <= case.rtol * scale * 10 + 1e-7 * scale, \
         f"{case.name()} [{dtype}]: adjoint {lhs!r} vs finite differences {rhs!r}"
+
+
+# -- tangents (forward mode) ----------------------------------------------------------------------
+def tangent_function(rule, param):
+    """The rule's tangent template for ``param`` compiled into ``f(t, ans, **params)``."""
+    from s2sad import runtime
+    from s2sad.rules.registry import NAMESPACE
+    key = ("jvp-test", param)
+    fn = rule._compiled.get(key)
+    if fn is None:
+        params = ", ".join(["t", "ans"] + list(rule.signature.parameters))
+        src = f"def _tangent({params}):\n    return {rule.jvp[param].strip()}\n"
+        glb = dict(NAMESPACE)
+        glb["_rt"] = runtime
+        exec(compile(src, f"<jvp {rule.name}:{param}>", "exec"), glb)
+        fn = rule._compiled[key] = glb["_tangent"]
+    return fn
+
+
+def check_tangent(case, rng, dtype="f8"):
+    """Sum of the rule's tangent templates along random directions vs central differences."""
+    rule = case.rule()
+    args, kwargs = case.make(rng, complex) if dtype == "c16" else case.make(rng)
+    post = case.post or (lambda y: y)
+    ans = post(case.call(args, kwargs))
+    bound = rule.bind(args, kwargs)
+    wrt = case.wrt or tuple(p for p in rule.differentiable if p in bound and _has_float(bound[p]))
+    wrt = tuple(p for p in wrt if p in rule.jvp)
+    if not wrt:
+        return False
+    ba = rule.signature.bind(*args, **kwargs)
+    dirs = {p: random_like(ba.arguments[p], rng) for p in wrt}
+    tan = None
+    for p in wrt:
+        tv = tmap(lambda d: 0.0 if d is None else d, dirs[p])
+        tp = tangent_function(rule, p)(tv, ans, **bound)
+        tan = tp if tan is None else tan + tp
+
+    def at(s):
+        b2 = rule.signature.bind(*args, **kwargs)
+        for p in wrt:
+            b2.arguments[p] = axpy(b2.arguments[p], s * case.eps, dirs[p])
+        return post(case.call(b2.args, b2.kwargs))
+
+    fd = (np.asarray(at(1.0)) - np.asarray(at(-1.0))) / (2 * case.eps)
+    tan = np.asarray(tan)
+    assert tan.shape == fd.shape, (case.name(), tan.shape, fd.shape)
+    err = np.max(np.abs(tan - fd)) if fd.size else 0.0
+    scale = max(1.0, float(np.max(np.abs(fd))) if fd.size else 1.0)
+    assert err <= case.rtol * 10 * scale, f"{case.name()} [{dtype}] tangent: max error {err}"
+    return True

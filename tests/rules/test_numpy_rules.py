@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cases_numpy import CASES
-from rulecheck import check_case
+from rulecheck import check_case, check_tangent
 
 PARAMS = []
 for c in CASES:
@@ -21,3 +21,18 @@ for c in CASES:
 def test_rule(case, dtype):
     rng = np.random.default_rng(zlib.crc32((case.name() + dtype).encode()))
     check_case(case, rng, dtype)
+
+
+JVP_PARAMS = []
+for c in CASES:
+    r = c.rule()
+    if r is not None and r.jvp:
+        JVP_PARAMS.append(pytest.param(c, "f8", id=c.name() + "-f8"))
+        if c.cplx:
+            JVP_PARAMS.append(pytest.param(c, "c16", id=c.name() + "-c16"))
+
+
+@pytest.mark.parametrize("case,dtype", JVP_PARAMS)
+def test_tangent(case, dtype):
+    rng = np.random.default_rng(zlib.crc32((case.name() + dtype + "jvp").encode()))
+    check_tangent(case, rng, dtype)
