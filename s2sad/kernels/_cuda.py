@@ -210,11 +210,12 @@ def _tiled_kernel(rdt, V, DB, acc, T, pointers):
         OT = rdt.type
         ACC = acc
         NY, NX = T // BY, T // TX
+        SHAPE = (V, T, T + 1)   # compile-time constant shape of the shared tile
         M = 11 + 3 * DB
 
         def body(src, dst, meta):
             # meta: n_a, n_l, nt_a, nt_l, s_a, s_l, d_a, d_l, src_off, dst_off, nblocks, (shape, ss, ds)*DB
-            tile = cuda.shared.array((V, T, T + 1), CTN)
+            tile = cuda.shared.array(SHAPE, CTN)
             tx = cuda.threadIdx.x
             ty = cuda.threadIdx.y
             n_a = meta[0]
