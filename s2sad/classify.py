@@ -28,12 +28,24 @@ def _is_user_function(obj):
 
 
 def _bind_rule(rule, call, origin):
+    """Bind a call's operands to a rule's parameters; defaults become constant operands."""
     try:
-        return rule.bind(call.args, dict(call.kwargs))
+        ba = rule.signature.bind(*call.args, **dict(call.kwargs))
     except TypeError as e:
         raise RuleError(f"the call to {rule.name} does not match its rule's parameters "
                         f"({', '.join(rule.signature.parameters)}): {e}", origin=origin,
                         fix="check the call's arguments against the function's documentation")
+    bound = dict(ba.arguments)
+    for name, p in rule.signature.parameters.items():
+        if name in bound:
+            continue
+        if p.kind == p.VAR_POSITIONAL:
+            bound[name] = ()
+        elif p.kind == p.VAR_KEYWORD:
+            bound[name] = {}
+        else:
+            bound[name] = ir.Const(p.default)
+    return bound
 
 
 def _diff_vars(rule, bound):

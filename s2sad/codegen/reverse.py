@@ -15,6 +15,7 @@ first contribution assigns (``_b_x = ...``), later ones add.  Where control flow
 loop back-edges) an adjoint that exists on one side only is set to ``0.0`` on the other.
 """
 import ast as _ast
+import operator as _operator
 
 from .. import ir
 from ..frontend.analysis import (defined_in, definitions, read_in, top_level_defs,
@@ -57,7 +58,8 @@ class ReverseEmitter:
         self.provided = []                    # loop targets the reverse loops re-bind
         self.depth = 0
         self.n = 0
-        self.real = {v for v, k in kinds.items() if k == "f"}
+        self.real = {v for v, k in kinds.items() if k in ("f", "i")}
+        self.index_only = _index_only_vars(fn)
 
     def fresh(self, base):
         self.n += 1
@@ -83,6 +85,20 @@ class ReverseEmitter:
                 out.append(T.Line(f"{bv} = _rt.add({bv}, {expr})", origin))
         else:
             out.append(T.Line(f"{bv} = {expr}", origin))
+            st.defined.add(var)
+
+    def contribute_getitem(self, var, idx, s, o, out, st):
+        """``x[idx]`` read where x is only ever read by indexing: accumulate in place into an
+        adjoint buffer the derivative allocated (no O(n) zeros per element read in a loop)."""
+        bv = b(var)
+        it = T.operand_text(idx, self.consts)
+        self.read(s, "pre", var)
+        for v in ir.operand_vars(idx):
+            self.read(s, "pre", v)
+        if var in st.defined:
+            out.append(T.Line(f"{bv} = _rt.acc_getitem({bv}, {var}, {it}, {b(s.target)})", o))
+        else:
+            out.append(T.Line(f"{bv} = _rt.getitem_adjoint({b(s.target)}, {var}, {it})", o))
             st.defined.add(var)
 
     def contribute_many(self, pairs, expr, origin, out, st):
@@ -207,6 +223,9 @@ class ReverseEmitter:
                 if any(isinstance(x, str) and x in self.active for _, x in pairs):
                     self.contribute_many(pairs, self.template_text(rule, p, s, bound, t), o, out, st)
             elif isinstance(v, str) and v in self.active:
+                if rule.fn is _operator.getitem and v in self.index_only and p == "obj":
+                    self.contribute_getitem(v, bound["idx"], s, o, out, st)
+                    continue
                 self.contribute(v, self.template_text(rule, p, s, bound, t), o, out, st)
 
     def rev_derived(self, s, call, st, out):
@@ -356,7 +375,7 @@ class ReverseEmitter:
         for v in slot[when]:
             if self.mode.get(v) == "stack":
                 val = f"_rt.snap({v})" if v in self.written else v
-                out.append(T.Line(f"_s_{v}.append({val})", s.origin))
+                out.append(T.Line(f"{stack(v)}.append({val})", s.origin))
         return out
 
     def pops(self, key):
@@ -480,7 +499,7 @@ class ReverseEmitter:
                 out.append(v)
         for v, m in self.mode.items():
             if m == "stack":
-                out.append(f"_s_{v}")
+                out.append(stack(v))
         return out
 
     # -- driver -----------------------------------------------------------------------------
@@ -498,7 +517,7 @@ class ReverseEmitter:
         fwd = []
         for v, m in self.mode.items():
             if m == "stack":
-                fwd.append(T.Line(f"_s_{v} = []", None))
+                fwd.append(T.Line(f"{stack(v)} = []", None))
         fwd += self.fwd_block(fn.body)
         grads = [b(p) if p in st.defined else "0.0" for p in self.wrt]
         names = self.tape_names()
@@ -513,12 +532,39 @@ class ReverseEmitter:
         return fwd_src, bwd_src
 
     def expand(self, hook):
-        return [T.Line(f"{v} = _s_{v}.pop()", hook.origin) for v in self.pops(hook.key)]
+        return [T.Line(f"{v} = {stack(v)}.pop()", hook.origin) for v in self.pops(hook.key)]
 
     def render_function(self, header, body, origin):
         triples = [(0, header, None)]
         T.render(body, self.expand, triples, 1)
         return triples
+
+
+def stack(v):
+    """The list a variable's saved values are pushed on: ``_s_x`` for ``x``, ``_s_4`` for ``_4``."""
+    return f"_s{v}" if v.startswith("_") else f"_s_{v}"
+
+
+def _index_only_vars(fn):
+    """Variables whose every differentiable use is ``x[...]`` (their adjoints can be filled in place)."""
+    ok, bad = set(), set()
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign):
+            v = s.value
+            if isinstance(v, ir.Call) and v.cls == "primitive" and v.rule.fn is _operator.getitem:
+                obj = v.args[0]
+                if isinstance(obj, str):
+                    ok.add(obj)
+                bad.update(ir.operand_vars(v.args[1]))
+            elif isinstance(v, ir.Call):
+                bad.update((v.info or {}).get("diff_vars", v.reads()))
+            else:
+                bad.update(ir.operand_vars(v))
+        elif isinstance(s, ir.SetItem):
+            bad.update([s.obj] + ir.operand_vars(s.value))
+        elif isinstance(s, ir.Return):
+            bad.update(ir.operand_vars(s.value))
+    return ok - bad
 
 
 def _operand_vars_deep(v):

@@ -145,12 +145,43 @@ def activity(fn, active_params):
 
 def upward_exposed(body, v):
     """True when the loop body may read ``v`` before (re)defining it in the same iteration."""
-    for s in body:
-        if v in _reads_deep(s):
-            return True
-        if isinstance(s, ir.Assign) and s.target == v:
-            return False
-    return True
+    return _exposed(body, v)[0]
+
+
+def _exposed(block, v):
+    """(may read v before defining it, defines v on every path)."""
+    for s in block:
+        if isinstance(s, ir.Assign):
+            if v in s.reads():
+                return True, False
+            if s.target == v:
+                return False, True
+        elif isinstance(s, ir.SetItem):
+            if v == s.obj or v in s.reads():
+                return True, False
+        elif isinstance(s, ir.If):
+            if v in s.reads():
+                return True, False
+            e1, d1 = _exposed(s.body, v)
+            e2, d2 = _exposed(s.orelse, v)
+            if e1 or e2:
+                return True, False
+            if d1 and d2:
+                return False, True
+        elif isinstance(s, ir.For):
+            if v in s.reads() or _exposed(s.body, v)[0]:
+                return True, False
+        elif isinstance(s, ir.While):
+            e, d = _exposed(s.test_body, v)
+            if e or v in s.reads():
+                return True, False
+            if d:
+                return False, True
+            if _exposed(s.body, v)[0]:
+                return True, False
+        elif v in s.reads():
+            return True, False
+    return False, False
 
 
 def _reads_deep(s):
