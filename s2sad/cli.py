@@ -1,0 +1,154 @@
+"""The ``s2sad`` command line.
+
+    s2sad dump FILE.py:FUNC [--wrt 0,x] [--mode reverse|forward]   print the generated source
+    s2sad explain FILE.py:FUNC [--wrt 0,x]                          print every call site's class
+
+``FUNC`` may be dotted (``Class.method``, ``outer_namespace.func``).  If it names an
+``@s2sad.differentiate`` function, its own ``wrt`` is used unless ``--wrt`` is given.  The file is
+imported as a module by path (its ``if __name__ == "__main__":`` block does not run).  Errors are
+printed as ``s2sad: error: <message>`` and exit with status 2.
+"""
+import argparse
+import importlib.util
+import os
+import sys
+
+PROG = "s2sad"
+
+
+class CLIError(Exception):
+    """A problem with the command line's input (not a bug in s2sad)."""
+
+
+def _parse_wrt(text):
+    """``"0"`` -> 0, ``"x"`` -> "x", ``"0,x"`` -> (0, "x")."""
+    if text is None:
+        return None
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise CLIError(f"--wrt {text!r}: give parameter indices or names, e.g. --wrt 0,x")
+    vals = [int(t) if t.lstrip("-").isdigit() else t for t in items]
+    if len(vals) == 1 and "," not in text:
+        return vals[0]
+    return tuple(vals)
+
+
+def load_module(path):
+    """Import the Python file at ``path`` as a module (registered in ``sys.modules``)."""
+    if not os.path.isfile(path):
+        raise CLIError(f"no such file: {path}")
+    path = os.path.abspath(path)
+    name = os.path.splitext(os.path.basename(path))[0]
+    if not name.isidentifier():
+        name = "_s2sad_cli_module"
+    modname = f"{name}"
+    if modname in sys.modules and getattr(sys.modules[modname], "__file__", None) != path:
+        modname = f"_s2sad_cli_.{name}"
+    spec = importlib.util.spec_from_file_location(modname, path)
+    if spec is None or spec.loader is None:
+        raise CLIError(f"cannot import {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = module
+    d = os.path.dirname(path)
+    if d not in sys.path:
+        sys.path.insert(0, d)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        from .errors import S2SADError
+        if isinstance(e, (S2SADError, BrokenPipeError)):
+            raise
+        sys.modules.pop(modname, None)
+        raise CLIError(f"importing {path} failed: {type(e).__name__}: {e}") from None
+    return module
+
+
+def resolve(target):
+    """``FILE.py:FUNC`` -> the object named FUNC (possibly dotted) in that file."""
+    path, sep, func = target.rpartition(":")
+    if not sep or not path or not func:
+        raise CLIError(f"{target!r}: expected FILE.py:FUNC (e.g. examples/quickstart.py:loss)")
+    module = load_module(path)
+    obj = module
+    done = []
+    for part in func.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            where = ".".join(done) or path
+            raise CLIError(f"{where} has no attribute {part!r}") from None
+        done.append(part)
+    if not callable(obj):
+        raise CLIError(f"{func} in {path} is not a function (it is a {type(obj).__name__})")
+    return obj
+
+
+def _differentiable(obj, wrt):
+    from .api import Differentiable, differentiate
+    if isinstance(obj, Differentiable):
+        if wrt is None:
+            return obj
+        return differentiate(obj._fn, wrt=wrt)
+    return differentiate(obj, wrt=0 if wrt is None else wrt)
+
+
+def cmd_dump(args):
+    obj = resolve(args.target)
+    wrt = _parse_wrt(args.wrt)
+    if args.mode == "forward":
+        try:
+            from . import transforms
+            forward_source = transforms.forward_source
+        except (ImportError, AttributeError):
+            raise CLIError("forward mode not available: this version of s2sad has no "
+                           "s2sad.transforms.forward_source; use --mode reverse") from None
+        from .api import Differentiable
+        fn = obj._fn if isinstance(obj, Differentiable) else obj
+        if wrt is None:
+            wrt = obj._wrt if isinstance(obj, Differentiable) else 0
+        print(forward_source(fn, wrt), end="")
+        return 0
+    print(_differentiable(obj, wrt).adjoint_source(), end="")
+    return 0
+
+
+def cmd_explain(args):
+    obj = resolve(args.target)
+    print(_differentiable(obj, _parse_wrt(args.wrt)).explain())
+    return 0
+
+
+def make_parser():
+    p = argparse.ArgumentParser(
+        prog=PROG, description="s2sad: source-to-source automatic differentiation for Python.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    d = sub.add_parser("dump", help="print the generated derivative source of FILE.py:FUNC")
+    d.add_argument("target", metavar="FILE.py:FUNC")
+    d.add_argument("--wrt", help="arguments to differentiate by index or name, e.g. 0 or 0,x "
+                                 "(default: the decorator's wrt, else 0)")
+    d.add_argument("--mode", choices=("reverse", "forward"), default="reverse")
+    d.set_defaults(run=cmd_dump)
+    e = sub.add_parser("explain", help="print every call site of FILE.py:FUNC with its class")
+    e.add_argument("target", metavar="FILE.py:FUNC")
+    e.add_argument("--wrt", help="arguments to differentiate by index or name, e.g. 0 or 0,x")
+    e.set_defaults(run=cmd_explain)
+    return p
+
+
+def main(argv=None):
+    """Entry point of the ``s2sad`` console script; returns the exit status."""
+    from .errors import S2SADError
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except (S2SADError, CLIError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
