@@ -171,7 +171,7 @@ def main():
             for m in ("s2sad", "cupy", "torch"):
                 t = r.get(m)
                 cells.append("–" if t is None else f"{t * 1e6:.1f}")
-                cells.append("–" if t is None else f"{nb / t / 1e12:.2f}")
+                cells.append("–" if t is None else f"{nb / t / 1e12:.3f}")
                 if m == "s2sad":
                     cells.append(f"{100 * nb / t / 1e12 / bw:.0f}%")
             lines.append(f"| {label} | {dname} | " + " | ".join(cells) + " |")
