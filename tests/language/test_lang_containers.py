@@ -1,0 +1,155 @@
+"""Containers: tuple/list/dict inputs, intermediates, outputs; mutation; unpacking; *args/**kwargs."""
+import numpy as np
+
+import s2sad
+from lang_helpers import check_grads, rng, assert_close
+
+
+# == case: tuple_argument_gradient_structure
+def affine_loss(params, x):
+    W, b = params
+    return np.sum(np.tanh(W @ x + b))
+
+
+def test_tuple_argument_gradient_mirrors_structure():
+    r = rng(20)
+    params = (r.standard_normal((3, 4)), r.standard_normal(3))
+    x = r.standard_normal(4)
+    check_grads(affine_loss, (params, x), wrt=(0, 1))
+    g = s2sad.grad(affine_loss)(params, x)
+    assert isinstance(g, tuple) and len(g) == 2
+    assert g[0].shape == (3, 4) and g[1].shape == (3,)
+    s = 1 - np.tanh(params[0] @ x + params[1]) ** 2
+    assert_close(g[1], s)
+    assert_close(g[0], np.outer(s, x))
+
+
+# == case: dict_argument_config
+def gaussian_nll(params, x):
+    mu, log_sigma = params["mu"], params["log_sigma"]
+    z = (x - mu) / np.exp(log_sigma)
+    return np.sum(0.5 * z * z + log_sigma)
+
+
+def test_dict_argument_gradient_is_dict():
+    r = rng(22)
+    params = {"mu": 0.3, "log_sigma": -0.2, "name": "gauss"}
+    x = r.standard_normal(6)
+    check_grads(gaussian_nll, (params, x), wrt=(0, 1))
+    g = s2sad.grad(gaussian_nll)(params, x)
+    assert isinstance(g, dict) and set(g) >= {"mu", "log_sigma"}
+    assert g.get("name") is None or g.get("name") == 0
+    s = np.exp(0.2)     # 1 / sigma
+    assert_close(g["mu"], -np.sum((x - 0.3) * s * s))
+
+
+# == case: nested_pytree_argument
+def two_layer(params, x):
+    h = np.tanh(params["layers"][0]["W"] @ x + params["layers"][0]["b"])
+    y = params["layers"][1]["W"] @ h
+    return np.sum(y ** 2) + params["reg"] * np.sum(params["layers"][0]["W"] ** 2)
+
+
+def test_nested_pytree_argument():
+    r = rng(23)
+    params = {"layers": [{"W": r.standard_normal((4, 3)), "b": r.standard_normal(4)},
+                         {"W": r.standard_normal((2, 4))}],
+              "reg": 0.01}
+    check_grads(two_layer, (params, r.standard_normal(3)), wrt=0)
+    g = s2sad.grad(two_layer)(params, r.standard_normal(3))
+    assert isinstance(g["layers"], list) and g["layers"][1]["W"].shape == (2, 4)
+
+
+# == case: tuple_output_vjp
+def polar(x, y):
+    r = np.sqrt(x * x + y * y)
+    return r, np.arctan2(y, x)
+
+
+def test_tuple_output_vjp():
+    value, pb = s2sad.vjp(polar, 1.2, -0.7)
+    assert isinstance(value, tuple) and len(value) == 2
+    gx, gy = pb((1.0, 0.0))
+    r = np.hypot(1.2, -0.7)
+    assert_close([gx, gy], [1.2 / r, -0.7 / r])
+    check_grads(polar, (1.2, -0.7))
+
+
+# == case: dict_output_vjp
+def stats(x):
+    m = np.mean(x)
+    return {"mean": m, "var": np.mean((x - m) ** 2), "n": len(x)}
+
+
+def test_dict_output_vjp():
+    r = rng(24)
+    x = r.standard_normal(5)
+    value, pb = s2sad.vjp(stats, x)
+    assert value["n"] == 5
+    (gx,) = pb({"mean": 0.0, "var": 1.0, "n": None})
+    assert_close(gx, 2 * (x - x.mean()) / 5)
+    check_grads(stats, (x,))
+
+
+# == case: swap_by_tuple_assignment
+def rotate_pairs(x, y, n):
+    for _ in range(n):
+        x, y = 0.8 * y - 0.1 * x, x + 0.3 * y
+    return x * y
+
+
+def test_swap_by_tuple_assignment():
+    check_grads(rotate_pairs, (0.7, -1.1, 5), wrt=(0, 1))
+
+
+# == case: keyword_only_arguments
+def elastic(x, *, alpha, l1_ratio=0.5):
+    return alpha * (l1_ratio * np.sum(np.abs(x)) + (1 - l1_ratio) * np.sum(x * x))
+
+
+def elastic_user(x, alpha):
+    return elastic(x, alpha=alpha) + elastic(2.0 * x, l1_ratio=0.2, alpha=1.0)
+
+
+def test_keyword_only_arguments():
+    r = rng(27)
+    x = r.standard_normal(4) + 0.05
+    check_grads(elastic_user, (x, 0.8), wrt=(0, 1))
+    g = s2sad.grad(elastic, wrt="alpha")(x, alpha=0.8)
+    assert_close(g, 0.5 * np.sum(np.abs(x)) + 0.5 * np.sum(x * x))
+
+
+# == case: container_passed_through_helpers
+def unpack_state(state):
+    return state["pos"], state["vel"]
+
+
+def step_state(state, dt):
+    pos, vel = unpack_state(state)
+    return {"pos": pos + dt * vel, "vel": vel - dt * np.sin(pos)}
+
+
+def pendulum_energy(state, dt, n):
+    for _ in range(n):
+        state = step_state(state, dt)
+    pos, vel = unpack_state(state)
+    return 0.5 * vel ** 2 - np.cos(pos)
+
+
+def test_container_passed_through_helpers():
+    state = {"pos": 0.6, "vel": -0.2}
+    check_grads(pendulum_energy, (state, 0.05, 10), wrt=(0, 1))
+
+
+# == case: tuple_of_arrays_concatenate
+def stacked_norm(parts):
+    v = np.concatenate(parts)
+    return np.sqrt(np.sum(v * v))
+
+
+def test_tuple_of_arrays_concatenate():
+    r = rng(28)
+    parts = (r.standard_normal(2), r.standard_normal(3), r.standard_normal(1))
+    check_grads(stacked_norm, (parts,))
+    g = s2sad.grad(stacked_norm)(parts)
+    assert isinstance(g, tuple) and [p.shape for p in g] == [(2,), (3,), (1,)]

@@ -1,0 +1,98 @@
+"""Constructs s2sad refuses, clearly: at transform time, naming the construct and file:line."""
+import asyncio
+
+import numpy as np
+import pytest
+
+import s2sad
+from lang_helpers import line_of, rng
+
+HERE = __file__
+STATE = 0.0
+_ACC = [0.0]
+
+
+def _assert_refused(excinfo, construct_words, lines):
+    """The error is an S2SADError subclass; its message names the construct and file:line."""
+    e = excinfo.value
+    assert isinstance(e, s2sad.S2SADError), type(e)
+    msg = str(e)
+    assert any(w in msg.lower() for w in construct_words), msg
+    assert any(f"{HERE}:{ln}" in msg for ln in lines), (msg, lines)
+
+
+# == case: refuse_user_generator_called
+def running_squares(x):
+    for v in x:
+        yield v * v
+
+
+def sum_of_generator(x):
+    return sum(running_squares(x))
+
+
+def test_refuse_user_generator_called():
+    with pytest.raises(s2sad.S2SADError) as ei:
+        s2sad.grad(sum_of_generator)(np.array([0.5, 1.5]))
+    _assert_refused(ei, ["yield", "generator"],
+                    [line_of(running_squares, "yield"), line_of(running_squares, "def "),
+                     line_of(sum_of_generator, "running_squares(")])
+
+
+# == case: refuse_generator_differentiated_directly
+def gen_loss(x):
+    yield np.sum(x * x)
+
+
+def test_refuse_generator_differentiated_directly():
+    with pytest.raises(s2sad.S2SADError) as ei:
+        s2sad.grad(gen_loss)(np.array([0.5, 1.5]))
+    _assert_refused(ei, ["yield", "generator"], [line_of(gen_loss, "yield"), line_of(gen_loss, "def ")])
+
+
+# == case: refuse_async_def
+async def async_loss(x):
+    await asyncio.sleep(0)
+    return np.sum(x * x)
+
+
+def test_refuse_async_def():
+    with pytest.raises(s2sad.S2SADError) as ei:
+        s2sad.grad(async_loss)(np.array([0.5, 1.5]))
+    _assert_refused(ei, ["async"], [line_of(async_loss, "async def"), line_of(async_loss, "await")])
+
+
+# == case: refuse_async_callee
+async def fetch_scale(x):
+    return 2.0 * x
+
+
+def calls_async(x):
+    coro = fetch_scale(x)
+    return asyncio.run(coro)
+
+
+def test_refuse_async_callee():
+    with pytest.raises(s2sad.S2SADError) as ei:
+        s2sad.grad(calls_async)(1.5)
+    _assert_refused(ei, ["async", "coroutine"],
+                    [line_of(fetch_scale, "async def"), line_of(calls_async, "fetch_scale(x)"),
+                     line_of(calls_async, "asyncio.run")])
+
+
+# == case: refuse_nonlocal_write_of_active_value
+def make_accumulating_loss():
+    total = 0.0
+
+    def loss(x):
+        nonlocal total
+        total = total + np.sum(x * x)
+        return total
+    return loss
+
+
+def test_refuse_nonlocal_write_of_active_value():
+    loss = make_accumulating_loss()
+    with pytest.raises(s2sad.S2SADError) as ei:
+        s2sad.grad(loss)(np.array([0.5, 1.5]))
+    _assert_refused(ei, ["nonlocal"], [line_of(loss, "total = total"), line_of(loss, "nonlocal total")])
