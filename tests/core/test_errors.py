@@ -1,0 +1,274 @@
+"""Point 10 of issue 2: bad input gets an S2SADError subclass whose message names the user's
+file:line and the fix."""
+import inspect
+import math
+import os
+import textwrap
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import errors
+from core_util import randn
+
+HERE = os.path.abspath(__file__)
+
+
+def line_of(fn, marker):
+    """The file line number of the first line of ``fn`` containing ``marker``."""
+    lines, start = inspect.getsourcelines(fn)
+    for k, text in enumerate(lines):
+        if marker in text:
+            return start + k
+    raise LookupError(marker)
+
+
+def test_one_base_class():
+    for cls in (s2sad.UnsupportedSyntaxError, s2sad.SourceUnavailableError,
+                s2sad.OpaqueCalleeError, s2sad.NonScalarOutputError, s2sad.WrtError,
+                s2sad.RuleError, s2sad.DeviceMismatchError):
+        assert issubclass(cls, s2sad.S2SADError)
+        assert getattr(errors, cls.__name__) is cls
+
+
+# -- unsupported constructs --------------------------------------------------------------------------
+def uses_listcomp(x):
+    y = x * 2.0
+    return sum([v * v for v in y])          # MARK
+
+
+def uses_lambda(x):
+    f = lambda v: v * v                      # noqa: E731  MARK
+    return f(x)
+
+
+def uses_try(x):
+    try:                                     # MARK
+        y = x * 2.0
+    except ValueError:
+        y = x
+    return y
+
+
+def uses_generator(x):
+    yield x * 2.0                            # MARK
+
+
+def uses_genexp(x):
+    return sum(v for v in [x, x])            # MARK
+
+
+def uses_global(x):
+    global _G                                # MARK
+    return x
+
+
+def uses_walrus(x):
+    return (y := x * 2.0) * y                # MARK
+
+
+UNSUPPORTED = [(uses_listcomp, "list comprehension"), (uses_lambda, "lambda"),
+               (uses_try, "try"), (uses_generator, "yield"), (uses_genexp, "generator"),
+               (uses_global, "global"), (uses_walrus, ":=")]
+
+
+@pytest.mark.parametrize("fn, name", UNSUPPORTED, ids=[f.__name__ for f, _ in UNSUPPORTED])
+def test_unsupported_construct_named_with_file_and_line(fn, name):
+    with pytest.raises(s2sad.UnsupportedSyntaxError) as ei:
+        s2sad.grad(fn)(1.5)
+    msg = str(ei.value)
+    assert f"{HERE}:{line_of(fn, 'MARK')}" in msg, msg
+    assert name in msg, msg
+    assert "Fix:" in msg
+    assert ei.value.origin is not None and ei.value.origin.line == line_of(fn, "MARK")
+
+
+def undefined_name(x):
+    return x * not_defined_anywhere          # noqa: F821  MARK
+
+
+def test_undefined_name():
+    with pytest.raises(s2sad.S2SADError) as ei:
+        s2sad.grad(undefined_name)(1.0)
+    msg = str(ei.value)
+    assert "not_defined_anywhere" in msg
+    assert f"{HERE}:{line_of(undefined_name, 'MARK')}" in msg
+
+
+# -- opaque callee on an active value ------------------------------------------------------------
+def uses_fsum(x, y):
+    s = math.fsum([x, y, 1.0])               # MARK
+    return s * x
+
+
+def test_opaque_callee_on_active_value():
+    with pytest.raises(s2sad.OpaqueCalleeError) as ei:
+        s2sad.grad(uses_fsum)(0.5, 0.25)
+    msg = str(ei.value)
+    assert f"{HERE}:{line_of(uses_fsum, 'MARK')}" in msg, msg
+    assert "fsum" in msg
+    assert "s2sad.defrule(" in msg and "defzero" in msg
+
+
+def test_opaque_error_rule_skeleton_is_ready_to_paste():
+    with pytest.raises(s2sad.OpaqueCalleeError) as ei:
+        s2sad.grad(uses_fsum)(0.5, 0.25)
+    msg = str(ei.value)
+    start = msg.rindex("\n", 0, msg.index("import s2sad")) + 1
+    block = []
+    for line in msg[start:].splitlines():
+        if not line.strip():
+            break
+        block.append(line)
+    skeleton = textwrap.dedent("\n".join(block))
+    compile(skeleton, "<skeleton>", "exec")          # it is valid Python
+    assert skeleton.startswith("import s2sad\ns2sad.defrule(math.fsum,")
+
+
+def opaque_inactive_ok(x):
+    n = math.fsum([1.0, 2.0])                # opaque, but nothing active flows in
+    return x * n
+
+
+def test_opaque_callee_without_active_arguments_is_fine():
+    assert s2sad.grad(opaque_inactive_ok)(0.5) == pytest.approx(3.0)
+
+
+# -- grad of a non-scalar output -----------------------------------------------------------------
+def vector_out(x):
+    return np.sin(x)
+
+
+def int_out(x):
+    return 3
+
+
+def complex_out(x):
+    return x * (1.0 + 2.0j)
+
+
+def test_grad_of_array_output():
+    with pytest.raises(s2sad.NonScalarOutputError) as ei:
+        s2sad.grad(vector_out)(randn(3))
+    msg = str(ei.value)
+    assert "(3,)" in msg and "vjp" in msg
+    assert HERE in msg
+
+
+def test_grad_of_int_output():
+    with pytest.raises(s2sad.NonScalarOutputError) as ei:
+        s2sad.grad(int_out)(1.0)
+    assert "int" in str(ei.value)
+
+
+def test_grad_of_complex_output():
+    with pytest.raises(s2sad.NonScalarOutputError) as ei:
+        s2sad.grad(complex_out)(1.0)
+    assert "complex" in str(ei.value) or "real" in str(ei.value)
+
+
+def test_vjp_of_array_output_is_fine():
+    x = randn(3)
+    v, pb = s2sad.vjp(vector_out, x)
+    (g,) = pb(np.ones(3))
+    np.testing.assert_allclose(g, np.cos(x), rtol=1e-12)
+
+
+# -- wrt ---------------------------------------------------------------------------------------------
+def two_args(x, n):
+    return x * n
+
+
+def test_wrt_names_a_nonexistent_argument():
+    with pytest.raises(s2sad.WrtError) as ei:
+        s2sad.grad(two_args, wrt="y")
+    msg = str(ei.value)
+    assert "'y'" in msg and "x" in msg and "n" in msg
+    assert f"{HERE}:" in msg
+
+
+def test_wrt_index_out_of_range():
+    with pytest.raises(s2sad.WrtError) as ei:
+        s2sad.grad(two_args, wrt=2)
+    assert "2" in str(ei.value)
+
+
+def test_wrt_in_decorator_checked_at_decoration():
+    with pytest.raises(s2sad.WrtError):
+        s2sad.differentiate(two_args, wrt="nope")
+
+
+def test_wrt_on_a_non_differentiable_argument():
+    with pytest.raises(s2sad.WrtError) as ei:
+        s2sad.grad(two_args, wrt="n")(1.5, 3)
+    msg = str(ei.value)
+    assert "'n'" in msg and "int" in msg
+    assert "Fix:" in msg
+
+
+def test_wrt_on_an_integer_array():
+    with pytest.raises(s2sad.WrtError) as ei:
+        s2sad.grad(two_args, wrt=0)(np.arange(3), 2.0)
+    assert "int64" in str(ei.value) or "int" in str(ei.value)
+
+
+def test_wrt_twice():
+    with pytest.raises(s2sad.WrtError):
+        s2sad.grad(two_args, wrt=(0, "x"))
+
+
+# -- no source ---------------------------------------------------------------------------------------
+def test_builtin_has_no_source():
+    with pytest.raises(s2sad.SourceUnavailableError) as ei:
+        s2sad.grad(math.sin)(1.0)
+    assert "Fix:" in str(ei.value)
+
+
+def test_c_extension_ufunc_has_no_source():
+    with pytest.raises(s2sad.SourceUnavailableError):
+        s2sad.grad(np.add)(1.0, 2.0)
+
+
+def test_function_from_exec_string_has_no_source():
+    ns = {}
+    exec("def from_string(x):\n    return x * x\n", ns)
+    with pytest.raises(s2sad.SourceUnavailableError) as ei:
+        s2sad.grad(ns["from_string"])(1.0)
+    msg = str(ei.value)
+    assert "from_string" in msg and "exec" in msg
+
+
+def test_decorating_exec_string_function():
+    ns = {}
+    exec("def from_string2(x):\n    return x * x\n", ns)
+    with pytest.raises(s2sad.SourceUnavailableError):
+        s2sad.differentiate(ns["from_string2"]).grad(1.0)
+
+
+def star_args(*xs):
+    return xs[0]
+
+
+def test_star_args_function():
+    with pytest.raises(s2sad.S2SADError) as ei:
+        s2sad.grad(star_args)(1.0)
+    assert "*" in str(ei.value)
+
+
+def test_not_a_function():
+    with pytest.raises(s2sad.S2SADError):
+        s2sad.grad(42)
+
+
+# -- errors at run time point at the user's line -------------------------------------------------
+def shape_mismatch(a, b):
+    c = a * 2.0
+    return np.sum(c @ b)                     # MARK
+
+
+def test_runtime_error_in_generated_code_points_at_user_line():
+    with pytest.raises(ValueError) as ei:
+        s2sad.grad(shape_mismatch)(randn(3), randn(4))
+    notes = "\n".join(getattr(ei.value, "__notes__", []))
+    assert f"{HERE}:{line_of(shape_mismatch, 'MARK')}" in notes, notes
