@@ -46,3 +46,162 @@ def test_differentiate_decorated_method():
     v, g = reg.loss.value_and_grad(w)
     assert_close(v, 0.5 * np.sum((reg.X @ w - reg.y) ** 2))
     assert_close(g, reg.X.T @ (reg.X @ w - reg.y))
+
+
+# == case: method_uses_self_W
+class Linear:
+    def __init__(self, W, b):
+        self.W = W
+        self.b = b
+
+    def forward(self, x):
+        return self.W @ x + self.b
+
+
+def linear_loss(layer, x):
+    y = layer.forward(x)
+    return np.sum(y * y)
+
+
+def test_method_uses_self_W_gradient_wrt_input():
+    r = rng(30)
+    layer = Linear(r.standard_normal((3, 4)), r.standard_normal(3))
+    x = r.standard_normal(4)
+    g = s2sad.grad(linear_loss, wrt=1)(layer, x)
+    assert_close(g, 2 * layer.W.T @ (layer.W @ x + layer.b))
+
+
+def test_method_uses_self_W_gradient_wrt_object():
+    r = rng(31)
+    layer = Linear(r.standard_normal((3, 4)), r.standard_normal(3))
+    x = r.standard_normal(4)
+    check_obj_grad(linear_loss, (layer, x), 0, ["W", "b"])
+
+
+# == case: dataclass_params_wrt_object
+@dataclass
+class Params:
+    W: np.ndarray
+    b: np.ndarray
+    scale: float
+
+
+def dc_loss(p, x, y):
+    pred = p.scale * np.tanh(p.W @ x + p.b)
+    return np.mean((pred - y) ** 2)
+
+
+def test_dataclass_params_wrt_object():
+    r = rng(33)
+    p = Params(r.standard_normal((2, 3)), r.standard_normal(2), 1.5)
+    x, y = r.standard_normal(3), r.standard_normal(2)
+    g = check_obj_grad(dc_loss, (p, x, y), 0, ["W", "b", "scale"])
+    assert isinstance(g, (Params, dict))
+
+
+# == case: dataclass_method
+@dataclass
+class Ridge:
+    w: np.ndarray
+    lam: float = 0.1
+
+    def predict(self, X):
+        return X @ self.w
+
+    def loss(self, X, y):
+        r = self.predict(X) - y
+        return np.mean(r * r) + self.lam * np.sum(self.w * self.w)
+
+
+def ridge_objective(model, X, y):
+    return model.loss(X, y)
+
+
+def test_dataclass_method():
+    r = rng(34)
+    model = Ridge(r.standard_normal(3), 0.2)
+    X, y = r.standard_normal((6, 3)), r.standard_normal(6)
+    check_grads(ridge_objective, (model, X, y), wrt=(1, 2))
+    g = check_obj_grad(ridge_objective, (model, X, y), 0, ["w", "lam"])
+    want_w = 2 * X.T @ (X @ model.w - y) / 6 + 2 * 0.2 * model.w
+    assert_close(as_attr_dict(g, ["w"])["w"], want_w)
+
+
+# == case: call_model
+class MLP:
+    def __init__(self, sizes, seed=0):
+        r = np.random.default_rng(seed)
+        self.layers = [(r.standard_normal((m, n)) / np.sqrt(n), np.zeros(m))
+                       for n, m in zip(sizes[:-1], sizes[1:])]
+
+    def __call__(self, x):
+        for i, (W, b) in enumerate(self.layers):
+            x = W @ x + b
+            if i < len(self.layers) - 1:
+                x = np.tanh(x)
+        return x
+
+
+def model_loss(model, x, y):
+    return np.sum((model(x) - y) ** 2)
+
+
+def test_call_model_gradient_wrt_input():
+    r = rng(35)
+    model = MLP([3, 5, 2])
+    x, y = r.standard_normal(3), r.standard_normal(2)
+    check_grads(model_loss, (model, x, y), wrt=(1, 2))
+
+
+# == case: property_access
+class Gaussian:
+    def __init__(self, mu, log_sigma):
+        self.mu = mu
+        self.log_sigma = log_sigma
+
+    @property
+    def sigma(self):
+        return np.exp(self.log_sigma)
+
+    def logpdf(self, x):
+        z = (x - self.mu) / self.sigma
+        return -0.5 * z * z - self.log_sigma - 0.5 * np.log(2 * np.pi)
+
+
+def gaussian_loglik(dist, xs):
+    return np.sum(dist.logpdf(xs))
+
+
+def test_property_access():
+    r = rng(36)
+    dist = Gaussian(0.4, -0.3)
+    xs = r.standard_normal(7)
+    check_grads(gaussian_loglik, (dist, xs), wrt=1)
+    check_obj_grad(gaussian_loglik, (dist, xs), 0, ["mu", "log_sigma"])
+
+
+# == case: frozen_dataclass_config
+@dataclass(frozen=True)
+class Config:
+    lr: float
+    decay: float
+    steps: int
+
+
+def schedule_loss(w, cfg):
+    total = 0.0
+    lr = cfg.lr
+    for _ in range(cfg.steps):
+        total = total + lr * np.sum(w * w)
+        lr = lr * cfg.decay
+    return total
+
+
+def test_frozen_dataclass_config():
+    r = rng(40)
+    w = r.standard_normal(3)
+    cfg = Config(0.3, 0.9, 4)
+    check_grads(schedule_loss, (w, cfg), wrt=0)
+    g = check_obj_grad(schedule_loss, (w, cfg), 1, ["lr", "decay"])
+    d = as_attr_dict(g, ["steps"])
+    assert d["steps"] is None or d["steps"] == 0

@@ -153,3 +153,18 @@ def test_tuple_of_arrays_concatenate():
     check_grads(stacked_norm, (parts,))
     g = s2sad.grad(stacked_norm)(parts)
     assert isinstance(g, tuple) and [p.shape for p in g] == [(2,), (3,), (1,)]
+
+
+# == case: tuple_and_starred_unpacking
+def head_tail(values):
+    first, *middle, last = values
+    a, (b, c) = first, (last, middle[0])
+    return a * b + c * sum(middle)
+
+
+def test_tuple_and_starred_unpacking():
+    vals = [0.3, 1.2, -0.5, 0.9, 2.0]
+    check_grads(head_tail, (vals,))
+    g = s2sad.grad(head_tail)(vals)
+    c, mid = 1.2, 1.2 - 0.5 + 0.9
+    assert_close(g, [2.0, mid + c, c, c, 0.3])

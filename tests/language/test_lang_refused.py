@@ -96,3 +96,32 @@ def test_refuse_nonlocal_write_of_active_value():
     with pytest.raises(s2sad.S2SADError) as ei:
         s2sad.grad(loss)(np.array([0.5, 1.5]))
     _assert_refused(ei, ["nonlocal"], [line_of(loss, "total = total"), line_of(loss, "nonlocal total")])
+
+
+# == case: refuse_global_write_of_active_value
+def leaks_to_global(x):
+    global STATE
+    STATE = np.sum(x * x)
+    return STATE * 2.0
+
+
+def test_refuse_global_write_of_active_value():
+    before = STATE
+    with pytest.raises(s2sad.S2SADError) as ei:
+        s2sad.grad(leaks_to_global)(np.array([0.5, 1.5]))
+    _assert_refused(ei, ["global"], [line_of(leaks_to_global, "STATE = "), line_of(leaks_to_global, "global STATE")])
+    assert STATE == before      # refused at transform time: nothing ran
+
+
+# == case: refuse_global_augassign_active
+def accumulate_global(x):
+    global STATE
+    STATE += np.sum(x)
+    return np.sum(x * x)
+
+
+def test_refuse_global_augassign_active():
+    with pytest.raises(s2sad.S2SADError) as ei:
+        s2sad.grad(accumulate_global)(np.array([0.5, 1.5]))
+    _assert_refused(ei, ["global"], [line_of(accumulate_global, "STATE +="),
+                                     line_of(accumulate_global, "global STATE")])

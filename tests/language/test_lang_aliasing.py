@@ -1,0 +1,68 @@
+"""Traps where a derivative can go silently wrong: late binding, aliasing, in-place mutation."""
+import numpy as np
+
+import s2sad
+from lang_helpers import check_grads, rng, assert_close
+
+
+# == case: array_mutated_after_use
+def mutate_after_use(x):
+    h = x * 2.0
+    y = np.sin(h)               # the adjoint of sin needs the old h
+    h[0] = 5.0                  # ... which is then overwritten in place
+    h *= x
+    return np.sum(y) + np.sum(h)
+
+
+def test_array_mutated_after_use():
+    r = rng(90)
+    x = r.standard_normal(4)
+    check_grads(mutate_after_use, (x,))
+    want = 2.0 * np.cos(2.0 * x) + 4.0 * x
+    want[0] = 2.0 * np.cos(2.0 * x[0]) + 5.0
+    assert_close(s2sad.grad(mutate_after_use)(x), want)
+
+
+# == case: dict_value_overwritten
+def overwrite(x, y):
+    d = {"a": x * y}
+    t = d["a"] * 3.0
+    d["a"] = y * y             # the old value is gone, but t used it
+    return t + d["a"]
+
+
+def test_dict_value_overwritten():
+    check_grads(overwrite, (0.8, -1.4), wrt=(0, 1))
+    assert_close(s2sad.grad(overwrite, wrt=(0, 1))(0.8, -1.4), [3 * -1.4, 3 * 0.8 + 2 * -1.4])
+
+
+# == case: same_array_twice_as_argument
+def bilinear(a, b):
+    return np.sum(a * np.cos(b))
+
+
+def self_bilinear(x):
+    return bilinear(x, x) + bilinear(x, 2.0 * x)
+
+
+def test_same_array_twice_as_argument():
+    r = rng(91)
+    x = r.standard_normal(4)
+    check_grads(self_bilinear, (x,))
+    want = np.cos(x) - x * np.sin(x) + np.cos(2 * x) - 2 * x * np.sin(2 * x)
+    assert_close(s2sad.grad(self_bilinear)(x), want)
+
+
+# == case: gradient_not_aliased_to_input
+def identity_sum(x, y):
+    return np.sum(x) + np.sum(y)
+
+
+def test_gradient_not_aliased_to_input():
+    r = rng(92)
+    x, y = r.standard_normal(3), r.standard_normal(3)
+    gx, gy = s2sad.grad(identity_sum, wrt=(0, 1))(x, y)
+    assert gx is not gy
+    gx += 1.0
+    assert_close(gy, np.ones(3))
+    assert_close(x, rng(92).standard_normal(3))
