@@ -1,0 +1,100 @@
+"""The forward-mode pipeline for one function: source -> IR -> classify -> activity -> forward
+emit -> load, cached under the mode ``"forward"``."""
+import sys
+
+import numpy as np
+
+from .. import classify as C
+from .. import runtime
+from ..cache import CACHE
+from ..frontend import jumps
+from ..frontend.analysis import written_arrays
+from ..frontend.lower import Lowerer
+from ..frontend.source import FunctionSource
+from ..rules import registry
+from ..rules import runtime_rules  # noqa: F401  (until the registry loads it: see /tmp/forward_hooks.md)
+from . import text as T
+from .build import Derivative, _sites
+from .forward import ForwardEmitter, ForwardStub, forward_activity
+from .load import GeneratedModule
+
+
+class _Lowerer(Lowerer):
+    """The lowering, with temporaries that never reuse a name the function already binds
+    (generated code has variables named ``_1``, ``_2``...)."""
+
+    def tmp(self):
+        while True:
+            self.counter += 1
+            name = f"_{self.counter}"
+            if name not in self.locals:
+                return name
+
+
+def lower_function(pyfunc):
+    fn = _Lowerer(FunctionSource(pyfunc)).lower_function()
+    jumps.structure(fn)
+    return fn
+
+
+def forward_derivative(pyfunc, mask, kinds):
+    """The cached forward-mode :class:`~s2sad.codegen.build.Derivative` of ``pyfunc`` w.r.t. the
+    parameters where ``mask`` is True; ``.jvp(*params, *tangents) -> (value, tangent)``."""
+    key = CACHE.key(pyfunc, "forward", tuple(mask), tuple(kinds))
+    dv = CACHE._store.get(key)
+    if dv is not None:
+        return dv
+    return CACHE.get(key, lambda: build_forward(pyfunc, tuple(mask), tuple(kinds)))
+
+
+def _namer(namespace, own_key, own_name):
+    names = {own_key: own_name}
+    taken = set(namespace) | {own_name}
+
+    def namer(callee, mask):
+        k = (callee, tuple(mask))
+        if k in names:
+            return names[k]
+        base = callee.__name__ if callee.__name__.isidentifier() else "f"
+        name, n = f"{base}__jvp", 1
+        while name in taken:
+            n += 1
+            name = f"{base}__jvp{n}"
+        taken.add(name)
+        namespace[name] = ForwardStub(callee, tuple(mask))
+        names[k] = name
+        return name
+    return namer
+
+
+def build_forward(pyfunc, mask, param_kinds):
+    """Build ``f__jvp`` for ``pyfunc`` with respect to the parameters where ``mask`` is True."""
+    fn = lower_function(pyfunc)
+    wrt = [p for p, m in zip(fn.params, mask) if m]
+    kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
+    active, varied = forward_activity(fn, wrt)
+    C.finish(fn, active, varied)
+    namespace = dict(registry.NAMESPACE)
+    namespace.update(fn.namespace)
+    namespace["_rt"] = runtime
+    namespace["_fw"] = sys.modules[ForwardEmitter.__module__]
+    namespace.setdefault("np", np)
+    name = pyfunc.__name__ if pyfunc.__name__.isidentifier() else "f"
+    jvp_name = f"{name}__jvp"
+    namer = _namer(namespace, (pyfunc, tuple(mask)), jvp_name)
+    em = ForwardEmitter(fn, kinds, active, wrt, namespace, namer)
+    triples = em.emit(jvp_name)
+    header = [(0, f"# s2sad forward-mode derivative of {pyfunc.__qualname__} "
+                  f"({fn.origin.short()}), with respect to {', '.join(wrt) or 'nothing'}", None),
+              (0, "", None)]
+    triples = header + triples
+    lines = T.format_lines(triples)
+    line_origins = {i + 1: t[2] for i, t in enumerate(triples) if t[2] is not None}
+    source = "\n".join(lines) + "\n"
+    mod = GeneratedModule(f"{name}_jvp", source, namespace, line_origins)
+    fwd = mod[jvp_name]
+    dv = Derivative(fn, mod, fwd, None, wrt, _sites(fn), mode="forward")
+    dv.jvp = fwd
+    written = written_arrays(fn)
+    dv.written_params = [p for p in wrt if p in written]
+    return dv

@@ -1,0 +1,747 @@
+"""Forward-mode emitter: an analysed IR function becomes ``f__jvp(params..., tangents...)``.
+
+``f__jvp`` runs the user's computation and, next to every statement whose result carries a
+derivative, the statement's tangent: ``_d_v`` is the tangent of ``v``.  It returns
+``(value, tangent of the value)``.  Only the active parameters (``wrt``) take a tangent.
+
+How tangents exist.  Every *active* variable (varied by a ``wrt`` parameter and reaching the
+output) has a tangent wherever it has a value: a statement that binds an active variable from
+values that carry no tangent gives it a zero tangent (``0.0`` for Python scalars, a zero array or
+container from :func:`zeros_like` otherwise), so control flow needs no joins.  Templates come from
+the rule table (``jvp=``), linear in ``t``; the output tangent is the sum over the active
+parameters.  A rule without a tangent template falls back to :func:`jvp_by_vjp`.
+
+Aliasing.  Tangents mirror the aliasing of the values: a view's tangent is a view of the tangent,
+a copy ``y = x`` shares ``x``'s tangent, so an in-place write ``y[i] = v`` writes ``_d_y[i] = _d_v``
+into the right buffer.  Where a template returns an input tangent unchanged for a value that is
+not a view (``y = x + 0.0``) and ``y`` is later written in place, the tangent is copied first.
+
+The second half of this module holds the helpers generated forward code calls as ``_fw.*``:
+zeros, broadcasting, dynamic call sites (:func:`jvp_call`, :func:`jvp_method`, :func:`jvp_attr`),
+the lazy derived-callee stub (:class:`ForwardStub`) and the tangent-from-adjoint fallback.
+"""
+import ast as _ast
+import inspect
+import operator
+import sys
+
+import numpy as np
+
+from .. import ir, runtime
+from ..errors import OpaqueCalleeError, RuleError
+from ..frontend.analysis import diff_reads, written_arrays
+from . import text as T
+from .reverse import _OpaqueSite, _is_scalar_operand
+
+_LIST_MUTATORS = {"append", "extend", "insert", "pop", "remove", "reverse", "clear"}
+_ADDERS = {"append", "extend", "insert"}
+
+
+def d(v):
+    """The tangent's name: ``_d_x`` for ``x``, ``_d_4`` for ``_4``."""
+    return f"_d{v}" if v.startswith("_") else f"_d_{v}"
+
+
+# -- activity -------------------------------------------------------------------------------------
+def _mutator(s):
+    """(receiver, args) when ``s`` is ``recv.append(...)``-like on a local, else None."""
+    call = s.call if isinstance(s, ir.ExprStmt) else None
+    if call is None or not isinstance(call.fn, ir.Method) or call.fn.name not in _ADDERS:
+        return None
+    recv = call.args[0]
+    if not isinstance(recv, str):
+        return None
+    return recv, [v for a in call.args[1:] for v in ir.operand_vars(a)]
+
+
+def forward_activity(fn, wrt):
+    """Active variables for forward mode: varied by ``wrt`` and useful for the output.
+
+    Like :func:`s2sad.frontend.analysis.activity`, plus list mutation by method calls
+    (``lst.append(v)`` makes ``lst`` varied when ``v`` is), which generated reverse sweeps use
+    for their per-variable stacks."""
+    stmts = list(ir.walk(fn.body))
+    varied = set(wrt)
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            if isinstance(s, ir.Assign) and s.target not in varied:
+                if any(v in varied for v in diff_reads(s)):
+                    varied.add(s.target)
+                    changed = True
+            elif isinstance(s, ir.SetItem) and s.obj not in varied:
+                if any(v in varied for v in ir.operand_vars(s.value)):
+                    varied.add(s.obj)
+                    changed = True
+            else:
+                m = _mutator(s)
+                if m and m[0] not in varied and any(v in varied for v in m[1]):
+                    varied.add(m[0])
+                    changed = True
+    useful = set()
+    for s in stmts:
+        if isinstance(s, ir.Return):
+            useful.update(ir.operand_vars(s.value))
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            srcs = []
+            if isinstance(s, ir.Assign) and s.target in useful:
+                srcs = diff_reads(s)
+            elif isinstance(s, ir.SetItem) and s.obj in useful:
+                srcs = ir.operand_vars(s.value)
+            else:
+                m = _mutator(s)
+                if m and m[0] in useful:
+                    srcs = m[1]
+            for v in srcs:
+                if v not in useful:
+                    useful.add(v)
+                    changed = True
+    return varied & useful, varied
+
+
+# -- the emitter ----------------------------------------------------------------------------------
+class ForwardEmitter:
+    def __init__(self, fn, kinds, active, wrt, namespace, derived_namer):
+        self.fn = fn
+        self.kinds = kinds
+        self.active = active
+        self.wrt = list(wrt)
+        self.namespace = namespace
+        self.consts = T.Consts(namespace)
+        self.derived_namer = derived_namer        # (pyfunc, mask) -> jvp name
+        self.real = {v for v, k in kinds.items() if k == "f"}
+        self.real |= {d(v) for v in self.real}
+        self.written = written_arrays(fn)
+        self.n = 0
+
+    def fresh(self, base):
+        self.n += 1
+        return f"_{base}{self.n}"
+
+    # -- operands ---------------------------------------------------------------------------
+    def is_active(self, op):
+        return isinstance(op, str) and op in self.active
+
+    def text(self, op):
+        return T.operand_text(op, self.consts)
+
+    def zero_text(self, op):
+        """A materialised zero tangent for the value of operand ``op``."""
+        if isinstance(op, ir.Const):
+            v = op.value
+            if isinstance(v, (bool, int, float)):
+                return "0.0"
+            if v is None or isinstance(v, str):
+                return "None"
+            if isinstance(v, complex):
+                return "0j"
+            return f"_fw.zeros_like({self.text(op)})"
+        if isinstance(op, str) and self.kinds.get(op) in ("f", "i"):
+            return "0.0"
+        return f"_fw.zeros_like({self.text(op)})"
+
+    def tangent_text(self, op, materialize=False):
+        """``_d_x`` for an active operand; for an inactive one None (or a zero if asked)."""
+        if isinstance(op, tuple):
+            if not any(self.is_active(x) for x in op) and not materialize:
+                return None
+            parts = [self.tangent_text(x, True) for x in op]
+            return f"({parts[0]},)" if len(parts) == 1 else "(" + ", ".join(parts) + ")"
+        if isinstance(op, dict):
+            if not any(self.is_active(x) for x in op.values()) and not materialize:
+                return None
+            return "{" + ", ".join(f"{k!r}: {self.tangent_text(v, True)}" for k, v in op.items()) + "}"
+        if self.is_active(op):
+            return d(op)
+        return self.zero_text(op) if materialize else None
+
+    # -- templates --------------------------------------------------------------------------
+    def jvp_tree(self, rule, p, bound, target):
+        tree = rule.tangent_template(p)
+        names = {n.id for n in _ast.walk(tree) if isinstance(n, _ast.Name)}
+        mapping = {}
+        for q in rule.signature.parameters:
+            if q in names and q != "t":
+                mapping[q] = T.parse_expr(self.text(bound.get(q)))
+        for nm in names:
+            if nm.startswith("n_") and isinstance(bound.get(nm[2:]), tuple):
+                mapping[nm] = T.parse_expr(str(len(bound[nm[2:]])))
+        mapping["t"] = T.parse_expr(self.tangent_text(bound.get(p), True))
+        mapping["ans"] = T.parse_expr(target)
+        tree = T.substitute(tree, mapping)
+        real = self.real | ({target} if self.kinds.get(target) == "f" else set())
+        return T.simplify(tree, real_names=real)
+
+    def needs_broadcast(self, rule, bound):
+        """Elementwise broadcasting op with two or more array operands: a single tangent term
+        may be smaller than the output."""
+        fn = rule.fn
+        elementwise = rule.broadcast or isinstance(fn, np.ufunc) or fn is np.where
+        if not elementwise:
+            return False
+        ops = [bound.get(p) for p in rule.differentiable]
+        arrays = [o for o in ops if isinstance(o, str) and not _is_scalar_operand(o, self.kinds)
+                  or isinstance(o, ir.Const) and hasattr(o.value, "shape")]
+        return len(arrays) >= 2
+
+    def primitive_tangent(self, call, target):
+        """Source text of the tangent of a primitive call site's result."""
+        rule, bound = call.rule, call.info["bound"]
+        terms = []
+        fallback = []
+        for p in rule.differentiable:
+            v = bound.get(p)
+            act = any(self.is_active(x) for x in v) if isinstance(v, tuple) else \
+                any(self.is_active(x) for x in v.values()) if isinstance(v, dict) else self.is_active(v)
+            if not act:
+                continue
+            if rule.fn is operator.getitem and isinstance(bound.get("idx"), ir.Index):
+                sub = T.index_subscript_text(bound["idx"], self.consts)
+                terms.append(T.parse_expr(f"{d(v)}[{sub}]"))
+            elif p in rule.jvp:
+                terms.append(self.jvp_tree(rule, p, bound, target))
+            else:
+                fallback.append(p)
+        for p in fallback:
+            rname = self.consts.name_for(rule)
+            args = "(" + "".join(f"{self.text(bound.get(q))}, " for q in rule.signature.parameters) + ")"
+            terms.append(T.parse_expr(f"_fw.jvp_by_vjp({rname}, {p!r}, "
+                                      f"{self.tangent_text(bound.get(p), True)}, {target}, {args})"))
+        tree = terms[0]
+        for t in terms[1:]:
+            tree = _ast.BinOp(tree, _ast.Add(), t)
+        tree = _ast.fix_missing_locations(_Fold().visit(tree))
+        text = T.unparse(tree)
+        if self.needs_broadcast(rule, bound) and not (len(terms) > 1 and not fallback):
+            text = f"_fw.bcast({text}, {target})"
+        elif target in self.written and not rule.view and isinstance(tree, _ast.Name):
+            text = f"_rt.snap({text})"
+        return text
+
+    # -- statements -------------------------------------------------------------------------
+    def block(self, stmts):
+        out = []
+        for s in stmts:
+            out.extend(self.stmt(s))
+        return out
+
+    def stmt(self, s):
+        o = s.origin
+        c = self.consts
+        if isinstance(s, ir.Assign):
+            return self.assign(s)
+        if isinstance(s, ir.SetItem):
+            lines = [T.Line(f"{s.obj}[{T.index_subscript_text(s.index, c)}] = {self.text(s.value)}", o)]
+            if self.is_active(s.obj):
+                tv = self.tangent_text(s.value, True)
+                lines.append(T.Line(f"{d(s.obj)}[{T.index_subscript_text(s.index, c)}] = {tv}", o))
+            return lines
+        if isinstance(s, ir.ExprStmt):
+            return self.expr_stmt(s)
+        if isinstance(s, ir.Raise):
+            return [T.Line("raise" + (f" {self.text(s.exc)}" if s.exc is not None else ""), o)]
+        if isinstance(s, ir.If):
+            body, orelse = self.block(s.body), self.block(s.orelse)
+            test = self.text(s.test)
+            if not body and orelse:
+                return [T.Nest(f"if not {test}:", o, orelse)]
+            return [T.Nest(f"if {test}:", o, body, orelse or None)]
+        if isinstance(s, ir.For):
+            body = self.block(s.body)
+            rng = (f"range({self.text(s.start)}, {self.text(s.stop)}, {self.text(s.step)})")
+            if isinstance(s.start, ir.Const) and s.start.value == 0 and \
+                    isinstance(s.step, ir.Const) and s.step.value == 1:
+                rng = f"range({self.text(s.stop)})"
+            if s.brk:
+                body += [T.Line(f"if {s.brk}:", o), T.Line("    break", o)]
+            return [T.Nest(f"for {s.target} in {rng}:", o, body)]
+        if isinstance(s, ir.While):
+            test = self.text(s.test)
+            tb = self.block(s.test_body)
+            body = self.block(s.body)
+            if s.brk:
+                body += [T.Line(f"if {s.brk}:", o), T.Line("    break", o)]
+            if not tb:
+                return [T.Nest(f"while {test}:", o, body)]
+            return [T.Nest("while True:", o,
+                           tb + [T.Line(f"if not {test}:", o), T.Line("    break", o)] + body)]
+        if isinstance(s, ir.Return):
+            v = s.value
+            return [T.Line(f"return {self.text(v)}, {self.tangent_text(v, True)}", o)]
+        raise AssertionError(f"unexpected statement {s!r}")
+
+    def assign(self, s):
+        t, v, o = s.target, s.value, s.origin
+        c = self.consts
+        if not isinstance(v, ir.Call):
+            lines = [T.Line(f"{t} = {self.text(v)}", o)]
+            if t in self.active:
+                lines.append(T.Line(f"{d(t)} = {self.tangent_text(v, True)}", o))
+            return lines
+        call = v
+        mirror = self.mirror_site(call)
+        if mirror is not None:
+            return self.mirrored(call, mirror, t, o)
+        if t not in self.active or call.cls not in ("primitive", "derived", "dynamic"):
+            lines = [T.Line(f"{t} = {T.call_text(call, c)}", o)]
+            if call.cls == "opaque" and call.info.get("varied_args"):
+                site = c.name_for(_OpaqueSite(call, o))
+                lines.append(T.Line(f"_rt.check_opaque({t}, {site})", o))
+            if t in self.active:
+                lines.append(T.Line(f"{d(t)} = {self.zero_of_call(call, t)}", o))
+            return lines
+        if call.cls == "derived":
+            args = call.info["callargs"]
+            mask = tuple(self.is_active(a) for a in args)
+            name = self.derived_namer(call.info["callee"], mask)
+            parts = [self.text(a) for a in args] + [d(a) for a, m in zip(args, mask) if m]
+            return [T.Line(f"{t}, {d(t)} = {name}({', '.join(parts)})", o)]
+        if call.cls == "dynamic":
+            return [T.Line(f"{t}, {d(t)} = {self.dynamic_text(call)}", o)]
+        # primitive
+        tan = self.primitive_tangent(call, t)
+        primal = T.call_text(call, c)
+        if t in call.reads():
+            if _reads_name(tan, t):          # the tangent reads the old value: keep it apart
+                tmp = self.fresh("v")
+                tan = _rename(tan, t, tmp)
+                return [T.Line(f"{tmp} = {primal}", o), T.Line(f"{d(t)} = {tan}", o),
+                        T.Line(f"{t} = {tmp}", o)]
+            return [T.Line(f"{d(t)} = {tan}", o), T.Line(f"{t} = {primal}", o)]
+        return [T.Line(f"{t} = {primal}", o), T.Line(f"{d(t)} = {tan}", o)]
+
+    def zero_of_call(self, call, t):
+        fn = call.fn
+        if isinstance(fn, ir.Static) and fn.obj in (runtime.build_list, runtime.build_tuple):
+            parts = [self.tangent_text(a, True) for a in call.args]
+            if fn.obj is runtime.build_list:
+                return "[" + ", ".join(parts) + "]"
+            return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+        return self.zero_text(t)
+
+    def dynamic_text(self, call):
+        fn = call.fn
+        c = self.consts
+        args = call.args[1:] if isinstance(fn, (ir.Method, ir.Attr)) else call.args
+        argt = _tuple_text([self.text(a) for a in args])
+        tant = _tuple_text([self.tangent_text(a) or "None" for a in args])
+        kw = ""
+        if call.kwargs:
+            kw = ", {" + ", ".join(f"{k!r}: {self.text(v)}" for k, v in call.kwargs) + "}, {" + \
+                 ", ".join(f"{k!r}: {self.tangent_text(v) or 'None'}" for k, v in call.kwargs) + "}"
+        if isinstance(fn, ir.Attr):
+            r = call.args[0]
+            return f"_fw.jvp_attr({self.text(r)}, {self.tangent_text(r) or 'None'}, {fn.name!r})"
+        if isinstance(fn, ir.Method):
+            r = call.args[0]
+            return (f"_fw.jvp_method({self.text(r)}, {self.tangent_text(r) or 'None'}, {fn.name!r}, "
+                    f"{argt}, {tant}{kw})")
+        return f"_fw.jvp_call({T.operand_text(fn.var, c)}, {argt}, {tant}{kw})"
+
+    def mirror_site(self, call):
+        """A list method that changes an active list: its tangent list changes the same way."""
+        fn = call.fn
+        if isinstance(fn, ir.Method) and fn.name in _LIST_MUTATORS and self.is_active(call.args[0]) \
+                and not call.kwargs and self.kinds.get(call.args[0]) != "a":
+            return fn.name
+        return None
+
+    def mirrored(self, call, name, target, o):
+        recv = call.args[0]
+        c = self.consts
+        args = call.args[1:]
+        if self.kinds.get(recv) != "c":         # may be something else: decide at run time
+            text = self.dynamic_text(call)
+            if target is None:
+                return [T.Line(text, o)]
+            if target in self.active:
+                return [T.Line(f"{target}, {d(target)} = {text}", o)]
+            return [T.Line(f"{target}, _ = {text}", o)]
+        primal = T.call_text(call, c)
+        if name in _ADDERS:
+            targs = [self.text(a) for a in args[:-1]] + [self.tangent_text(args[-1], True)] \
+                if args else []
+        else:
+            targs = [self.text(a) for a in args]
+        tline = f"{d(recv)}.{name}({', '.join(targs)})"
+        if target is None:
+            return [T.Line(primal, o), T.Line(tline, o)]
+        if target in self.active:
+            return [T.Line(f"{target} = {primal}", o), T.Line(f"{d(target)} = {tline}", o)]
+        return [T.Line(f"{target} = {primal}", o), T.Line(tline, o)]
+
+    def expr_stmt(self, s):
+        call, o = s.call, s.origin
+        mirror = self.mirror_site(call)
+        if mirror is not None:
+            return self.mirrored(call, mirror, None, o)
+        if call.cls == "dynamic" and any(self.is_active(v) for v in call.reads()):
+            return [T.Line(self.dynamic_text(call), o)]
+        if call.cls == "derived":
+            args = call.info["callargs"]
+            mask = tuple(self.is_active(a) for a in args)
+            if any(mask):
+                name = self.derived_namer(call.info["callee"], mask)
+                parts = [self.text(a) for a in args] + [d(a) for a, m in zip(args, mask) if m]
+                return [T.Line(f"{name}({', '.join(parts)})", o)]
+        return [T.Line(T.call_text(call, self.consts), o)]
+
+    # -- driver -----------------------------------------------------------------------------
+    def emit(self, name):
+        fn = self.fn
+        params = list(fn.params) + [d(p) for p in self.wrt]
+        body = self.block(fn.body)
+        triples = [(0, f"def {name}({', '.join(params)}):", None)]
+        T.render(body, lambda h: [], triples, 1)
+        return triples
+
+
+class _Fold(_ast.NodeTransformer):
+    """Readability: fold constant arithmetic (``2 - 1`` -> ``1``), ``a ** 1`` -> ``a``,
+    ``a * 1`` -> ``a``, ``a + -b`` -> ``a - b``."""
+
+    _OPS = {_ast.Add: operator.add, _ast.Sub: operator.sub, _ast.Mult: operator.mul}
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        lt, rt = node.left, node.right
+        op = type(node.op)
+        if isinstance(lt, _ast.Constant) and isinstance(rt, _ast.Constant) and op in self._OPS \
+                and type(lt.value) in (int, float) and type(rt.value) in (int, float):
+            return _ast.copy_location(_ast.Constant(self._OPS[op](lt.value, rt.value)), node)
+        if op in (_ast.Pow, _ast.Mult) and isinstance(rt, _ast.Constant) and type(rt.value) is int \
+                and rt.value == 1:
+            return lt
+        if op is _ast.Mult and isinstance(lt, _ast.Constant) and type(lt.value) is int and lt.value == 1:
+            return rt
+        if op is _ast.Add and isinstance(rt, _ast.UnaryOp) and isinstance(rt.op, _ast.USub):
+            return _ast.copy_location(_ast.BinOp(lt, _ast.Sub(), rt.operand), node)
+        return node
+
+
+def _tuple_text(parts):
+    if len(parts) == 1:
+        return f"({parts[0]},)"
+    return "(" + ", ".join(parts) + ")"
+
+
+def _reads_name(text, name):
+    return any(isinstance(n, _ast.Name) and n.id == name for n in _ast.walk(T.parse_expr(text)))
+
+
+def _rename(text, old, new):
+    return T.unparse(T.substitute(T.parse_expr(text), {old: T.parse_expr(new)}))
+
+
+# =================================================================================================
+# Helpers generated forward code calls (``_fw.*``)
+# =================================================================================================
+def zeros_like(x):
+    """A zero tangent for the value ``x``: ``0.0`` for Python numbers, a floating zero array for
+    arrays (integer arrays too), containers of zeros for containers, None for the rest."""
+    t = type(x)
+    if t is float or t is int or t is bool:
+        return 0.0
+    if t is complex:
+        return 0j
+    if t is tuple or t is list:
+        return t(zeros_like(v) for v in x)
+    if t is dict:
+        return {k: zeros_like(v) for k, v in x.items()}
+    dt = getattr(x, "dtype", None)
+    if dt is not None and hasattr(x, "shape"):
+        xp = runtime.array_module(x)
+        return xp.zeros(x.shape, dtype=dt if dt.kind in "fc" else np.float64)
+    return None
+
+
+def materialize(t, x):
+    """A tangent with the structure of ``x`` (symbolic zeros/None replaced by zeros)."""
+    if t is None or (type(t) is float and t == 0.0 and not isinstance(x, (float, int))):
+        return zeros_like(x)
+    if type(t) in (tuple, list) and type(x) in (tuple, list):
+        return type(x)(materialize(a, b) for a, b in zip(t, x))
+    if type(t) is dict and type(x) is dict:
+        return {k: materialize(t.get(k), v) for k, v in x.items()}
+    return t
+
+
+def bcast(t, ans):
+    """The tangent ``t`` broadcast to the shape of ``ans`` (a broadcasting op's single term)."""
+    shape = getattr(ans, "shape", None)
+    if shape is None or getattr(t, "shape", None) == shape:
+        return t
+    xp = runtime.array_module(ans)
+    return xp.broadcast_to(t, shape).copy() if hasattr(t, "shape") or shape else t
+
+
+# -- rules at run time ------------------------------------------------------------------------------
+_TANGENT_FNS = {}
+
+
+def tangent_function(rule, param):
+    """A rule's tangent template compiled into ``f(t, ans, **params)``."""
+    key = (id(rule), param)
+    fn = _TANGENT_FNS.get(key)
+    if fn is None:
+        from ..rules.registry import NAMESPACE
+        params = ", ".join(["t", "ans"] + [p for p in rule.signature.parameters if p not in ("t", "ans")])
+        src = f"def _tangent({params}):\n    return {rule.jvp[param].strip()}\n"
+        glb = dict(NAMESPACE)
+        glb["_rt"] = runtime
+        glb["_fw"] = sys.modules[__name__]
+        exec(compile(src, f"<tangent {rule.name}:{param}>", "exec"), glb)
+        fn = _TANGENT_FNS[key] = (glb["_tangent"], rule)
+    return fn[0]
+
+
+def _leaves(x):
+    """(getter-path, array) pairs for the floating leaves of a value (arrays, floats, tuples)."""
+    if isinstance(x, (tuple, list)):
+        out = []
+        for i, v in enumerate(x):
+            out += [((i,) + p, a) for p, a in _leaves(v)]
+        return out
+    if isinstance(x, (float, complex)) or (hasattr(x, "dtype") and getattr(x.dtype, "kind", "") in "fc"):
+        return [((), x)]
+    return []
+
+
+def _with_leaf(x, path, value):
+    if not path:
+        return value
+    items = list(x)
+    items[path[0]] = _with_leaf(items[path[0]], path[1:], value)
+    return type(x)(items)
+
+
+def _inner(a, b):
+    """Real inner product of two tangents with the same structure (None/0.0 are zeros)."""
+    if a is None or b is None or (type(a) is float and a == 0.0) or (type(b) is float and b == 0.0):
+        return 0.0
+    if isinstance(a, (tuple, list)):
+        return sum(_inner(x, y) for x, y in zip(a, b))
+    return np.sum(np.conj(a) * b)
+
+
+def jvp_by_vjp(rule, which, t, ans, args):
+    """Tangent of a primitive that has only an adjoint rule: ``(J t)_k = <J^T e_k, t>`` for every
+    element ``k`` of the output (one adjoint evaluation per output element)."""
+    bound = dict(zip(rule.signature.parameters, args))
+    if rule.joint:
+        names = list(rule.joint[0])
+        adj = rule.adjoint_function("*")
+
+        def pull(g):
+            return adj(g, ans, **bound)[names.index(which)]
+    else:
+        adj = rule.adjoint_function(which)
+
+        def pull(g):
+            return adj(g, ans, **bound)
+    zero = zeros_like(ans)
+    out = zeros_like(ans)
+    for path, leaf in _leaves(ans):
+        if isinstance(leaf, (float, complex)) or np.ndim(leaf) == 0:
+            e = _with_leaf(zero, path, type(leaf)(1) if isinstance(leaf, (float, complex))
+                           else np.ones_like(leaf))
+            val = _inner(pull(e), t)
+            out = _with_leaf(out, path, type(leaf)(val) if isinstance(leaf, (float, complex))
+                             else np.asarray(val, dtype=leaf.dtype))
+            continue
+        res = np.zeros(leaf.shape, dtype=leaf.dtype)
+        for k in range(leaf.size):
+            basis = np.zeros(leaf.shape, dtype=leaf.dtype)
+            basis.flat[k] = 1
+            res.flat[k] = _inner(pull(_with_leaf(zero, path, basis)), t)
+        out = _with_leaf(out, path, res)
+    return out
+
+
+def _rule_tangent(rule, bound, ans, tangents):
+    """Sum over active parameters of the rule's tangent templates; ``tangents``: param -> t."""
+    out = None
+    for p, t in tangents.items():
+        if p in rule.jvp:
+            term = tangent_function(rule, p)(t, ans, **bound)
+        else:
+            term = jvp_by_vjp(rule, p, t, ans, tuple(bound.values()))
+        out = term if out is None else out + term
+    return zeros_like(ans) if out is None else out
+
+
+def _active_tangent(t, v):
+    return t is not None and runtime.differentiable(v)
+
+
+# -- derived callees --------------------------------------------------------------------------------
+class ForwardStub:
+    """``f__jvp`` for a user function called from generated forward code: the forward derivative
+    is looked up (and built once, lazily) per value kinds of the arguments."""
+
+    __slots__ = ("callee", "mask", "nparams", "_last")
+
+    def __init__(self, callee, mask):
+        self.callee, self.mask, self._last = callee, tuple(mask), None
+        self.nparams = len(mask)
+
+    def __call__(self, *args):
+        primals = args[:self.nparams]
+        kinds = tuple(runtime.kind_of(a) for a in primals)
+        last = self._last
+        if last is not None and last[0] == kinds:
+            f = last[1]
+        else:
+            from .build_forward import forward_derivative
+            f = forward_derivative(self.callee, self.mask, kinds).jvp
+            self._last = (kinds, f)
+        return f(*args)
+
+    def __repr__(self):
+        return f"<forward derivative of {self.callee.__qualname__}>"
+
+
+def _is_python(fn):
+    return inspect.isfunction(fn) and not (fn.__module__ or "").startswith("s2sad.")
+
+
+def _jvp_python(fn, args, targs, kwargs=None, tkwargs=None):
+    from .build_forward import forward_derivative
+    if kwargs or (fn.__defaults__ and len(args) < fn.__code__.co_argcount):
+        sig = inspect.signature(fn)
+        ba = sig.bind(*args, **(kwargs or {}))
+        ba.apply_defaults()
+        tb = dict(zip(list(sig.parameters), list(targs) + [None] * (len(sig.parameters) - len(targs))))
+        for k, v in (tkwargs or {}).items():
+            tb[k] = v
+        args = tuple(ba.arguments.values())
+        targs = tuple(tb.get(k) for k in ba.arguments)
+    mask = tuple(_active_tangent(t, a) for t, a in zip(targs, args)) + \
+        (False,) * (len(args) - len(targs))
+    if not any(mask):
+        value = fn(*args)
+        return value, zeros_like(value)
+    kinds = tuple(runtime.kind_of(a) for a in args)
+    f = forward_derivative(fn, mask, kinds).jvp
+    return f(*args, *[materialize(t, a) for t, a, m in zip(targs, args, mask) if m])
+
+
+def jvp_call(fn, args, targs, kwargs=None, tkwargs=None):
+    """A call whose callee is only known at run time: returns (value, tangent).
+
+    ``targs``/``tkwargs`` hold the arguments' tangents, None for arguments that carry none."""
+    kwargs = kwargs or {}
+    tkwargs = tkwargs or {}
+    self_ = getattr(fn, "__self__", None)
+    if self_ is not None and not inspect.ismodule(self_) and hasattr(fn, "__name__"):
+        return jvp_method(self_, None, fn.__name__, args, targs, kwargs, tkwargs)
+    if _is_python(fn):
+        return _jvp_python(fn, args, targs, kwargs, tkwargs)
+    from ..rules.registry import lookup
+    rule = lookup(fn) if not isinstance(fn, (list, dict)) else None
+    value = fn(*args, **kwargs)
+    if rule is not None and not rule.zero:
+        bound = rule.bind(args, kwargs)
+        return value, _rule_tangent(rule, bound, value, _param_tangents(rule, args, targs, kwargs, tkwargs))
+    if rule is None and runtime.differentiable(value) and any(
+            _active_tangent(t, a) for t, a in list(zip(targs, args)) +
+            [(tkwargs.get(k), v) for k, v in kwargs.items()]):
+        raise OpaqueCalleeError(runtime._opaque_message(fn), fix=runtime._rule_skeleton(fn))
+    return value, zeros_like(value)
+
+
+def _param_tangents(rule, args, targs, kwargs, tkwargs, self_=None, tself=None):
+    """Rule parameter -> tangent, for the active arguments of a call bound to the rule."""
+    allargs = ((self_,) if self_ is not None else ()) + tuple(args)
+    alltans = ((tself,) if self_ is not None else ()) + tuple(targs)
+    ba = rule.signature.bind(*[("__pos__", i) for i in range(len(allargs))],
+                             **{k: ("__kw__", k) for k in kwargs})
+    out = {}
+    for p, marker in ba.arguments.items():
+        if p not in rule.differentiable:
+            continue
+        markers = marker if isinstance(marker, tuple) and marker and isinstance(marker[0], tuple) \
+            else (marker,)
+        tans, any_active = [], False
+        for m in markers:
+            if m[0] == "__pos__":
+                tv, val = alltans[m[1]], allargs[m[1]]
+            else:
+                tv, val = tkwargs.get(m[1]), kwargs[m[1]]
+            if _active_tangent(tv, val):
+                any_active = True
+                tans.append(tv)
+            else:
+                tans.append(zeros_like(val))
+        if any_active:
+            out[p] = tuple(tans) if markers is marker else tans[0]
+    return out
+
+
+def jvp_method(recv, trecv, name, args, targs, kwargs=None, tkwargs=None):
+    """``recv.name(*args, **kwargs)`` with tangents: list mutation is mirrored on the tangent
+    list, array methods use their rules, methods of user classes are differentiated."""
+    kwargs = kwargs or {}
+    tkwargs = tkwargs or {}
+    if isinstance(recv, list) and name in _LIST_MUTATORS:
+        value = getattr(recv, name)(*args, **kwargs)
+        if trecv is None or runtime.is_zero(trecv):
+            return value, zeros_like(value)
+        if name in _ADDERS:
+            targs2 = list(args[:-1]) + [materialize(targs[-1], args[-1])] if args else []
+            getattr(trecv, name)(*targs2)
+            return value, None
+        if name == "remove":        # remove by value: find the position in the primal first
+            raise NotImplementedError("list.remove on a list that carries a derivative")
+        tv = getattr(trecv, name)(*args, **kwargs)
+        return value, tv if tv is not None else None
+    method = getattr(recv, name)
+    if hasattr(recv, "dtype") and hasattr(recv, "shape"):
+        from ..rules.registry import lookup_method
+        rule = lookup_method(name)
+        value = method(*args, **kwargs)
+        if rule is None or rule.zero:
+            if rule is None and runtime.differentiable(value) and (
+                    _active_tangent(trecv, recv) or any(_active_tangent(t, a) for t, a in zip(targs, args))):
+                raise OpaqueCalleeError(f"the array method .{name}() has no derivative rule",
+                                        fix=runtime._rule_skeleton(method))
+            return value, zeros_like(value)
+        bound = rule.bind((recv,) + tuple(args), kwargs)
+        tans = _param_tangents(rule, args, targs, kwargs, tkwargs, self_=recv, tself=trecv)
+        return value, _rule_tangent(rule, bound, value, tans)
+    func = getattr(method, "__func__", None)
+    if func is not None and _is_python(func):
+        return _jvp_python(func, (recv,) + tuple(args), (trecv,) + tuple(targs), kwargs, tkwargs)
+    if isinstance(recv, (tuple, list, dict)) and name in ("copy", "get", "index", "count", "keys",
+                                                         "values", "items"):
+        value = method(*args, **kwargs)
+        if trecv is None or runtime.is_zero(trecv):
+            return value, zeros_like(value)
+        if name == "copy":
+            return value, type(trecv)(trecv)
+        if name == "get":
+            return value, trecv.get(*args) if args[0] in trecv else zeros_like(value)
+        if name == "values":
+            return value, list(trecv.values())
+        if name == "items":
+            return value, [(k, trecv[k]) for k in recv]
+        return value, zeros_like(value)
+    return jvp_call(method, args, targs, kwargs, tkwargs)
+
+
+def jvp_attr(obj, tobj, name):
+    """Attribute read on a value of unknown type: arrays use the attribute rules."""
+    value = getattr(obj, name)
+    if hasattr(obj, "dtype") and hasattr(obj, "shape") and tobj is not None:
+        from ..rules.registry import lookup_attr
+        rule = lookup_attr(name)
+        if rule is not None and not rule.zero and "self" in rule.jvp:
+            return value, tangent_function(rule, "self")(materialize(tobj, obj), value, self=obj)
+    return value, zeros_like(value)
+
+
+RuleError  # noqa: B018 (raised by the build for rules without tangents where no fallback applies)

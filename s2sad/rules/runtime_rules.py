@@ -1,0 +1,248 @@
+"""Rules for the helpers that generated derivative code calls (``_rt.*`` from
+:mod:`s2sad.runtime`, ``_adj.*`` from :mod:`.adjoints`), so that generated code is itself
+differentiable: forward over reverse (``hvp``, ``hessian``) and reverse over reverse
+(``grad`` of a generated gradient).
+
+Most helpers are linear in their first argument, the incoming adjoint (called ``grad`` here,
+because ``g``, ``t`` and ``ans`` are template names): their tangent in it is the helper applied to
+the tangent, and their adjoint in it is the transposed operation.  Arguments only read for their
+shape, dtype or an index carry no derivative and are not listed.  Where a helper depends on a
+primal value (``pow_base_adjoint(grad, a, b)`` is ``grad * b * a ** (b - 1)``) that dependence
+gets its own entry: those entries are what second derivatives are made of.
+
+Helpers in this module are reached from templates as ``_rr.*``.
+"""
+import sys
+
+import numpy as np
+
+from .. import runtime as _r
+from . import adjoints as _adjoints
+from .registry import defrule, defzero
+
+NS = {"_adj": _adjoints, "_rr": sys.modules[__name__]}
+_any = dict(kind="any", ns=NS)
+_same = dict(kind="same", ns=NS)
+ZERO = "0.0 * ans"          # a tangent that vanishes (almost everywhere), shaped like the output
+
+
+# -- helpers the templates below call ---------------------------------------------------------------
+def expand_like(g, like):
+    """Transpose of ``unbroadcast(., like)``: ``g`` broadcast back to the shape of ``like``."""
+    if _r.is_zero(g):
+        return 0.0
+    shape = getattr(like, "shape", None)
+    if shape is None or getattr(g, "shape", None) == shape:
+        return g
+    return _r.array_module(like).broadcast_to(g, shape).copy()
+
+
+def take(g, idx):
+    """Transpose of ``getitem_adjoint(., x, idx)``: ``g[idx]`` (zero stays zero)."""
+    if _r.is_zero(g):
+        return 0.0
+    v = g[idx]
+    return 0.0 if v is None else v
+
+
+def scatter(g, like, idx):
+    """Transpose of ``setitem_value_adjoint(., idx, v)``: zeros shaped like ``like``, ``g`` at idx."""
+    if _r.is_zero(g):
+        return 0.0
+    if isinstance(like, (list, dict)):
+        out = _r.zeros_like(like)
+        out[idx] = g
+        return out
+    out = _r.array_module(like).zeros(np.shape(like), dtype=np.result_type(like, g))
+    out[idx] = g
+    return out
+
+
+def tuple_of(g, n):
+    """Transpose of ``parts(., n)``: the adjoint of a tuple is a tuple of adjoints."""
+    if _r.is_zero(g):
+        return 0.0
+    return tuple(g)
+
+
+def pow_d2(a, b):
+    """d/da of b * a ** (b - 1), with the exponents 0, 1, 2 exact (no 0 ** -1)."""
+    if type(b) in (int, float):
+        if b == 0 or b == 1:
+            return 0.0 * a
+        if b == 2:
+            return 2.0 + 0.0 * a
+        if b == 3:
+            return 6.0 * a
+    return b * (b - 1) * a ** (b - 2)
+
+
+def pow_db(a, b):
+    """d/db of b * a ** (b - 1)."""
+    return a ** (b - 1) * (1 + b * _r.safe_log(a))
+
+
+def safe_log_tangent(t, a):
+    """Tangent of ``safe_log(a)``: t / a where a is positive (or complex), 0 where log is set to 0."""
+    if type(a) in (int, float):
+        return t / a if a != 0 else 0.0 * t
+    xp = _r.array_module(a)
+    if getattr(a, "dtype", np.dtype(float)).kind == "c":
+        return t / xp.where(a == 0, 1, a)
+    return xp.where(a > 0, t / xp.where(a > 0, a, 1), 0.0)
+
+
+def hypot_out(grad, out, coords, t):
+    """Tangent of ``hypot_adjoint(grad, out, coords)`` in ``out``."""
+    return tuple(-grad * c * t / (out * out) if out != 0 else 0.0 for c in coords)
+
+
+def hypot_coords(grad, out, t):
+    return tuple(grad * tc / out if out != 0 else 0.0 for tc in t)
+
+
+def trigamma(x):
+    from scipy.special import polygamma
+    return float(polygamma(1, x))
+
+
+def inv_out(grad, out, t):
+    """Tangent in ``ans`` of ``inv(g, ans) = -(h @ g @ h)`` with ``h = ans^H``."""
+    h = np.conj(np.swapaxes(out, -1, -2))
+    th = np.conj(np.swapaxes(t, -1, -2))
+    return -(th @ grad @ h + h @ grad @ th)
+
+
+# -- runtime (``_rt``) --------------------------------------------------------------------------------
+defrule(_r.unbroadcast, "grad, x, /",
+        vjp={"grad": "_rr.expand_like(g, grad)"}, jvp={"grad": "_rt.unbroadcast(t, x)"}, **_any)
+defrule(_r.cj, "x, /", vjp={"x": "_rt.cj(g)"}, jvp={"x": "_rt.cj(t)"}, **_same)
+defrule(_r.real_like, "grad, x, /", vjp={"grad": "g"}, jvp={"grad": "_rt.real_like(t, x)"}, **_any)
+defrule(_r.add, "a, b, /", vjp={"a": "g", "b": "g"}, jvp={"a": "t", "b": "t"}, **_any)
+defrule(_r.getitem_adjoint, "grad, x, idx, /",
+        vjp={"grad": "_rr.take(g, idx)"}, jvp={"grad": "_rt.getitem_adjoint(t, x, idx)"}, **_any)
+defrule(_r.acc_getitem, "acc, x, idx, grad, /, _owned=False",
+        vjp={"acc": "g", "grad": "_rt.unbroadcast(_rr.take(g, idx), grad)"},
+        jvp={"acc": "t", "grad": "_rt.getitem_adjoint(t, x, idx)"}, **_any)
+defrule(_r.setitem_adjoint, "grad, idx, /",
+        vjp={"grad": "_rt.setitem_adjoint(g, idx)"}, jvp={"grad": "_rt.setitem_adjoint(t, idx)"},
+        **_any)
+defrule(_r.setitem_value_adjoint, "grad, idx, v, /",
+        vjp={"grad": "_rr.scatter(g, grad, idx)"},
+        jvp={"grad": "_rt.setitem_value_adjoint(t, idx, v)"}, **_any)
+defrule(_r.snap, "v, /", vjp={"v": "g"}, jvp={"v": "_rt.snap(t)"}, view=False, **_any)
+defrule(_r.parts, "grad, n, /", vjp={"grad": "_rr.tuple_of(g, n)"}, jvp={"grad": "_rt.parts(t, n)"},
+        kind="container", ns=NS)
+defrule(_r.dict_parts, "grad, keys, /", vjp={"grad": "dict(zip(keys, g))"},
+        jvp={"grad": "_rt.dict_parts(t, keys)"}, kind="container", ns=NS)
+defrule(_r.materialize, "grad, x, /", vjp={"grad": "g"}, jvp={"grad": "_rt.materialize(t, x)"},
+        **_any)
+defrule(_r.pow_base_adjoint, "grad, a, b, /",
+        vjp={"grad": "_rt.unbroadcast(_rt.pow_base_adjoint(g, a, b), grad)",
+             "a": "_rt.unbroadcast(g * grad * _rr.pow_d2(a, b), a)",
+             "b": "_rt.unbroadcast(g * grad * _rr.pow_db(a, b), b)"},
+        jvp={"grad": "_rt.pow_base_adjoint(t, a, b)",
+             "a": "grad * t * _rr.pow_d2(a, b)",
+             "b": "grad * t * _rr.pow_db(a, b)"}, **_same)
+defrule(_r.pow_exponent_adjoint, "grad, out, a, /",
+        vjp={"grad": "_rt.unbroadcast(g * out * _rt.safe_log(a), grad)",
+             "out": "_rt.unbroadcast(g * grad * _rt.safe_log(a), out)",
+             "a": "_rt.unbroadcast(_rr.safe_log_tangent(g * grad * out, a), a)"},
+        jvp={"grad": "_rt.pow_exponent_adjoint(t, out, a)",
+             "out": "grad * t * _rt.safe_log(a)",
+             "a": "grad * out * _rr.safe_log_tangent(t, a)"}, **_same)
+defrule(_r.safe_log, "a, /", vjp={"a": "_rr.safe_log_tangent(g, a)"},
+        jvp={"a": "_rr.safe_log_tangent(t, a)"}, **_same)
+defrule(_r.abs_adjoint, "grad, x, /",
+        vjp={"grad": "_rt.unbroadcast(_rt.abs_adjoint(g, x), grad)", "x": "0.0"},
+        jvp={"grad": "_rt.abs_adjoint(t, x)", "x": ZERO}, **_same)
+defrule(_r.abs_tangent, "tan, x, /",
+        vjp={"tan": "_rt.unbroadcast(_rt.abs_adjoint(g, x), tan)", "x": "0.0"},
+        jvp={"tan": "_rt.abs_tangent(t, x)", "x": ZERO}, **_same)
+defrule(_r.real_adjoint, "grad, x, /", vjp={"grad": "np.real(g)"},
+        jvp={"grad": "_rt.real_adjoint(t, x)"}, **_any)
+defrule(_r.imag_adjoint, "grad, x, /", vjp={"grad": "np.real(-1j * g)"},
+        jvp={"grad": "_rt.imag_adjoint(t, x)"}, **_any)
+defrule(_r.hypot_adjoint, "grad, out, coords, /",
+        jvp={"grad": "_rt.hypot_adjoint(t, out, coords)",
+             "out": "_rr.hypot_out(grad, out, coords, t)",
+             "coords": "_rr.hypot_coords(grad, out, t)"}, kind="container", ns=NS)
+defrule(_r.sum_adjoint, "grad, iterable, /", jvp={"grad": "_rt.sum_adjoint(t, iterable)"}, **_any)
+defrule(_r.digamma, "x, /", vjp={"x": "g * _rr.trigamma(x)"}, jvp={"x": "t * _rr.trigamma(x)"},
+        kind="float", ns=NS)
+defzero(_r.zeros_like, _r.is_zero, _r.kind_of, _r.differentiable, _r.check_opaque)
+
+# -- NumPy adjoints (``_adj``) ---------------------------------------------------------------------
+A = _adjoints
+RED = "grad, a, axis=None, keepdims=False, /"
+defrule(A.sum, RED, vjp={"grad": "np.sum(g, axis=axis, keepdims=keepdims)"},
+        jvp={"grad": "_adj.sum(t, a, axis, keepdims)"}, **_any)
+defrule(A.mean, RED, vjp={"grad": "np.mean(g, axis=axis, keepdims=keepdims)"},
+        jvp={"grad": "_adj.mean(t, a, axis, keepdims)"}, **_any)
+defrule(A.like, "grad, x, /", vjp={"grad": "g"}, jvp={"grad": "_adj.like(t, x)"}, **_any)
+defrule(A.full_like, "grad, x, /", jvp={"grad": "_adj.full_like(t, x)"}, **_any)
+defrule(A.astype, "grad, x, /", vjp={"grad": "g"}, jvp={"grad": "_adj.astype(t, x)"}, **_any)
+defrule(A.reshape_back, "grad, a, order='C', /", vjp={"grad": "np.reshape(g, np.shape(grad))"},
+        jvp={"grad": "_adj.reshape_back(t, a, order)"}, **_any)
+defrule(A.transpose, "grad, a, axes=None, /",
+        jvp={"grad": "_adj.transpose(t, a, axes)"}, **_any)
+defrule(A.moveaxis, "grad, a, source, destination, /",
+        jvp={"grad": "_adj.moveaxis(t, a, source, destination)"}, **_any)
+defrule(A.swapaxes, "grad, a, axis1, axis2, /",
+        jvp={"grad": "_adj.swapaxes(t, a, axis1, axis2)"}, **_any)
+defrule(A.extremum, "grad, out, a, axis=None, keepdims=False, /",
+        jvp={"grad": "_adj.extremum(t, out, a, axis, keepdims)", "out": ZERO, "a": ZERO}, **_any)
+defrule(A.maximum, "grad, x1, x2, which, sign=1, nan=False, /",
+        jvp={"grad": "_adj.maximum(t, x1, x2, which, sign, nan)", "x1": ZERO, "x2": ZERO}, **_any)
+defrule(A.where, "grad, condition, x, first, /",
+        jvp={"grad": "_adj.where(t, condition, x, first)"}, **_any)
+defrule(A.clip, "grad, a, lo, hi, which, /",
+        jvp={"grad": "_adj.clip(t, a, lo, hi, which)", "a": ZERO, "lo": ZERO, "hi": ZERO}, **_any)
+defrule(A.var, "grad, a, axis=None, ddof=0, keepdims=False, mean=None, /",
+        jvp={"grad": "_adj.var(t, a, axis, ddof, keepdims)",
+             "a": "_adj.var(grad, t, axis, ddof, keepdims)"}, **_any)
+defrule(A.std, "grad, out, a, axis=None, ddof=0, keepdims=False, /",
+        jvp={"grad": "_adj.std(t, out, a, axis, ddof, keepdims)",
+             "out": "_adj.std(-grad * t / out, out, a, axis, ddof, keepdims)",
+             "a": "_adj.std(grad, out, t, axis, ddof, keepdims)"}, **_any)
+defrule(A.cumsum, "grad, a, axis=None, /", jvp={"grad": "_adj.cumsum(t, a, axis)"}, **_any)
+defrule(A.diff, "grad, a, n=1, axis=-1, /", jvp={"grad": "_adj.diff(t, a, n, axis)"}, **_any)
+defrule(A.power_base, "grad, x1, x2, /",
+        jvp={"grad": "_adj.power_base(t, x1, x2)",
+             "x1": "_rt.unbroadcast(grad * t * _rr.pow_d2(x1, x2), x1)",
+             "x2": "_rt.unbroadcast(grad * t * _rr.pow_db(x1, x2), x1)"}, **_any)
+defrule(A.power_exponent, "grad, out, x1, x2, /",
+        jvp={"grad": "_adj.power_exponent(t, out, x1, x2)",
+             "out": "_rt.unbroadcast(grad * t * np.log(x1), x2)",
+             "x1": "_rt.unbroadcast(grad * out * t / x1, x2)"}, **_any)
+defrule(A.inv, "grad, out, /", jvp={"grad": "_adj.inv(t, out)", "out": "_rr.inv_out(grad, out, t)"},
+        **_any)
+defrule(A.array_adjoint, "grad, obj, /", jvp={"grad": "_adj.array_adjoint(t, obj)"}, **_any)
+defrule(A.item, "grad, a, args, /", jvp={"grad": "_adj.item(t, a, args)"}, **_any)
+for _k in ("take", "take_along_axis", "diagonal", "trace", "diag", "triu", "tril", "tile", "repeat",
+           "roll", "sort", "pad", "split"):
+    _f = getattr(A, _k, None)
+    if _f is not None:
+        defrule(_f, "grad, *rest", jvp={"grad": f"_adj.{_k}(t, *rest)"}, **_any)
+for _k in ("concatenate", "stack", "vstack", "hstack", "dstack", "column_stack", "block",
+           "concat_adjoint", "atleast", "broadcast_arrays", "unstack"):
+    _f = getattr(A, _k, None)
+    if _f is not None:
+        defrule(_f, "grad, *rest", jvp={"grad": f"_adj.{_k}(t, *rest)"}, kind="any", ns=NS)
+
+# bilinear adjoints: (grad, a, b, ..., which) is linear in grad and in the operand it does not
+# return the adjoint of; it does not depend on the other one's values
+for _k, _mid in (("dot", ""), ("inner", ""), ("outer", ""), ("vdot", ""),
+                 ("kron", ""), ("tensordot", "axes, ")):
+    _f = getattr(A, _k)
+    defrule(_f, f"grad, a, b, {_mid}which, /",
+            jvp={"grad": f"_adj.{_k}(t, a, b, {_mid}which)",
+                 "a": f"_adj.{_k}(grad, t, b, {_mid}which) if which == 1 else {ZERO}",
+                 "b": f"_adj.{_k}(grad, a, t, {_mid}which) if which == 0 else {ZERO}"}, **_any)
+defrule(A.matmul, "grad, a, b, which, /",
+        vjp={"grad": "np.matmul(g, b) if which == 0 else np.matmul(a, g)",
+             "a": "_adj.matmul(grad, a, g, 0) if which == 1 else 0.0",
+             "b": "_adj.matmul(grad, g, b, 1) if which == 0 else 0.0"},
+        jvp={"grad": "_adj.matmul(t, a, b, which)",
+             "a": f"_adj.matmul(grad, t, b, which) if which == 1 else {ZERO}",
+             "b": f"_adj.matmul(grad, a, t, which) if which == 0 else {ZERO}"}, **_any)
