@@ -231,3 +231,46 @@ def test_fstring_and_str_ops():
     x = r.standard_normal(3)
     assert_close(s2sad.grad(labelled_loss)(x, "train"), 4.0 * x)
     assert_close(s2sad.grad(labelled_loss)(x, "test"), 1.0 * x)
+
+
+# == case: raise_statement
+def positive_log(x):
+    if x <= 0:
+        raise ValueError(f"log of non-positive {x}")
+    return math.log(x) * x
+
+
+def test_raise_statement():
+    check_grads(positive_log, (1.7,))
+    with pytest.raises(ValueError) as ei:
+        s2sad.grad(positive_log)(-1.0)
+    assert type(ei.value) is ValueError
+    assert ei.value.args == ("log of non-positive -1.0",)
+
+
+# == case: global_read_declared
+def global_poly(x):
+    global COEFFS
+    return sum(c * x ** k for k, c in enumerate(COEFFS))
+
+
+def test_global_read_declared():
+    check_grads(global_poly, (0.8,))
+    assert_close(s2sad.grad(global_poly)(0.8), -0.25 + 2 * 0.125 * 0.8)
+
+
+# == case: for_else
+def first_crossing(xs, threshold):
+    for i, x in enumerate(xs):
+        if x * x > threshold:
+            hit = x * i
+            break
+    else:
+        hit = -threshold * xs[-1]
+    return hit
+
+
+def test_for_else():
+    check_grads(first_crossing, ([0.1, 0.5, 1.4, 0.2], 1.0), wrt=(0, 1))   # break taken
+    check_grads(first_crossing, ([0.1, 0.5, 0.4, 0.2], 1.0), wrt=(0, 1))   # else taken
+    assert_close(s2sad.grad(first_crossing, wrt=1)([0.1, 0.5, 0.4, 0.2], 1.0), -0.2)

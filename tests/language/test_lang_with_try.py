@@ -46,3 +46,145 @@ def test_exception_from_numpy_propagates():
         s2sad.grad(shape_mismatch)(a, b)
     assert type(ei2.value) is type(ei.value)
     assert str(ei2.value) == str(ei.value)
+
+
+# == case: with_threading_lock
+def locked_update(w, g, lr):
+    with _LOCK:
+        w_new = w - lr * g
+    with _RLOCK:
+        penalty = np.sum(w_new ** 2)
+    return penalty
+
+
+def test_with_threading_lock():
+    r = rng(50)
+    check_grads(locked_update, (r.standard_normal(4), r.standard_normal(4), 0.1), wrt=(0, 1, 2))
+    assert not _LOCK.locked()
+
+
+# == case: with_contextlib_manager
+EVENTS = []
+
+
+@contextlib.contextmanager
+def timed(label):
+    EVENTS.append(("enter", label))
+    try:
+        yield label
+    finally:
+        EVENTS.append(("exit", label))
+
+
+def timed_loss(x, a):
+    with timed("forward") as tag:
+        y = np.sin(a * x)
+        z = np.sum(y * y) if tag == "forward" else 0.0
+    return z
+
+
+def test_with_contextlib_manager_runs_once():
+    r = rng(51)
+    x = r.standard_normal(5)
+    EVENTS.clear()
+    v, g = s2sad.value_and_grad(timed_loss, wrt=(0, 1))(x, 0.7)
+    assert EVENTS == [("enter", "forward"), ("exit", "forward")]
+    assert_close(v, np.sum(np.sin(0.7 * x) ** 2))
+    assert_close(g[0], 2 * np.sin(0.7 * x) * np.cos(0.7 * x) * 0.7)
+    check_grads(timed_loss, (x, 0.7), wrt=(0, 1))
+
+
+# == case: with_np_errstate
+def safe_log_ratio(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.log(x / y)
+    return np.sum(np.where(np.isfinite(r), r, 0.0) ** 2)
+
+
+def test_with_np_errstate():
+    r = rng(52)
+    x, y = r.random(5) + 0.5, r.random(5) + 0.5
+    check_grads(safe_log_ratio, (x, y), wrt=(0, 1))
+
+
+# == case: try_active_computation_no_exception
+def robust_norm(x):
+    try:
+        n = np.sqrt(np.sum(x * x))
+        y = x / n
+    except ZeroDivisionError:
+        y = x
+    return np.sum(y * np.arange(1.0, len(x) + 1.0))
+
+
+def test_try_active_computation_no_exception():
+    r = rng(54)
+    check_grads(robust_norm, (r.standard_normal(4),))
+
+
+# == case: handler_catches_exception_raised_in_function
+def inverse_or_fallback(x, a):
+    try:
+        if abs(a) < 0.5:
+            raise ValueError("too small")
+        y = x / a
+    except ValueError:
+        y = x * a * a           # active computation inside the handler
+    return np.sum(np.sin(y))
+
+
+def test_handler_catches_exception_raised_in_function():
+    r = rng(55)
+    x = r.standard_normal(3)
+    check_grads(inverse_or_fallback, (x, 0.3), wrt=(0, 1))    # handler path
+    check_grads(inverse_or_fallback, (x, 1.7), wrt=(0, 1))    # normal path
+    g = s2sad.grad(inverse_or_fallback, wrt=1)(x, 0.3)
+    assert_close(g, np.sum(np.cos(x * 0.09) * x * 0.6))
+
+
+# == case: try_else_finally_active
+LOG = []
+
+
+def fit_step(w, x):
+    try:
+        z = w @ x
+    except TypeError:
+        z = 0.0
+    else:
+        z = np.tanh(z) * 2.0      # active computation in else
+    finally:
+        LOG.append("step")
+        w2 = w * w                # active computation in finally
+    return z + np.sum(w2)
+
+
+def test_try_else_finally_active():
+    r = rng(57)
+    w, x = r.standard_normal(3), r.standard_normal(3)
+    LOG.clear()
+    g = s2sad.grad(fit_step)(w, x)
+    assert LOG == ["step"]
+    assert_close(g, 2 * (1 - np.tanh(w @ x) ** 2) * x + 2 * w)
+    check_grads(fit_step, (w, x), wrt=(0, 1))
+
+
+# == case: nested_try_reraise
+def reraises(x):
+    try:
+        try:
+            y = np.log(x)
+            if y > 10:
+                raise OverflowError("big")
+        except OverflowError:
+            raise
+    finally:
+        z = x * 2.0
+    return y + z
+
+
+def test_nested_try_reraise():
+    check_grads(reraises, (1.7,))
+    with pytest.raises(OverflowError) as ei:
+        s2sad.grad(reraises)(1e6)
+    assert type(ei.value) is OverflowError and ei.value.args == ("big",)
