@@ -17,8 +17,12 @@ class DerivativeCache:
         self.builds = 0            # how many derivatives were built (tests read this)
 
     def key(self, pyfunc, mode, mask, kinds):
-        return (pyfunc.__code__, pyfunc.__closure__, id(pyfunc.__globals__), mode, tuple(mask),
-                tuple(kinds))
+        """(code, the closure cells read as constants, globals, mode, wrt mask, value kinds).
+
+        Data held in closure cells is passed to the sweeps as leading parameters (its kinds are in
+        ``kinds``), so a closure over new data reuses the derivative."""
+        return (pyfunc.__code__, static_cells_key(pyfunc), id(pyfunc.__globals__), mode,
+                tuple(mask), tuple(kinds))
 
     def get(self, key, build):
         d = self._store.get(key)
@@ -45,6 +49,21 @@ class DerivativeCache:
 
     def __len__(self):
         return len(self._store)
+
+
+def static_cells_key(pyfunc):
+    if not pyfunc.__closure__:
+        return ()
+    from .frontend.source import split_closure
+    static, _ = split_closure(pyfunc)
+    out = []
+    for name, v in static.items():
+        try:
+            hash(v)
+            out.append((name, v))
+        except TypeError:
+            out.append((name, ("id", id(v)), v.__class__))
+    return tuple(out)
 
 
 CACHE = DerivativeCache()

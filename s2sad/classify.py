@@ -12,8 +12,8 @@
 import inspect
 import operator
 
-from . import ir
-from .errors import RuleError
+from . import ir, runtime
+from .errors import RuleError, UnsupportedSyntaxError
 from .frontend.analysis import join, kind_of_value, operand_kind
 from .rules import registry
 
@@ -23,8 +23,8 @@ _ZERO_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"
 
 
 def _is_user_function(obj):
-    return (inspect.isfunction(obj) and not (obj.__module__ or "").startswith(_S2SAD_MODULE_PREFIX)
-            and obj.__code__.co_filename != "<string>")
+    from .runtime import _is_python
+    return _is_python(obj)
 
 
 def _bind_rule(rule, call, origin):
@@ -87,6 +87,10 @@ def classify_call(call, kinds, origin):
     call.info = {}
     if isinstance(fn, ir.Static):
         obj = fn.obj
+        if obj is runtime.apply:
+            call.cls = "dynamic"
+            call.info["diff_vars"] = call.reads()
+            return
         rule = registry.lookup(obj)
         if rule is not None:
             call.rule = rule
@@ -110,11 +114,13 @@ def classify_call(call, kinds, origin):
                                 origin=origin, fix="fix the call's arguments")
             ba.apply_defaults()
             callargs = []
+            if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values()) \
+                    or obj.__closure__:
+                # *args/**kwargs and closures are bound at run time
+                call.cls = "dynamic"
+                call.info["diff_vars"] = call.reads()
+                return
             for name, p in sig.parameters.items():
-                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                    raise RuleError(f"{obj.__qualname__} takes *args/**kwargs; s2sad cannot "
-                                    f"differentiate through it yet", origin=origin,
-                                    fix="list the parameters explicitly")
                 v = ba.arguments[name]
                 callargs.append(v if isinstance(v, (str, ir.Const, ir.Index)) else ir.Const(v))
             call.info["callee"] = obj
@@ -153,6 +159,19 @@ def classify_call(call, kinds, origin):
             call.cls = "opaque"
             call.info["diff_vars"] = []
             return
+        if recv_kind == "c" and isinstance(fn, ir.Method):
+            rule = registry.lookup_container_method(name)
+            if rule is not None:
+                call.rule = rule
+                if rule.zero:
+                    call.cls = "zero"
+                    call.info["diff_vars"] = []
+                    return
+                call.cls = "primitive"
+                bound = _bind_rule(rule, call, origin)
+                call.info["bound"] = bound
+                call.info["diff_vars"] = _diff_vars(rule, bound)
+                return
         if isinstance(fn, ir.Attr) and name in _ZERO_ATTRS:
             call.cls = "zero"
             call.info["diff_vars"] = []
@@ -183,6 +202,17 @@ def classify(fn, param_kinds):
                 classify_call(s.call, kinds, s.origin)
             elif isinstance(s, ir.For):
                 kinds[s.target] = "i"
+            elif isinstance(s, ir.Mutate):
+                if s.target:
+                    kinds[s.target] = "?"
+            elif isinstance(s, ir.With):
+                for _, v in s.items:
+                    if v:
+                        kinds[v] = "?"
+            elif isinstance(s, ir.Try):
+                for _, v, _ in s.handlers:
+                    if v:
+                        kinds[v] = "i"
         # kinds only widen; stop at a fixpoint
         if kinds == before:
             break
@@ -190,9 +220,26 @@ def classify(fn, param_kinds):
 
 
 def finish(fn, active, varied):
-    """After activity analysis: mark sites with no active argument ``inactive`` and check that
-    rules support the keywords given on active calls."""
+    """After activity analysis: mark sites with no active argument ``inactive``, check that
+    rules support the keywords given on active calls, and refuse writes of values that carry a
+    derivative through ``global``/``nonlocal``."""
+    for names, origin in getattr(fn, "nonlocal_writers", ()):
+        hot = sorted(n for n in names if n in varied)
+        if hot:
+            raise UnsupportedSyntaxError(
+                f"a nested function writes `nonlocal {', '.join(hot)}`, a value that carries a "
+                f"derivative", origin=origin,
+                fix="return the new value from the nested function instead of assigning it")
     for s in ir.walk(fn.body):
+        if isinstance(s, ir.SetItem) and isinstance(s.obj, ir.Const) and \
+                any(v in varied for v in ir.operand_vars(s.value)):
+            if s.attr is None:
+                what = f"global {s.index.parts[0].value}"
+            else:
+                what = f"nonlocal {(s.obj.text or '')[len('_cell_'):]}"
+            raise UnsupportedSyntaxError(
+                f"a write through `{what}` of a value that carries a derivative", origin=s.origin,
+                fix="return the value instead of storing it in a global/nonlocal variable")
         call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) else None
         if not isinstance(call, ir.Call):
             continue

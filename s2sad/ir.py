@@ -133,13 +133,14 @@ class Dynamic:
 class Call:
     """A call site.  ``args``: operands (for Method/Attr the receiver is ``args[0]``);
     ``kwargs``: list of (name, operand).  Classification fills ``cls``/``rule``/``info``."""
-    __slots__ = ("fn", "args", "kwargs", "cls", "rule", "info")
+    __slots__ = ("fn", "args", "kwargs", "cls", "rule", "info", "extra")
 
-    def __init__(self, fn, args, kwargs=()):
+    def __init__(self, fn, args, kwargs=(), extra=None):
         self.fn, self.args, self.kwargs = fn, list(args), list(kwargs)
         self.cls = None
         self.rule = None
         self.info = None
+        self.extra = extra or {}     # lowering's notes for the emitters (e.g. a closure's source)
 
     def operands(self):
         ops = list(self.args) + [v for _, v in self.kwargs]
@@ -173,14 +174,61 @@ class Assign(Stmt):
 
 
 class SetItem(Stmt):
-    """``obj[index] = value`` (writes into obj in place)."""
-    __slots__ = ("obj", "index", "value", "origin")
+    """``obj[index] = value`` (writes into obj in place); with ``attr``, ``obj.attr = value``
+    (then ``index`` is the constant attribute name).  ``obj`` may be a Const (a global dict)."""
+    __slots__ = ("obj", "index", "value", "origin", "attr")
 
-    def __init__(self, obj, index, value, origin):
-        self.obj, self.index, self.value, self.origin = obj, index, value, origin
+    def __init__(self, obj, index, value, origin, attr=None):
+        self.obj, self.index, self.value, self.origin, self.attr = obj, index, value, origin, attr
 
     def reads(self):
-        return [self.obj] + operand_vars(self.index) + operand_vars(self.value)
+        return operand_vars(self.obj) + operand_vars(self.index) + operand_vars(self.value)
+
+
+class DelItem(Stmt):
+    """``del obj[index]``."""
+    __slots__ = ("obj", "index", "origin")
+
+    def __init__(self, obj, index, origin):
+        self.obj, self.index, self.origin = obj, index, origin
+
+    def reads(self):
+        return operand_vars(self.obj) + operand_vars(self.index)
+
+
+class Mutate(Stmt):
+    """``[target =] obj.method(args)`` where the method changes ``obj`` in place (``list.append``,
+    ``list.pop``, ``dict.update``...).  ``call`` is a Method call whose ``args[0]`` is ``obj``."""
+    __slots__ = ("target", "obj", "call", "origin")
+
+    def __init__(self, target, obj, call, origin):
+        self.target, self.obj, self.call, self.origin = target, obj, call, origin
+
+    def reads(self):
+        return self.call.reads()
+
+
+class With(Stmt):
+    """``with ctx [as var], ...: body``; items are (context operand, variable name or None)."""
+    __slots__ = ("items", "body", "origin")
+
+    def __init__(self, items, body, origin):
+        self.items, self.body, self.origin = items, body, origin
+
+    def reads(self):
+        return [v for c, _ in self.items for v in operand_vars(c)]
+
+
+class Try(Stmt):
+    """``try/except/else/finally``; handlers are (type operand or None, name or None, block)."""
+    __slots__ = ("body", "handlers", "orelse", "finalbody", "origin")
+
+    def __init__(self, body, handlers, orelse, finalbody, origin):
+        self.body, self.handlers, self.orelse, self.finalbody = body, handlers, orelse, finalbody
+        self.origin = origin
+
+    def reads(self):
+        return [v for t, _, _ in self.handlers if t is not None for v in operand_vars(t)]
 
 
 class ExprStmt(Stmt):
@@ -218,11 +266,12 @@ class For(Stmt):
     """``for target in range(start, stop, step)`` (every loop over a sequence is lowered to this).
 
     ``brk`` names the flag that ends the loop early (set by lowered ``break``/``return``)."""
-    __slots__ = ("target", "start", "stop", "step", "body", "brk", "origin")
+    __slots__ = ("target", "start", "stop", "step", "body", "brk", "origin", "orelse")
 
-    def __init__(self, target, start, stop, step, body, origin, brk=None):
+    def __init__(self, target, start, stop, step, body, origin, brk=None, orelse=None):
         self.target, self.start, self.stop, self.step = target, start, stop, step
         self.body, self.origin, self.brk = body, origin, brk
+        self.orelse = orelse or []       # consumed by jumps.structure
 
     def reads(self):
         return [v for op in (self.start, self.stop, self.step) for v in operand_vars(op)]
@@ -230,10 +279,11 @@ class For(Stmt):
 
 class While(Stmt):
     """``while True: <test_body>; if not test: break; <body>`` in structured form."""
-    __slots__ = ("test_body", "test", "body", "brk", "origin")
+    __slots__ = ("test_body", "test", "body", "brk", "origin", "orelse")
 
-    def __init__(self, test_body, test, body, origin, brk=None):
+    def __init__(self, test_body, test, body, origin, brk=None, orelse=None):
         self.test_body, self.test, self.body, self.origin, self.brk = test_body, test, body, origin, brk
+        self.orelse = orelse or []       # consumed by jumps.structure
 
     def reads(self):
         return operand_vars(self.test)
@@ -283,6 +333,10 @@ def children(stmt):
         return [stmt.body]
     if isinstance(stmt, While):
         return [stmt.test_body, stmt.body]
+    if isinstance(stmt, With):
+        return [stmt.body]
+    if isinstance(stmt, Try):
+        return [stmt.body] + [h[2] for h in stmt.handlers] + [stmt.orelse, stmt.finalbody]
     return []
 
 
@@ -309,7 +363,31 @@ def _print_block(block, lines, depth):
         if isinstance(s, Assign):
             lines.append(f"{ind}{s.target} = {s.value if isinstance(s.value, Call) else _op_str(s.value)}")
         elif isinstance(s, SetItem):
-            lines.append(f"{ind}{s.obj}[{s.index!r}] = {_op_str(s.value)}")
+            if s.attr:
+                lines.append(f"{ind}{_op_str(s.obj)}.{s.attr} = {_op_str(s.value)}")
+            else:
+                lines.append(f"{ind}{_op_str(s.obj)}[{s.index!r}] = {_op_str(s.value)}")
+        elif isinstance(s, DelItem):
+            lines.append(f"{ind}del {_op_str(s.obj)}[{s.index!r}]")
+        elif isinstance(s, Mutate):
+            lines.append(f"{ind}{s.target + ' = ' if s.target else ''}{s.call!r}  (mutates {s.obj})")
+        elif isinstance(s, With):
+            items = ", ".join(_op_str(c) + (f" as {v}" if v else "") for c, v in s.items)
+            lines.append(f"{ind}with {items}:")
+            _print_block(s.body, lines, depth + 1)
+        elif isinstance(s, Try):
+            lines.append(f"{ind}try:")
+            _print_block(s.body, lines, depth + 1)
+            for t, n, blk in s.handlers:
+                lines.append(f"{ind}except{' ' + _op_str(t) if t is not None else ''}"
+                             f"{' as ' + n if n else ''}:")
+                _print_block(blk, lines, depth + 1)
+            if s.orelse:
+                lines.append(f"{ind}else:")
+                _print_block(s.orelse, lines, depth + 1)
+            if s.finalbody:
+                lines.append(f"{ind}finally:")
+                _print_block(s.finalbody, lines, depth + 1)
         elif isinstance(s, ExprStmt):
             lines.append(f"{ind}{s.call!r}")
         elif isinstance(s, Raise):

@@ -141,7 +141,10 @@ def zeros_like(x):
 
 
 def materialize(g, x):
-    """Turn a symbolic zero adjoint (0.0 / None) into real zeros shaped like ``x``."""
+    """Turn a symbolic zero adjoint (0.0 / None) into real zeros shaped like ``x``; an object's
+    adjoint becomes the same dataclass (gradient fields) or a dict of attribute gradients."""
+    if _is_object(x):
+        return _object_grad(g, x)
     if is_zero(g):
         return zeros_like(x)
     if type(g) in (tuple, list) and type(x) in (tuple, list):
@@ -151,6 +154,32 @@ def materialize(g, x):
     if hasattr(x, "shape") and getattr(g, "shape", None) != x.shape:
         return unbroadcast(g, x)
     return g
+
+
+def _is_object(x):
+    return hasattr(x, "__dict__") and not hasattr(x, "dtype") and not isinstance(x, type) \
+        and not callable(x) or (hasattr(x, "__dict__") and hasattr(type(x), "__call__")
+                                and not isinstance(x, type) and not hasattr(x, "__code__")
+                                and not hasattr(x, "dtype") and _object_differentiable(x))
+
+
+def _object_grad(g, x):
+    import dataclasses
+    attrs = {k: v for k, v in vars(x).items()}
+    gd = g if isinstance(g, dict) else {}
+    out = {}
+    for k, v in attrs.items():
+        if differentiable(v):
+            out[k] = materialize(gd.get(k, 0.0), v)
+        else:
+            out[k] = None
+    if dataclasses.is_dataclass(x):
+        import copy
+        obj = copy.copy(x)
+        for k, v in out.items():
+            object.__setattr__(obj, k, v)
+        return obj
+    return {k: v for k, v in out.items() if v is not None}
 
 
 # -- indexing ---------------------------------------------------------------------------------
@@ -226,9 +255,9 @@ def setitem_value_adjoint(g, idx, v):
         return 0.0
     if isinstance(g, (list, dict)):
         try:
-            return g[idx]
+            return _z(g[idx])
         except (KeyError, IndexError):
-            return None
+            return 0.0
     return unbroadcast(g[idx].copy() if hasattr(g[idx], "copy") else g[idx], v)
 
 
@@ -388,27 +417,66 @@ def differentiable(v):
     dt = getattr(v, "dtype", None)
     if dt is not None and hasattr(v, "shape"):
         return dt.kind in "fc"
+    return _object_differentiable(v)
+
+
+def _object_differentiable(v, depth=0):
+    """A user object carries a derivative when one of its attributes does."""
+    import types
+    d = getattr(v, "__dict__", None)
+    if d is None or depth > 3 or isinstance(v, (type, types.ModuleType, types.FunctionType,
+                                                  types.MethodType)):
+        return False
+    for x in list(d.values()):
+        t = type(x)
+        if t is float or t is complex:
+            return True
+        if t in (tuple, list, dict):
+            if differentiable(x):
+                return True
+            continue
+        dt = getattr(x, "dtype", None)
+        if dt is not None and hasattr(x, "shape"):
+            if dt.kind in "fc":
+                return True
+        elif hasattr(x, "__dict__") and _object_differentiable(x, depth + 1):
+            return True
     return False
 
 
 # -- derived callees (built lazily; recursion and mutual recursion work) --------------------------
+def _data_cells(fn):
+    if not fn.__closure__:
+        return ()
+    from .frontend.source import split_closure
+    return tuple(split_closure(fn)[1])
+
+
 class DerivedStub:
     """``f__fwd``/``f__bwd`` for a user function called from generated code.  The derivative is
-    looked up (and built once) per value kinds of the arguments; the tape remembers which one."""
+    looked up (and built once) per value kinds of the arguments; the tape remembers which one.
+    Data held in the callee's closure cells is passed first (it carries no derivative here)."""
 
-    __slots__ = ("callee", "mask", "_last")
+    __slots__ = ("callee", "mask", "_last", "_cells")
 
     def __init__(self, callee, mask):
         self.callee, self.mask, self._last = callee, mask, None
+        self._cells = _data_cells(callee)
 
     def fwd(self, *args):
+        if self._cells:
+            from .frontend.source import data_cell_values
+            args = tuple(data_cell_values(self.callee, self._cells)) + args
+            mask = (False,) * len(self._cells) + self.mask
+        else:
+            mask = self.mask
         kinds = tuple(kind_of(a) for a in args)
         last = self._last
         if last is not None and last[0] == kinds:
             d = last[1]
         else:
             from .cache import reverse_derivative
-            d = reverse_derivative(self.callee, self.mask, kinds)
+            d = reverse_derivative(self.callee, mask, kinds)
             self._last = (kinds, d)
         value, tape = d.fwd(*args)
         return value, (d.bwd, tape)
@@ -419,31 +487,190 @@ class DerivedStub:
         return bwd(inner, g)
 
 
-# -- dynamic call sites ---------------------------------------------------------------------------
-_DYN = {}     # (callee type or function) -> how to differentiate it
+# -- closures, displays with *, calls with * --------------------------------------------------
+def make_closure(names, *values):
+    """Stands for a nested def/lambda in the IR (the emitters write the definition itself)."""
+    raise AssertionError("make_closure is never called")
 
+
+def star_args(*segments):
+    """``(a, *xs, b)``: concatenate segments into one tuple."""
+    out = []
+    for seg in segments:
+        out.extend(seg)
+    return tuple(out)
+
+
+def star_args_adjoint(g, segments):
+    if is_zero(g):
+        return (0.0,) * len(segments)
+    out, k = [], 0
+    for seg in segments:
+        n = len(seg)
+        part = tuple(g[k:k + n])
+        if isinstance(seg, list):
+            part = list(part)
+        elif hasattr(seg, "shape"):
+            part = array_module(seg).stack([array_module(seg).asarray(v) for v in part]) if n else \
+                array_module(seg).zeros_like(seg)
+        out.append(part)
+        k += n
+    return tuple(out)
+
+
+def merge_dicts(*ds):
+    out = {}
+    for d in ds:
+        out.update(d)
+    return out
+
+
+def apply(fn, args, kwargs):
+    return fn(*args, **(kwargs or {}))
+
+
+def seq_adjoint(g, seq):
+    """Adjoint of ``list(seq)`` / ``tuple(seq)``: g in the structure of seq."""
+    if is_zero(g):
+        return 0.0
+    if isinstance(seq, (list, tuple)):
+        return type(seq)(g)
+    if hasattr(seq, "shape"):
+        xp = array_module(seq)
+        return xp.stack([xp.asarray(v) for v in g]).astype(seq.dtype, copy=False) if len(g) else \
+            xp.zeros_like(seq)
+    return g
+
+
+def identity(x):
+    return x
+
+
+# -- container mutation (list.append/extend/insert/pop, dict.update) ------------------------------
+def unappend(g):
+    """Adjoint of ``xs.append(v)``: (adjoint of xs before, adjoint of v)."""
+    if is_zero(g):
+        return 0.0, 0.0
+    return list(g[:-1]), _z(g[-1])
+
+
+def unextend(g, seq):
+    n = len(seq)
+    if is_zero(g):
+        return 0.0, 0.0
+    part = g[len(g) - n:]
+    return list(g[:len(g) - n]), (type(seq)(_z(v) for v in part) if isinstance(seq, (list, tuple)) else
+                                 seq_adjoint([_z(v) for v in part], seq))
+
+
+def uninsert(g, i):
+    if is_zero(g):
+        return 0.0, 0.0
+    g = list(g)
+    n = len(g)
+    pos = i if i >= 0 else max(n - 1 + i, 0)
+    pos = min(pos, n - 1)
+    v = g.pop(pos)
+    return g, _z(v)
+
+
+def unpop(g, gy, obj, i=-1):
+    """Adjoint of ``y = xs.pop(i)`` for xs before the pop (obj is xs after it)."""
+    if isinstance(obj, dict):
+        out = dict(g) if not is_zero(g) else {}
+        out[i] = gy
+        return out
+    n = len(obj)
+    base = list(g) if not is_zero(g) else [0.0] * n
+    pos = i if i >= 0 else n + 1 + i
+    base.insert(pos, gy if gy is not None else 0.0)
+    return base
+
+
+def unupdate(g, other):
+    if is_zero(g):
+        return 0.0, 0.0
+    keys = other.keys() if isinstance(other, dict) else [k for k, _ in other]
+    before = {k: v for k, v in g.items() if k not in keys}
+    return before, {k: _z(g.get(k)) for k in keys}
+
+
+def _z(v):
+    return 0.0 if v is None else v
+
+
+# -- builtins over sequences --------------------------------------------------------------------
+def _items(args):
+    return list(args[0]) if len(args) == 1 else list(args)
+
+
+def extremum_adjoint(g, args, key, pick):
+    """Adjoint of builtin ``min``/``max`` (of several arguments or of one iterable)."""
+    items = _items(args)
+    keyf = key if key is not None else (lambda v: v)
+    vals = [keyf(v) for v in items]
+    best = pick(range(len(items)), key=lambda k: vals[k])
+    adj = [0.0] * len(items)
+    adj[best] = g
+    if len(args) == 1:
+        seq = args[0]
+        if hasattr(seq, "shape"):
+            return (getitem_adjoint(g, seq, best),)
+        return (type(seq)(adj) if isinstance(seq, (list, tuple)) else adj,)
+    return tuple(adj)
+
+
+def sorted_adjoint(g, iterable, key, reverse):
+    items = list(iterable)
+    keyf = key if key is not None else (lambda v: v)
+    order = sorted(range(len(items)), key=lambda k: keyf(items[k]), reverse=reverse)
+    if is_zero(g):
+        return 0.0
+    adj = [0.0] * len(items)
+    for pos, k in enumerate(order):
+        adj[k] = g[pos]
+    if isinstance(iterable, tuple):
+        return tuple(adj)
+    if hasattr(iterable, "shape"):
+        return seq_adjoint(adj, iterable)
+    return adj
+
+
+# -- dynamic call sites ---------------------------------------------------------------------------
+# A record says how to pull an output adjoint back to the callee and the arguments:
+#   ("rule", rule, bound, ans, is_method, nargs, kwnames)   a primitive with a rule
+#   ("derived", d, tape, mask, names, kwnames, ncells, cellnames, nself, npos)  a Python function
+#   ("partial", inner record, nargs_partial, partial keyword names, nargs, kwnames)
+#   ("attr", name) / ("self",)                         attribute reads on objects / bound methods
+#   ("dataclass", field names, nargs, kwnames)         a dataclass constructed from fields
 
 def call(fn, *args, **kwargs):
     """Run a call whose callee is only known now; returns (value, record for :func:`pull`)."""
+    import functools
+    import inspect
     self_ = getattr(fn, "__self__", None)
-    if self_ is not None and not isinstance(self_, type(np)) and hasattr(fn, "__name__"):
-        # bound method: an array method with a rule, or a method of a user class
-        if hasattr(self_, "dtype") and hasattr(self_, "shape"):
-            from .rules.registry import lookup_method
-            rule = lookup_method(fn.__name__)
-            if rule is not None:
-                ans = fn(*args, **kwargs)
-                if rule.zero:
-                    return ans, None
-                return ans, ("rule", rule, rule.bind((self_,) + args, kwargs), ans, True, len(args), list(kwargs))
-            ans = fn(*args, **kwargs)
+    if inspect.ismethod(fn):
+        func = fn.__func__
+        if _is_python(func):
+            return _call_derived(func, args, kwargs, self_=self_)
+    elif self_ is not None and not isinstance(self_, type(np)) and hasattr(fn, "__name__") \
+            and hasattr(self_, "dtype") and hasattr(self_, "shape"):
+        # a method of a NumPy/CuPy array
+        from .rules.registry import lookup_method
+        rule = lookup_method(fn.__name__)
+        ans = fn(*args, **kwargs)
+        if rule is None or rule.zero:
             return ans, None
-        func = getattr(fn, "__func__", None)
-        if func is not None and _is_python(func):
-            value, rec = _call_derived(func, (self_,) + args, kwargs)
-            return value, ("method", rec)
+        return ans, ("rule", rule, rule.bind((self_,) + args, kwargs), ans, True, len(args),
+                     list(kwargs))
+    if isinstance(fn, functools.partial):
+        value, rec = call(fn.func, *(fn.args + args), **{**fn.keywords, **kwargs})
+        return value, ("partial", rec, len(fn.args), list(fn.keywords), len(args), list(kwargs))
     from .rules.registry import lookup
-    rule = lookup(fn) if not isinstance(fn, (list, dict)) else None
+    try:
+        rule = lookup(fn)
+    except TypeError:
+        rule = None
     if rule is not None:
         ans = fn(*args, **kwargs)
         if rule.zero:
@@ -451,6 +678,16 @@ def call(fn, *args, **kwargs):
         return ans, ("rule", rule, rule.bind(args, kwargs), ans, False, len(args), list(kwargs))
     if _is_python(fn):
         return _call_derived(fn, args, kwargs)
+    if isinstance(fn, type):
+        import dataclasses
+        if dataclasses.is_dataclass(fn) and not hasattr(fn, "__post_init__"):
+            ans = fn(*args, **kwargs)
+            names = [f.name for f in dataclasses.fields(fn) if f.init]
+            return ans, ("dataclass", names, len(args), list(kwargs))
+    elif not inspect.isroutine(fn) and hasattr(type(fn), "__call__") and \
+            _is_python(getattr(type(fn).__call__, "__func__", type(fn).__call__)):
+        # a callable object (a model with __call__)
+        return _call_derived(type(fn).__call__, args, kwargs, self_=fn)
     ans = fn(*args, **kwargs)
     if differentiable(ans) and any(differentiable(a) for a in args + tuple(kwargs.values())):
         from .errors import OpaqueCalleeError
@@ -458,34 +695,79 @@ def call(fn, *args, **kwargs):
     return ans, None
 
 
+_USER_CACHE = {}
+
+
 def _is_python(fn):
+    """A Python function s2sad may derive: user code, not s2sad, the standard library or an
+    installed package (those need rules)."""
     import inspect
-    return inspect.isfunction(fn) and not (fn.__module__ or "").startswith("s2sad.")
+    if not inspect.isfunction(fn):
+        return False
+    code = fn.__code__
+    r = _USER_CACHE.get(code)
+    if r is None:
+        r = _USER_CACHE[code] = is_user_code(fn)
+    return r
 
 
-def _call_derived(fn, args, kwargs):
+def is_user_code(fn):
+    import os
+    import sysconfig
+    mod = fn.__module__ or ""
+    if mod.startswith("s2sad.") and not mod.startswith("s2sad_generated"):
+        return False
+    f = fn.__code__.co_filename
+    if f.startswith("<s2sad-generated"):
+        return True
+    if f.startswith("<"):
+        return False
+    f = os.path.realpath(f)
+    paths = sysconfig.get_paths()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        p = paths.get(key)
+        if p and f.startswith(os.path.realpath(p) + os.sep):
+            return False
+    return "site-packages" not in f and "dist-packages" not in f
+
+
+def _call_derived(fn, args, kwargs, self_=None):
     import inspect
     from .cache import reverse_derivative
-    if kwargs:
-        ba = inspect.signature(fn).bind(*args, **kwargs)
+    nself = 0
+    if self_ is not None:
+        args = (self_,) + tuple(args)
+        nself = 1
+    code = fn.__code__
+    names = None
+    if kwargs or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or \
+            (fn.__defaults__ and len(args) < code.co_argcount) or fn.__kwdefaults__:
+        sig = inspect.signature(fn)
+        ba = sig.bind(*args, **kwargs)
         ba.apply_defaults()
-        args = tuple(ba.arguments.values())
         names = list(ba.arguments)
+        vals = list(ba.arguments.values())
     else:
-        names = None
-        if fn.__defaults__ and len(args) < fn.__code__.co_argcount:
-            ba = inspect.signature(fn).bind(*args)
-            ba.apply_defaults()
-            args = tuple(ba.arguments.values())
-    mask = tuple(differentiable(a) for a in args)
-    kinds = tuple(kind_of(a) for a in args)
+        vals = list(args)
+    cellnames = _data_cells(fn)
+    cells = []
+    if cellnames:
+        from .frontend.source import data_cell_values
+        cells = data_cell_values(fn, cellnames)
+    full = tuple(cells) + tuple(vals)
+    mask = tuple(differentiable(a) for a in full)
+    kinds = tuple(kind_of(a) for a in full)
     d = reverse_derivative(fn, mask, kinds)
-    value, tape = d.fwd(*args)
-    return value, ("derived", d, tape, mask, names, kwargs and list(kwargs))
+    value, tape = d.fwd(*full)
+    return value, ("derived", d, tape, mask, names, list(kwargs), len(cells), cellnames, nself,
+                   len(args) - nself)
 
 
 def pull(rec, g):
-    """Adjoints of a dynamic call: (adjoint of the callee's self, tuple for args, dict for kwargs)."""
+    """Adjoints of a dynamic call: (adjoint of the callee, tuple for args, dict for kwargs).
+
+    The callee's adjoint is the adjoint of a bound method's object, or a dict of a closure's
+    captured variables."""
     if rec is None or is_zero(g):
         return _ZERO_PULL
     kind = rec[0]
@@ -501,22 +783,66 @@ def pull(rec, g):
                 v = bound.get(p)
                 if v is not None and differentiable(v):
                     adj[p] = rule.adjoint_function(p)(g, ans, **bound)
-        pos = [adj.get(p, 0.0) for p in params[:nargs + (1 if is_method else 0)]]
-        kw = {k: adj.get(k, 0.0) for k in kwnames}
+        pos = []
+        for p in params:
+            kp = rule.signature.parameters[p].kind
+            if kp == kp.VAR_POSITIONAL:
+                pos.extend(adj.get(p, (0.0,) * len(bound.get(p, ()))))
+            elif kp == kp.VAR_KEYWORD or p in kwnames:
+                continue
+            else:
+                pos.append(adj.get(p, 0.0))
+        pos = pos[:nargs + (1 if is_method else 0)]
+        kw = {k: _z(adj.get(k, 0.0)) for k in kwnames}
         if is_method:
-            return pos[0], tuple(pos[1:]), kw
+            return _z(pos[0]), tuple(_z(v) for v in pos[1:]), kw
+        return 0.0, tuple(_z(v) for v in pos), kw
+    if kind == "derived":
+        _, d, tape, mask, names, kwnames, ncells, cellnames, nself, npos = rec
+        grads = iter(d.bwd(tape, g))
+        full = [_z(next(grads)) if m else 0.0 for m in mask]
+        cells = full[:ncells]
+        vals = full[ncells:]
+        callee = {n: v for n, v in zip(cellnames, cells)} if ncells else 0.0
+        if nself:
+            callee = vals[0]
+        if names is None:
+            return callee, tuple(vals[nself:]), {}
+        import inspect
+        sig = inspect.signature(d.ir.pyfunc)
+        by_name = dict(zip(names, vals))
+        pos, kw = [], {}
+        params = sig.parameters
+        for n in names[nself:]:
+            p = params.get(n)
+            if p is not None and p.kind == p.VAR_POSITIONAL:
+                pos.extend(by_name[n] if not is_zero(by_name[n]) else ())
+            elif p is not None and p.kind == p.VAR_KEYWORD:
+                if not is_zero(by_name[n]):
+                    kw.update(by_name[n])
+            elif n in kwnames:
+                kw[n] = by_name[n]
+            else:
+                pos.append(by_name[n])
+        pos = pos[:npos] + [0.0] * max(0, npos - len(pos))
+        for k in kwnames:
+            kw.setdefault(k, 0.0)
+        return callee, tuple(pos), kw
+    if kind == "partial":
+        _, inner, npart, pkw, nargs, kwnames = rec
+        c, a, k = pull(inner, g)
+        callee = {"func": c, "args": tuple(a[:npart]), "keywords": {n: k.get(n, 0.0) for n in pkw}}
+        return callee, tuple(a[npart:npart + nargs]), {n: k.get(n, 0.0) for n in kwnames}
+    if kind == "attr":
+        return {rec[1]: g}, (), {}
+    if kind == "self":
+        return g, (), {}
+    if kind == "dataclass":
+        _, names, nargs, kwnames = rec
+        pos = [_z(g.get(n)) if isinstance(g, dict) else 0.0 for n in names[:nargs]]
+        kw = {n: _z(g.get(n)) if isinstance(g, dict) else 0.0 for n in kwnames}
         return 0.0, tuple(pos), kw
-    if kind == "method":
-        c, a, k = pull(rec[1], g)
-        return a[0], a[1:], k
-    _, d, tape, mask, names, kwnames = rec
-    grads = iter(d.bwd(tape, g))
-    full = [next(grads) if m else 0.0 for m in mask]
-    if names and kwnames:
-        kw = {k: full[names.index(k)] for k in kwnames}
-        pos = [v for n, v in zip(names, full) if n not in kwnames]
-        return 0.0, tuple(pos), kw
-    return 0.0, tuple(full), {}
+    raise AssertionError(f"unknown record {kind}")
 
 
 class _ZeroPull(tuple):
@@ -544,13 +870,23 @@ _ZERO_PULL = _ZeroPull()
 
 
 def attr(obj, name):
-    """Attribute read on a value of unknown type: arrays use the attribute rules."""
-    value = getattr(obj, name)
+    """Attribute read on a value of unknown type: arrays use the attribute rules, objects give
+    their attribute's adjoint back as ``{name: adjoint}``, properties are differentiated."""
     if hasattr(obj, "dtype") and hasattr(obj, "shape"):
+        value = getattr(obj, name)
         from .rules.registry import lookup_attr
         rule = lookup_attr(name)
         if rule is not None and not rule.zero:
             return value, ("rule", rule, {"self": obj}, value, True, 0, [])
+        return value, None
+    prop = getattr(type(obj), name, None)
+    if isinstance(prop, property) and prop.fget is not None and _is_python(prop.fget):
+        return _call_derived(prop.fget, (), {}, self_=obj)
+    value = getattr(obj, name)
+    if getattr(value, "__self__", None) is obj and callable(value):
+        return value, ("self",)
+    if differentiable(value):
+        return value, ("attr", name)
     return value, None
 
 
@@ -586,3 +922,60 @@ def check_opaque(value, site):
             f"that carries a derivative"
         raise OpaqueCalleeError(desc, origin=site.origin, fix=_rule_skeleton(fn) if fn is not None
                                 else "declare a rule with s2sad.defrule")
+
+
+# -- container read adjoints ----------------------------------------------------------------------
+def dict_get_adjoint(g, d, key):
+    return {key: g} if key in d else 0.0
+
+
+def dict_default_adjoint(g, d, key):
+    return 0.0 if key in d else g
+
+
+def values_adjoint(g, d):
+    if is_zero(g):
+        return 0.0
+    return {k: _z(v) for k, v in zip(d.keys(), g)}
+
+
+def items_adjoint(g, d):
+    if is_zero(g):
+        return 0.0
+    out = {}
+    for k, pair in zip(d.keys(), g):
+        out[k] = 0.0 if is_zero(pair) else _z(pair[1])
+    return out
+
+
+def real_part(g):
+    return g.real if isinstance(g, complex) else g
+
+
+def imag_part(g):
+    return g.imag if isinstance(g, complex) else 0.0
+
+
+def undel(g, obj, idx):
+    """Adjoint of ``del xs[i]`` / ``del d[k]`` for the container before the deletion."""
+    if is_zero(g) or isinstance(g, dict):
+        return g
+    out = list(g)
+    n = len(obj)
+    pos = idx if idx >= 0 else n + 1 + idx
+    out.insert(pos, 0.0)
+    return out
+
+
+def partial_compound(origin):
+    from .errors import S2SADError
+    raise S2SADError("an exception was caught after it interrupted a loop or branch that had "
+                     "already done differentiable work; s2sad cannot replay half of it",
+                     origin=origin, fix="move the try/except inside the loop, around the statement "
+                                        "that raises")
+
+
+def partial_args_adjoint(g, n):
+    if is_zero(g) or not isinstance(g, dict):
+        return (0.0,) * n
+    return tuple(_z(v) for v in g.get("args", (0.0,) * n))

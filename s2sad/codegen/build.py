@@ -70,7 +70,8 @@ def build_reverse(pyfunc, mask, param_kinds, namer_factory):
     em = ReverseEmitter(fn, kinds, active, varied, wrt, namespace, namer)
     fwd_triples, bwd_triples = em.emit(fwd_name, bwd_name)
     header = [(0, f"# s2sad reverse-mode derivative of {pyfunc.__qualname__} "
-                  f"({fn.origin.short()}), with respect to {', '.join(wrt) or 'nothing'}", None), (0, "", None)]
+                  f"({fn.origin.short()}), with respect to {', '.join(wrt) or 'nothing'}", None),
+              (0, "", None)]
     triples = header + fwd_triples + [(0, "", None), (0, "", None)] + bwd_triples
     lines = T.format_lines(triples)
     line_origins = {i + 1: t[2] for i, t in enumerate(triples) if t[2] is not None}

@@ -17,7 +17,8 @@ loop back-edges) an adjoint that exists on one side only is set to ``0.0`` on th
 import ast as _ast
 import operator as _operator
 
-from .. import ir
+from .. import ir, runtime
+from ..errors import UnsupportedSyntaxError
 from ..frontend.analysis import (defined_in, definitions, read_in, top_level_defs,
                                  upward_exposed, written_arrays)
 from . import text as T
@@ -184,6 +185,14 @@ class ReverseEmitter:
             return self.rev_if(s, st)
         if isinstance(s, (ir.For, ir.While)):
             return self.rev_loop(s, st)
+        if isinstance(s, ir.Mutate):
+            return self.rev_mutate(s, st)
+        if isinstance(s, ir.With):
+            return self.rev_block(s.body, st)
+        if isinstance(s, ir.Try):
+            return self.rev_try(s, st)
+        if isinstance(s, ir.DelItem):
+            return self.rev_delitem(s, st)
         return []
 
     def rev_assign(self, s, st):
@@ -245,6 +254,14 @@ class ReverseEmitter:
         g = self.fresh("g")
         lines = [T.Line(f"{g} = _rt.pull({rec}, {b(s.target)})", s.origin)]
         fn = call.fn
+        if isinstance(fn, ir.Static) and fn.obj is runtime.apply:
+            callee, args_var, kw_var = call.args
+            self.contribute(callee, f"{g}[0]", s.origin, lines, st)
+            self.contribute(args_var, f"{g}[1]", s.origin, lines, st)
+            self.contribute(kw_var, f"{g}[2]", s.origin, lines, st)
+            if len(lines) > 1:
+                out.extend(lines)
+            return
         recv = call.args[0] if isinstance(fn, (ir.Method, ir.Attr)) else \
             fn.var if isinstance(fn, ir.Dynamic) else None
         args = call.args[1:] if isinstance(fn, (ir.Method, ir.Attr)) else call.args
@@ -255,6 +272,131 @@ class ReverseEmitter:
             self.contribute(a, f"{g}[2][{k!r}]", s.origin, lines, st)
         if len(lines) > 1:
             out.extend(lines)
+
+    def rev_mutate(self, s, st):
+        obj, t, call, o = s.obj, s.target, s.call, s.origin
+        if obj not in self.active:
+            return []
+        has_obj = obj in st.defined
+        has_t = t is not None and t in st.defined
+        if not has_obj and not has_t:
+            return []
+        name = call.fn.name
+        args = call.args[1:]
+        c = self.consts
+        bo = b(obj)
+        out = []
+        if name == "pop":
+            idx = T.operand_text(args[0], c) if args else "-1"
+            for v in ir.operand_vars(args[0]) if args else []:
+                self.read(s, "pre", v)
+            self.read(s, "post", obj)
+            gt = b(t) if has_t else "0.0"
+            if has_t:
+                st.defined.discard(t)
+            out.append(T.Line(f"{bo} = _rt.unpop({bo if has_obj else '0.0'}, {gt}, {obj}, {idx})", o))
+            st.defined.add(obj)
+            return [T.Hook(id(s), "pops", o)] + out
+        if not has_obj:
+            return []
+        g = self.fresh("g")
+        if name == "append":
+            out.append(T.Line(f"{bo}, {g} = _rt.unappend({bo})", o))
+        elif name == "extend":
+            self.read(s, "pre", args[0])
+            out.append(T.Line(f"{bo}, {g} = _rt.unextend({bo}, {T.operand_text(args[0], c)})", o))
+        elif name == "insert":
+            for v in ir.operand_vars(args[0]):
+                self.read(s, "pre", v)
+            out.append(T.Line(f"{bo}, {g} = _rt.uninsert({bo}, {T.operand_text(args[0], c)})", o))
+            args = args[1:]
+        elif name == "update":
+            self.read(s, "pre", args[0])
+            out.append(T.Line(f"{bo}, {g} = _rt.unupdate({bo}, {T.operand_text(args[0], c)})", o))
+        else:
+            raise UnsupportedSyntaxError(f"`.{name}()` on a value that carries a derivative",
+                                         origin=o, fix="build a new list/dict instead")
+        if args:
+            self.contribute(args[-1] if name != "insert" else args[0], g, o, out, st)
+        return [T.Hook(id(s), "pops", o)] + out
+
+    def rev_delitem(self, s, st):
+        if s.obj not in self.active or s.obj not in st.defined:
+            return []
+        idx = T.operand_text(s.index, self.consts)
+        for v in ir.operand_vars(s.index):
+            self.read(s, "pre", v)
+        self.read(s, "post", s.obj)
+        return [T.Hook(id(s), "pops", s.origin),
+                T.Line(f"{b(s.obj)} = _rt.undel({b(s.obj)}, {s.obj}, {idx})", s.origin)]
+
+    def rev_try(self, s, st):
+        o = s.origin
+        final = self.rev_block(s.finalbody, st)
+        branches = []
+        states = []
+        for k, (_, _, blk) in enumerate(s.handlers):
+            sk = st.copy()
+            lines = self.nested(lambda: self.rev_block(blk, sk))
+            branches.append((k, lines))
+            states.append(sk)
+        se = st.copy()
+        else_lines = self.nested(lambda: self.rev_block(s.orelse, se))
+        branches.append((-1, else_lines))
+        states.append(se)
+        union = set().union(*(x.defined for x in states))
+        for (k, lines), sk in zip(branches, states):
+            for v in sorted(union - sk.defined):
+                lines.append(T.Line(f"{b(v)} = 0.0", o))
+        st.defined = union
+        # the try body: statement k ran to its end only if progress passed it
+        body_items = []
+        prog = None
+        if s.handlers:
+            prog = self.site_names.setdefault(("p", id(s)), self.fresh("p"))
+        for k in reversed(range(len(s.body))):
+            stmt = s.body[k]
+            before = set(st.defined)
+            lines = self.nested(lambda: self.rev_stmt(stmt, st)) if prog else self.rev_stmt(stmt, st)
+            if not prog:
+                body_items.extend(lines)
+                continue
+            if not lines and st.defined == before:
+                continue
+            newly, consumed = st.defined - before, before - st.defined
+            lines = (lines or []) + [T.Line(f"{b(v)} = 0.0", o) for v in sorted(consumed)]
+            not_run = [T.Line(f"{b(v)} = 0.0", o) for v in sorted(newly)]
+            st.defined |= before
+            if isinstance(stmt, (ir.If, ir.For, ir.While, ir.With, ir.Try)):
+                partial = [T.Line(f"_rt.partial_compound({self.consts.name_for(stmt.origin)})", o)]
+            else:
+                partial = [T.Hook(id(stmt), "discard", o)]
+            body_items.append(T.Nest(f"if {prog} > {k}:", o, lines,
+                                     T.Nest(f"elif {prog} == {k}:", o, partial + not_run,
+                                            not_run or None)))
+        if not s.handlers:
+            return final + else_lines + body_items
+        which = self.site_names.setdefault(("h", id(s)), self.fresh("h"))
+        self.synthetic[prog] = self.synthetic[which] = "name" if self.depth == 0 else "stack"
+        handler_nest = None
+        for k, lines in reversed(branches):
+            if not lines:
+                continue
+            node = T.Nest(f"if {which} == {k}:", o, lines, handler_nest)
+            handler_nest = node
+        # rewrite the chain's headers: first 'if', the rest 'elif'
+        node, first = handler_nest, True
+        while node is not None:
+            if not first:
+                node.header = "el" + node.header
+            first = False
+            node = node.orelse if isinstance(node.orelse, T.Nest) else None
+        self.read(s, "post", which)
+        self.read(s, "post", prog)
+        items = final + ([handler_nest] if handler_nest else []) + body_items
+        if not items:
+            return []
+        return [T.Hook(id(s), "pops", o)] + items
 
     def rev_setitem(self, s, st):
         obj = s.obj
@@ -271,6 +413,7 @@ class ReverseEmitter:
                             out, st)
         out.append(T.Line(f"{b(obj)} = _rt.setitem_adjoint({b(obj)}, {idx})", o))
         return [T.Hook(id(s), "pops", o)] + out
+
 
     def rev_if(self, s, st):
         sa, sb = st.copy(), st.copy()
@@ -407,8 +550,20 @@ class ReverseEmitter:
                 return [T.Line(f"{s.target} = {T.operand_text(v, c)}", o)]
             return self.fwd_call(s.target, v, s, o)
         if isinstance(s, ir.SetItem):
-            return [T.Line(f"{s.obj}[{T.index_subscript_text(s.index, c)}] = "
+            if s.attr:
+                return [T.Line(f"{T.operand_text(s.obj, c)}.{s.attr} = {T.operand_text(s.value, c)}", o)]
+            return [T.Line(f"{T.operand_text(s.obj, c)}[{T.index_subscript_text(s.index, c)}] = "
                            f"{T.operand_text(s.value, c)}", o)]
+        if isinstance(s, ir.DelItem):
+            return [T.Line(f"del {T.operand_text(s.obj, c)}[{T.index_subscript_text(s.index, c)}]", o)]
+        if isinstance(s, ir.Mutate):
+            text = T.call_text(s.call, c)
+            return [T.Line(f"{s.target} = {text}" if s.target else text, o)]
+        if isinstance(s, ir.With):
+            items = ", ".join(T.operand_text(x, c) + (f" as {v}" if v else "") for x, v in s.items)
+            return [T.Nest(f"with {items}:", o, self.fwd_block(s.body))]
+        if isinstance(s, ir.Try):
+            return self.fwd_try(s)
         if isinstance(s, ir.ExprStmt):
             return [T.Line(T.call_text(s.call, c), o)]
         if isinstance(s, ir.Raise):
@@ -453,9 +608,47 @@ class ReverseEmitter:
             return [T.Line(f"return {T.operand_text(s.value, c)}, {self.tape_text()}", o)]
         raise AssertionError(f"unexpected statement {s!r}")
 
+    def fwd_try(self, s):
+        o, c = s.origin, self.consts
+        prog = self.site_names.get(("p", id(s)))
+        which = self.site_names.get(("h", id(s)))
+        pre = []
+        body = []
+        for k, stmt in enumerate(s.body):
+            body.extend(self.fwd_block([stmt]))
+            if prog:
+                body.append(T.Line(f"{prog} = {k + 1}", o))
+        if prog:
+            pre = [T.Line(f"{which} = -1", o), T.Line(f"{prog} = 0", o)]
+        node = T.Nest("try:", o, body)
+        items = [node]
+        for k, (t, n, blk) in enumerate(s.handlers):
+            head = "except" + (f" {T.operand_text(t, c)}" if t is not None else "") + \
+                (f" as {n}" if n else "") + ":"
+            hb = ([T.Line(f"{which} = {k}", o)] if which else []) + self.fwd_block(blk)
+            items.append(T.Nest(head, o, hb))
+        if s.orelse:
+            items.append(T.Nest("else:", o, self.fwd_block(s.orelse)))
+        if s.finalbody:
+            items.append(T.Nest("finally:", o, self.fwd_block(s.finalbody)))
+        return pre + items
+
     def fwd_call(self, target, call, s, o):
         c = self.consts
         cls = call.cls
+        if isinstance(call.fn, ir.Static) and call.fn.obj is runtime.make_closure:
+            src = call.extra["source"]
+            if call.extra.get("lambda"):
+                return [T.Line(f"{target} = {src[0][0]}", o)]
+            return [T.Line(text, org, raw=k > 0) for k, (text, org) in enumerate(src)]
+        if isinstance(call.fn, ir.Static) and call.fn.obj is runtime.apply:
+            f, args, kw = (T.operand_text(x, c) for x in call.args)
+            star = f"*{args}" + (f", **{kw}" if not (isinstance(call.args[2], ir.Const) and
+                                                    call.args[2].value is None) else "")
+            if cls == "dynamic":
+                rec = self.site_names.get(id(s)) or "_"
+                return [T.Line(f"{target}, {rec} = _rt.call({f}, {star})", o)]
+            return [T.Line(f"{target} = {f}({star})", o)]
         if cls == "derived":
             args = call.info["callargs"]
             mask = tuple(isinstance(a, str) and a in self.active for a in args)
@@ -475,6 +668,9 @@ class ReverseEmitter:
             if isinstance(fn, ir.Method):
                 callee = f"{T.operand_text(call.args[0], c)}.{fn.name}"
                 args = call.args[1:]
+            elif isinstance(fn, ir.Static):
+                callee = fn.text
+                args = call.args
             else:
                 callee = T.operand_text(fn.var, c)
                 args = call.args
@@ -532,6 +728,11 @@ class ReverseEmitter:
         return fwd_src, bwd_src
 
     def expand(self, hook):
+        if hook.when == "discard":
+            # the statement raised after saving its inputs: drop what it pushed
+            slot = self.reads.get(hook.key) or {"pre": []}
+            return [T.Line(f"{stack(v)}.pop()", hook.origin) for v in slot["pre"]
+                    if self.mode.get(v) == "stack"]
         return [T.Line(f"{v} = {stack(v)}.pop()", hook.origin) for v in self.pops(hook.key)]
 
     def render_function(self, header, body, origin):

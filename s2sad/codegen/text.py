@@ -208,10 +208,11 @@ def unparse(tree):
 
 # -- blocks of lines --------------------------------------------------------------------------
 class Line:
-    __slots__ = ("text", "origin")
+    """One generated line; ``raw`` lines (a user's nested def copied as written) get no comment."""
+    __slots__ = ("text", "origin", "raw")
 
-    def __init__(self, text, origin=None):
-        self.text, self.origin = text, origin
+    def __init__(self, text, origin=None, raw=False):
+        self.text, self.origin, self.raw = text, origin, raw
 
 
 class Nest:
@@ -236,16 +237,19 @@ def render(items, expand, out, depth=1, state=None):
         if isinstance(it, Hook):
             render(expand(it), expand, out, depth, state)
         elif isinstance(it, Line):
-            out.append((depth, it.text, it.origin))
+            out.append((depth, it.text, it.origin, it.raw))
         else:
-            out.append((depth, it.header, it.origin))
+            out.append((depth, it.header, it.origin, False))
             n = len(out)
             render(it.body, expand, out, depth + 1, state)
             if len(out) == n:
-                out.append((depth + 1, "pass", None))
+                out.append((depth + 1, "pass", None, False))
             if it.orelse:
-                out.append((depth, "else:", None))
-                render(it.orelse, expand, out, depth + 1, state)
+                if isinstance(it.orelse, Nest):
+                    render([it.orelse], expand, out, depth, state)
+                else:
+                    out.append((depth, "else:", None, False))
+                    render(it.orelse, expand, out, depth + 1, state)
     return out
 
 
@@ -255,9 +259,9 @@ def format_lines(triples, comment_col=40):
     The first line generated from a user line also shows that line's text."""
     lines = []
     last = None
-    for depth, text, origin in triples:
+    for depth, text, origin, *rest in triples:
         code = "    " * depth + text
-        if origin is not None:
+        if origin is not None and not (rest and rest[0]) and text.strip():
             tag = origin.short()
             comment = f"# {tag}"
             key = (origin.file, origin.line)

@@ -48,11 +48,24 @@ def definitions(fn):
     """var -> number of places that bind it (params count once; loop targets too)."""
     counts = {p: 1 for p in fn.params}
     for s in ir.walk(fn.body):
-        if isinstance(s, ir.Assign):
-            counts[s.target] = counts.get(s.target, 0) + 1
-        elif isinstance(s, ir.For):
-            counts[s.target] = counts.get(s.target, 0) + 1
+        for t in bound_names(s):
+            counts[t] = counts.get(t, 0) + 1
     return counts
+
+
+def bound_names(s):
+    """Names a statement (re)binds."""
+    if isinstance(s, ir.Assign):
+        return [s.target]
+    if isinstance(s, ir.For):
+        return [s.target]
+    if isinstance(s, ir.Mutate):
+        return [s.target] if s.target else []
+    if isinstance(s, ir.With):
+        return [v for _, v in s.items if v]
+    if isinstance(s, ir.Try):
+        return [v for _, v, _ in s.handlers if v]
+    return []
 
 
 def top_level_defs(fn):
@@ -62,7 +75,8 @@ def top_level_defs(fn):
 
 def written_arrays(fn):
     """Variables that may share memory with an array written in place (``x[i] = v``)."""
-    written = {s.obj for s in ir.walk(fn.body) if isinstance(s, ir.SetItem)}
+    written = {s.obj for s in ir.walk(fn.body)
+               if isinstance(s, (ir.SetItem, ir.DelItem, ir.Mutate)) and isinstance(s.obj, str)}
     if not written:
         return set()
     # union variables connected by copies and view-producing calls
@@ -102,7 +116,7 @@ def diff_reads(stmt):
             return info.get("diff_vars", [])
         return ir.operand_vars(v)
     if isinstance(stmt, ir.SetItem):
-        return ir.operand_vars(stmt.value) + [stmt.obj]
+        return ir.operand_vars(stmt.value) + ir.operand_vars(stmt.obj)
     return []
 
 
@@ -118,9 +132,16 @@ def activity(fn, active_params):
                 if any(v in varied for v in diff_reads(s)):
                     varied.add(s.target)
                     changed = True
-            elif isinstance(s, ir.SetItem) and s.obj not in varied:
+            elif isinstance(s, ir.SetItem) and isinstance(s.obj, str) and s.obj not in varied:
                 if any(v in varied for v in ir.operand_vars(s.value)):
                     varied.add(s.obj)
+                    changed = True
+            elif isinstance(s, ir.Mutate):
+                if s.obj not in varied and any(v in varied for v in s.call.reads()):
+                    varied.add(s.obj)
+                    changed = True
+                if s.target and s.target not in varied and s.obj in varied:
+                    varied.add(s.target)
                     changed = True
     useful = set()
     for s in stmts:
@@ -140,6 +161,12 @@ def activity(fn, active_params):
                     if v not in useful:
                         useful.add(v)
                         changed = True
+            elif isinstance(s, ir.Mutate):
+                if s.obj in useful or (s.target and s.target in useful):
+                    for v in s.call.reads():
+                        if v not in useful:
+                            useful.add(v)
+                            changed = True
     return varied & useful, varied
 
 
@@ -156,8 +183,21 @@ def _exposed(block, v):
                 return True, False
             if s.target == v:
                 return False, True
-        elif isinstance(s, ir.SetItem):
+        elif isinstance(s, (ir.SetItem, ir.DelItem, ir.Mutate)):
             if v == s.obj or v in s.reads():
+                return True, False
+            if isinstance(s, ir.Mutate) and s.target == v:
+                return False, True
+        elif isinstance(s, ir.With):
+            if v in s.reads():
+                return True, False
+            e, d = _exposed(s.body, v)
+            if e:
+                return True, False
+            if d:
+                return False, True
+        elif isinstance(s, ir.Try):
+            if any(_exposed(b, v)[0] for b in ir.children(s)):
                 return True, False
         elif isinstance(s, ir.If):
             if v in s.reads():
@@ -199,12 +239,9 @@ def _reads_deep(s):
 def defined_in(block):
     out = set()
     for s in ir.walk(block):
-        if isinstance(s, ir.Assign):
-            out.add(s.target)
-        elif isinstance(s, ir.SetItem):
+        out.update(bound_names(s))
+        if isinstance(s, (ir.SetItem, ir.Mutate, ir.DelItem)) and isinstance(s.obj, str):
             out.add(s.obj)
-        elif isinstance(s, ir.For):
-            out.add(s.target)
     return out
 
 
@@ -212,6 +249,6 @@ def read_in(block):
     out = set()
     for s in ir.walk(block):
         out.update(s.reads())
-        if isinstance(s, ir.SetItem):
+        if isinstance(s, (ir.SetItem, ir.Mutate, ir.DelItem)) and isinstance(s.obj, str):
             out.add(s.obj)
     return out

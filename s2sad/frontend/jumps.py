@@ -27,7 +27,8 @@ class Structurer:
     def run(self):
         body = self.fn.body
         returns = [s for s in ir.walk(body) if isinstance(s, ir.Return)]
-        jumps = [s for s in ir.walk(body) if isinstance(s, ir.Break)]
+        jumps = [s for s in ir.walk(body) if isinstance(s, ir.Break) or
+                 isinstance(s, (ir.For, ir.While)) and s.orelse]
         simple = (len(returns) == 1 and body and body[-1] is returns[0]) or not returns
         if simple and not jumps:
             if not returns:
@@ -78,18 +79,42 @@ class Structurer:
                 s.orelse, j2 = self.block(s.orelse, loops)
                 jumped = j1 or j2
                 out.append(s)
+            elif isinstance(s, ir.With):
+                s.body, jumped = self.block(s.body, loops)
+                out.append(s)
+            elif isinstance(s, ir.Try):
+                s.body, j1 = self.block(s.body, loops)
+                js = [j1]
+                for k, (t, n, blk) in enumerate(s.handlers):
+                    blk, j = self.block(blk, loops)
+                    s.handlers[k] = (t, n, blk)
+                    js.append(j)
+                s.orelse, j2 = self.block(s.orelse, loops)
+                s.finalbody, j3 = self.block(s.finalbody, loops)
+                jumped = any(js) or j2 or j3
+                out.append(s)
             elif isinstance(s, (ir.For, ir.While)):
                 lp = _Loop(self.flag("skip"), self.flag("brk"))
                 body, _ = self.block(s.body, loops + [lp])
                 if lp.used_skip:
                     body.insert(0, ir.Assign(lp.skip, ir.Const(False), o))
-                if lp.used_brk:
+                orelse = s.orelse
+                s.orelse = []
+                jumped = False
+                if lp.used_brk or orelse:
                     out.append(ir.Assign(lp.brk, ir.Const(False), o))
-                    s.brk = lp.brk
+                    s.brk = lp.brk if lp.used_brk else None
                 s.body = body
                 out.append(s)
+                if orelse:
+                    orelse, j = self.block(orelse, loops)
+                    if lp.used_brk:
+                        out.append(ir.If(lp.brk, [], orelse, o))
+                    else:
+                        out.extend(orelse)
+                    jumped = jumped or j
                 # a return inside the loop must also skip what follows the loop
-                jumped = self._sets_ret(body)
+                jumped = jumped or self._sets_ret(body)
             else:
                 out.append(s)
             if jumped:

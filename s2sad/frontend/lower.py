@@ -5,6 +5,7 @@ Every operation becomes a call site: operators call :mod:`operator` functions, `
 :class:`~s2sad.ir.Method` site.  ``and``/``or`` and conditional expressions become ``If`` statements;
 loops over sequences become loops over ``range`` with an explicit read of the element.
 """
+import functools
 import operator
 
 import gast
@@ -42,13 +43,71 @@ _CONSTRUCT_NAMES = {
 }
 
 
+_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef, gast.ListComp,
+           gast.SetComp, gast.DictComp, gast.GeneratorExp)
+
+
+def _scope_nodes(node):
+    """Nodes of a function's own scope: nested functions, lambdas, classes and comprehensions are
+    not entered (their names are their own), but a nested def's name, decorators and defaults are."""
+    todo = list(gast.iter_child_nodes(node))
+    while todo:
+        n = todo.pop()
+        yield n
+        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+            todo.extend(n.decorator_list)
+            if not isinstance(n, gast.ClassDef):
+                todo.extend(d for d in n.args.defaults + n.args.kw_defaults if d is not None)
+            continue
+        if isinstance(n, gast.Lambda):
+            todo.extend(d for d in n.args.defaults + n.args.kw_defaults if d is not None)
+            continue
+        if isinstance(n, (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)):
+            todo.append(n.generators[0].iter)
+            continue
+        todo.extend(gast.iter_child_nodes(n))
+
+
 def _assigned_names(fnode):
-    """Names bound anywhere in the function body (Python's rule for local variables)."""
-    names = set()
-    for node in gast.walk(fnode):
+    """(local names, names declared global, names declared nonlocal) of a function's own scope."""
+    names, glob, nonloc = set(), set(), set()
+    for node in _scope_nodes(fnode):
         if isinstance(node, gast.Name) and isinstance(node.ctx, (gast.Store, gast.Del)):
             names.add(node.id)
-    return names
+        elif isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, gast.Global):
+            glob.update(node.names)
+        elif isinstance(node, gast.Nonlocal):
+            nonloc.update(node.names)
+        elif isinstance(node, gast.ExceptHandler) and isinstance(node.name, gast.Name):
+            names.add(node.name.id)
+    return names - glob - nonloc, glob, nonloc
+
+
+def free_names(node):
+    """Names a nested function or lambda reads from outside itself."""
+    params = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+    for a in (node.args.vararg, node.args.kwarg):
+        if a is not None:
+            params.add(a.id)
+    if isinstance(node, gast.Lambda):
+        own = params
+    else:
+        own = params | _assigned_names(node)[0]
+    loads = set()
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
+            loads.add(n.id)
+    return loads - own
+
+
+def _stores(nodes, name):
+    return any(isinstance(m, gast.Name) and m.id == name and isinstance(m.ctx, gast.Store)
+               for n in nodes for m in gast.walk(n))
+
+
+_MUTATORS = {"append", "extend", "insert", "pop", "update"}
 
 
 class Lowerer:
@@ -59,12 +118,20 @@ class Lowerer:
         self.block = None
         self.fnode = src.node
         args = self.fnode.args
-        if args.vararg is not None or args.kwarg is not None:
-            raise UnsupportedSyntaxError(
-                f"{src.fn.__qualname__} takes *args/**kwargs, which s2sad does not differentiate yet",
-                origin=src.origin(self.fnode), fix="list the parameters explicitly")
-        self.params = [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]
-        self.locals = _assigned_names(self.fnode) | set(self.params)
+        self.params = list(src.data_cells)
+        self.params += [a.id for a in args.posonlyargs + args.args]
+        if args.vararg is not None:
+            self.params.append(args.vararg.id)
+        self.params += [a.id for a in args.kwonlyargs]
+        if args.kwarg is not None:
+            self.params.append(args.kwarg.id)
+        if isinstance(self.fnode, gast.Lambda):
+            self.locals, self.globals_decl, self.nonlocal_decl = set(), set(), set()
+        else:
+            self.locals, self.globals_decl, self.nonlocal_decl = _assigned_names(self.fnode)
+        self.locals |= set(self.params)
+        self.renames = {}
+        self._nonlocal_writers = []      # (names, origin) of nested defs writing our variables
 
     # -- helpers ----------------------------------------------------------------------------
     def tmp(self):
@@ -103,9 +170,10 @@ class Lowerer:
                 if isinstance(node, (gast.Yield, gast.YieldFrom, gast.Await)):
                     self.unsupported(node)
             self.stmts(body)
-        return ir.Function(self.src.fn.__name__, self.params, self.block,
-                           self.src.origin(self.fnode), pyfunc=self.src.fn,
-                           namespace=self.namespace)
+        fn = ir.Function(self.src.fn.__name__, self.params, self.block,
+                         self.src.origin(self.fnode), pyfunc=self.src.fn, namespace=self.namespace)
+        fn.nonlocal_writers = self._nonlocal_writers
+        return fn
 
     def stmts(self, nodes):
         for n in nodes:
@@ -121,16 +189,17 @@ class Lowerer:
     def stmt(self, node):
         o = self.src.origin(node)
         if isinstance(node, gast.Assign):
-            if len(node.targets) == 1 and isinstance(node.targets[0], gast.Name):
-                self.expr(node.value, target=node.targets[0].id)
+            if len(node.targets) == 1 and isinstance(node.targets[0], gast.Name) and \
+                    self._plain_local(node.targets[0].id):
+                self._assign_value(node.value, node.targets[0].id, o)
             else:
                 v = self.expr(node.value)
                 for t in node.targets:
                     self.assign(t, v, o)
         elif isinstance(node, gast.AnnAssign):
             if node.value is not None:
-                if isinstance(node.target, gast.Name):
-                    self.expr(node.value, target=node.target.id)
+                if isinstance(node.target, gast.Name) and self._plain_local(node.target.id):
+                    self._assign_value(node.value, node.target.id, o)
                 else:
                     self.assign(node.target, self.expr(node.value), o)
         elif isinstance(node, gast.AugAssign):
@@ -140,7 +209,11 @@ class Lowerer:
                 return                                  # docstring
             v = node.value
             if isinstance(v, gast.Call):
+                if self._mutation(v, None, o):
+                    return
                 call = self.call(v)
+                if isinstance(call, str):               # lowered to statements (map, reduce...)
+                    return
                 self.emit(ir.ExprStmt(call, o))
             else:
                 self.expr(v)
@@ -151,19 +224,19 @@ class Lowerer:
             test = self.expr(node.test)
             self.emit(ir.If(test, self.sub_block(node.body), self.sub_block(node.orelse), o))
         elif isinstance(node, gast.While):
-            if node.orelse:
-                self.unsupported(node, "`while ... else`")
             saved, self.block = self.block, []
             test = self.expr(node.test)
             test_body, self.block = self.block, saved
-            self.emit(ir.While(test_body, test, self.sub_block(node.body), o))
+            self.emit(ir.While(test_body, test, self.sub_block(node.body), o,
+                               orelse=self.sub_block(node.orelse)))
         elif isinstance(node, gast.For):
-            self.for_loop(node, o)
+            self.for_loop(node.target, node.iter, lambda: self.stmts(node.body), o,
+                          orelse=node.orelse, body_nodes=node.body)
         elif isinstance(node, gast.Break):
             self.emit(ir.Break(o))
         elif isinstance(node, gast.Continue):
             self.emit(ir.Continue(o))
-        elif isinstance(node, gast.Pass):
+        elif isinstance(node, (gast.Pass, gast.Global, gast.Nonlocal)):
             pass
         elif isinstance(node, gast.Assert):
             test = self.expr(node.test)
@@ -180,28 +253,118 @@ class Lowerer:
             if node.cause is not None:
                 self.unsupported(node, "`raise ... from ...`")
             self.emit(ir.Raise(self.expr(node.exc) if node.exc is not None else None, o))
+        elif isinstance(node, (gast.FunctionDef, gast.Lambda)):
+            self.closure(node, node.name, o)
+        elif isinstance(node, gast.With):
+            items = []
+            for it in node.items:
+                ctx = self.expr(it.context_expr)
+                var = None
+                if it.optional_vars is not None:
+                    if not isinstance(it.optional_vars, gast.Name):
+                        self.unsupported(it.optional_vars, "`with ... as` a non-name target")
+                    var = self.name(it.optional_vars.id)
+                items.append((ctx, var))
+            self.emit(ir.With(items, self.sub_block(node.body), o))
+        elif isinstance(node, gast.Try):
+            handlers = []
+            for h in node.handlers:
+                t = self.expr(h.type) if h.type is not None else None
+                name = self.name(h.name.id) if isinstance(h.name, gast.Name) else None
+                handlers.append((t, name, self.sub_block(h.body)))
+            self.emit(ir.Try(self.sub_block(node.body), handlers, self.sub_block(node.orelse),
+                             self.sub_block(node.finalbody), o))
+        elif isinstance(node, gast.Delete):
+            for t in node.targets:
+                if isinstance(t, gast.Name):
+                    continue                # the name's value may still be needed by the reverse sweep
+                if isinstance(t, gast.Subscript):
+                    obj = self.expr(t.value)
+                    self.emit(ir.DelItem(obj, self.index(t.slice), o))
+                else:
+                    self.unsupported(t, f"`del` of {type(t).__name__}")
         else:
             self.unsupported(node)
+
+    def name(self, n):
+        return self.renames.get(n, n)
+
+    def _plain_local(self, n):
+        return n not in self.globals_decl and n not in self.nonlocal_decl
+
+    def _assign_value(self, value, target, o):
+        target = self.name(target)
+        if isinstance(value, gast.Call) and self._mutation(value, target, o):
+            return
+        if isinstance(value, gast.Lambda):
+            self.closure(value, target, o)
+            return
+        self.expr(value, target=target)
+
+    def _mutation(self, call, target, o):
+        """``x.append(v)`` and friends on a local: lowered to a Mutate statement."""
+        f = call.func
+        if not (isinstance(f, gast.Attribute) and f.attr in _MUTATORS and isinstance(f.value, gast.Name)
+                and f.value.id in self.locals):
+            return False
+        if any(isinstance(a, gast.Starred) for a in call.args) or call.keywords:
+            return False
+        obj = self.name(f.value.id)
+        args = [obj] + [self.expr(a) for a in call.args]
+        self.emit(ir.Mutate(target, obj, ir.Call(ir.Method(f.attr), args), o))
+        return True
 
     def assign(self, target, value, o):
         """Store operand ``value`` into an assignment target."""
         if isinstance(target, gast.Name):
-            self.emit(ir.Assign(target.id, value, o))
+            n = target.id
+            if n in self.globals_decl:
+                self.namespace["_globals"] = self.src.globals
+                self.emit(ir.SetItem(ir.Const(self.src.globals, "_globals"),
+                                     ir.Index([ir.Const(n)], False), value, o))
+            elif n in self.nonlocal_decl and n in self.src.cells:
+                cname = f"_cell_{n}"
+                self.namespace[cname] = self.src.cells[n]
+                self.emit(ir.SetItem(ir.Const(self.src.cells[n], cname),
+                                     ir.Index([ir.Const("cell_contents")], False), value, o,
+                                     attr="cell_contents"))
+            else:
+                self.emit(ir.Assign(self.name(n), value, o))
         elif isinstance(target, (gast.Tuple, gast.List)):
-            if any(isinstance(e, gast.Starred) for e in target.elts):
-                self.unsupported(target, "starred unpacking")
+            stars = [k for k, e in enumerate(target.elts) if isinstance(e, gast.Starred)]
+            if len(stars) > 1:
+                self.unsupported(target, "two starred targets")
+            n = len(target.elts)
             for k, elt in enumerate(target.elts):
-                t = self.tmp() if not isinstance(elt, gast.Name) else elt.id
-                self.emit(ir.Assign(t, ir.Call(ir.Static(operator.getitem, "[]"),
-                                               [value, ir.Index([ir.Const(k)], False)]), o))
-                if not isinstance(elt, gast.Name):
+                if stars and k == stars[0]:
+                    after = n - k - 1
+                    idx = ir.Index([ir.Slice(ir.Const(k), ir.Const(-after) if after else None, None)],
+                                   False)
+                    part = self.tmp()
+                    self.emit(ir.Assign(part, ir.Call(ir.Static(operator.getitem, "[]"), [value, idx]), o))
+                    lst = self.tmp()
+                    self.emit(ir.Assign(lst, ir.Call(ir.Static(list, "list"), [part]), o))
+                    self.namespace["list"] = list
+                    self.assign(elt.value, lst, o)
+                    continue
+                pos = k if not stars or k < stars[0] else k - n
+                if isinstance(elt, gast.Name) and self._plain_local(elt.id):
+                    t = self.name(elt.id)
+                    self.emit(ir.Assign(t, ir.Call(ir.Static(operator.getitem, "[]"),
+                                                   [value, ir.Index([ir.Const(pos)], False)]), o))
+                else:
+                    t = self.tmp()
+                    self.emit(ir.Assign(t, ir.Call(ir.Static(operator.getitem, "[]"),
+                                                   [value, ir.Index([ir.Const(pos)], False)]), o))
                     self.assign(elt, t, o)
         elif isinstance(target, gast.Subscript):
             obj = self.expr(target.value)
-            if not isinstance(obj, str):
-                self.unsupported(target, "assignment into a non-local value")
             idx = self.index(target.slice)
             self.emit(ir.SetItem(obj, idx, value, o))
+        elif isinstance(target, gast.Attribute):
+            obj = self.expr(target.value)
+            self.emit(ir.SetItem(obj, ir.Index([ir.Const(target.attr)], False), value, o,
+                                 attr=target.attr))
         else:
             self.unsupported(target, f"assignment to {type(target).__name__}")
 
@@ -210,48 +373,60 @@ class Lowerer:
         t = node.target
         if isinstance(t, gast.Name):
             rhs = self.expr(node.value)
-            self._call(ir.Call(ir.Static(fn, _opname(fn)), [t.id, rhs]), t.id, o)
-        elif isinstance(t, gast.Subscript):
+            cur = self.expr(gast.Name(id=t.id, ctx=gast.Load(), annotation=None, type_comment=None))
+            if self._plain_local(t.id):
+                self._call(ir.Call(ir.Static(fn, _opname(fn)), [cur, rhs]), self.name(t.id), o)
+            else:
+                new = self._call(ir.Call(ir.Static(fn, _opname(fn)), [cur, rhs]), None, o)
+                self.assign(t, new, o)
+        elif isinstance(t, (gast.Subscript, gast.Attribute)):
             obj = self.expr(t.value)
-            idx = self.index(t.slice)
+            if isinstance(t, gast.Subscript):
+                idx = self.index(t.slice)
+                read = ir.Call(ir.Static(operator.getitem, "[]"), [obj, idx])
+            else:
+                read = ir.Call(ir.Attr(t.attr), [obj])
             old = self.tmp()
-            self.emit(ir.Assign(old, ir.Call(ir.Static(operator.getitem, "[]"), [obj, idx]), o))
+            self.emit(ir.Assign(old, read, o))
             rhs = self.expr(node.value)
             new = self.tmp()
             self.emit(ir.Assign(new, ir.Call(ir.Static(fn, _opname(fn)), [old, rhs]), o))
-            self.emit(ir.SetItem(obj, idx, new, o))
+            if isinstance(t, gast.Subscript):
+                self.emit(ir.SetItem(obj, idx, new, o))
+            else:
+                self.emit(ir.SetItem(obj, ir.Index([ir.Const(t.attr)], False), new, o, attr=t.attr))
         else:
             self.unsupported(t, f"augmented assignment to {type(t).__name__}")
 
-    def for_loop(self, node, o):
-        if node.orelse:
-            self.unsupported(node, "`for ... else`")
-        it = node.iter
-        target = node.target
+    def for_loop(self, target, it, body_fn, o, orelse=(), body_nodes=()):
+        """Lower ``for target in it`` with a body produced by ``body_fn()`` into self.block."""
+        orelse_ir = self.sub_block(orelse) if orelse else []
         # for x in range(...)
         if (isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and it.func.id == "range"
                 and it.func.id not in self.locals and not it.keywords
-                and self.src.resolve("range") is range and 1 <= len(it.args) <= 3):
+                and self.src.resolve("range") is range and 1 <= len(it.args) <= 3
+                and not any(isinstance(a, gast.Starred) for a in it.args)):
             ops = [self.expr(a) for a in it.args]
             start, stop, step = ((ir.Const(0), ops[0], ir.Const(1)) if len(ops) == 1 else
                                  (ops[0], ops[1], ir.Const(1)) if len(ops) == 2 else ops)
-            if isinstance(target, gast.Name) and not self._assigned_in(node.body, target.id):
-                self.emit(ir.For(target.id, start, stop, step, self.sub_block(node.body), o))
+            saved, self.block = self.block, []
+            if isinstance(target, gast.Name) and self._plain_local(target.id) and \
+                    not _stores(body_nodes, target.id):
+                var = self.name(target.id)
             else:
-                k = self.tmp()
-                saved, self.block = self.block, []
-                self.assign(target, k, o)
-                self.stmts(node.body)
-                body, self.block = self.block, saved
-                self.emit(ir.For(k, start, stop, step, body, o))
+                var = self.tmp()
+                self.assign(target, var, o)
+            body_fn()
+            body, self.block = self.block, saved
+            self.emit(ir.For(var, start, stop, step, body, o, orelse=orelse_ir))
             return
-        # for a, b in zip(...), for i, x in enumerate(...), for x in seq
-        seqs, enum = self._sequence_parts(it)
+        # for a, b in zip(...), for i, x in enumerate(...), for x in reversed(seq), for x in seq
+        seqs, enum, rev = self._sequence_parts(it)
         k = self.tmp()
         lens = []
-        for s in seqs:
+        for sq in seqs:
             n = self.tmp()
-            self.emit(ir.Assign(n, ir.Call(ir.Static(len, "len"), [s]), o))
+            self.emit(ir.Assign(n, ir.Call(ir.Static(len, "len"), [sq]), o))
             self.namespace["len"] = len
             lens.append(n)
         stop = lens[0]
@@ -260,24 +435,28 @@ class Lowerer:
             self.emit(ir.Assign(stop, ir.Call(ir.Static(min, "min"), lens), o))
             self.namespace["min"] = min
         saved, self.block = self.block, []
+        pos = k
+        if rev:
+            pos = self.tmp()
+            last = self.tmp()
+            self.emit(ir.Assign(last, ir.Call(ir.Static(operator.sub, "-"), [stop, ir.Const(1)]), o))
+            self.emit(ir.Assign(pos, ir.Call(ir.Static(operator.sub, "-"), [last, k]), o))
         elems = []
-        for s in seqs:
+        for sq in seqs:
             e = self.tmp()
             self.emit(ir.Assign(e, ir.Call(ir.Static(operator.getitem, "[]"),
-                                           [s, ir.Index([k], False)]), o))
+                                           [sq, ir.Index([pos], False)]), o))
             elems.append(e)
-        item = elems[0]
         if enum or len(elems) > 1:
-            # bind the target structurally: (i, x) for enumerate, (a, b) for zip
             parts = ([k] if enum else []) + ([elems[0]] if len(elems) == 1 else elems)
             if enum and len(elems) > 1:
                 parts = [k, tuple(elems)]
             self._bind_struct(target, parts, o)
         else:
-            self.assign(target, item, o)
-        self.stmts(node.body)
+            self.assign(target, elems[0], o)
+        body_fn()
         body, self.block = self.block, saved
-        self.emit(ir.For(k, ir.Const(0), stop, ir.Const(1), body, o))
+        self.emit(ir.For(k, ir.Const(0), stop, ir.Const(1), body, o, orelse=orelse_ir))
 
     def _bind_struct(self, target, parts, o):
         if isinstance(target, (gast.Tuple, gast.List)) and len(target.elts) == len(parts):
@@ -299,26 +478,22 @@ class Lowerer:
         return t
 
     def _sequence_parts(self, it):
-        """(sequences, enumerate?) for zip(...)/enumerate(...)/a sequence."""
+        """(sequences, enumerate?, reversed?) for zip(...)/enumerate(...)/reversed(...)/a sequence."""
         if isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and not it.keywords \
-                and it.func.id not in self.locals:
+                and it.func.id not in self.locals \
+                and not any(isinstance(a, gast.Starred) for a in it.args):
             f = self.src.resolve(it.func.id)
             if f is enumerate and len(it.args) == 1:
-                inner, _ = self._sequence_parts(it.args[0])
-                if len(inner) == 1 or (isinstance(it.args[0], gast.Call)):
-                    if len(inner) > 1:
-                        return inner, True
-                    return inner, True
+                inner, _, rev = self._sequence_parts(it.args[0])
+                if not rev:
+                    return inner, True, False
             if f is zip and it.args:
-                return [self.expr(a) for a in it.args], False
-        return [self.expr(it)], False
-
-    def _assigned_in(self, body, name):
-        for n in body:
-            for m in gast.walk(n):
-                if isinstance(m, gast.Name) and m.id == name and isinstance(m.ctx, gast.Store):
-                    return True
-        return False
+                return [self.expr(a) for a in it.args], False, False
+            if f is reversed and len(it.args) == 1:
+                inner, enum, rev = self._sequence_parts(it.args[0])
+                if not enum and not rev and len(inner) == 1:
+                    return inner, False, True
+        return [self.expr(it)], False, False
 
     # -- expressions ------------------------------------------------------------------------
     def expr(self, node, target=None):
@@ -327,10 +502,21 @@ class Lowerer:
         if isinstance(node, gast.Constant):
             return self._finish(ir.Const(node.value), target, o)
         if isinstance(node, gast.Name):
-            if node.id in self.locals:
-                return self._finish(node.id, target, o)
-            value = self.free(node.id, node)
-            return self._finish(ir.Const(value, node.id), target, o)
+            n = node.id
+            if n in self.locals:
+                return self._finish(self.name(n), target, o)
+            if n in self.globals_decl:
+                self.namespace["_globals"] = self.src.globals
+                return self._call(ir.Call(ir.Static(operator.getitem, "[]"),
+                                          [ir.Const(self.src.globals, "_globals"),
+                                           ir.Index([ir.Const(n)], False)]), target, o)
+            if n in self.nonlocal_decl and n in self.src.cells:
+                cname = f"_cell_{n}"
+                self.namespace[cname] = self.src.cells[n]
+                return self._call(ir.Call(ir.Attr("cell_contents"),
+                                          [ir.Const(self.src.cells[n], cname)]), target, o)
+            value = self.free(n, node)
+            return self._finish(ir.Const(value, n), target, o)
         if isinstance(node, gast.Attribute):
             chain = self._static_chain(node)
             if chain is not None:
@@ -357,14 +543,21 @@ class Lowerer:
             self.emit(ir.If(test, body, orelse, o))
             return t
         if isinstance(node, gast.Call):
-            return self._call(self.call(node), target, o)
+            c = self.call(node)
+            if isinstance(c, str):
+                return self._finish(c, target, o)
+            return self._call(c, target, o)
         if isinstance(node, gast.Subscript):
             obj = self.expr(node.value)
             idx = self.index(node.slice)
             return self._call(ir.Call(ir.Static(operator.getitem, "[]"), [obj, idx]), target, o)
         if isinstance(node, (gast.Tuple, gast.List)):
             if any(isinstance(e, gast.Starred) for e in node.elts):
-                self.unsupported(node, "starred elements in a tuple/list display")
+                seq = self.star_args(node.elts, o)
+                if isinstance(node, gast.Tuple):
+                    return self._finish(seq, target, o)
+                self.namespace["list"] = list
+                return self._call(ir.Call(ir.Static(list, "list"), [seq]), target, o)
             items = [self.expr(e) for e in node.elts]
             build = runtime.build_tuple if isinstance(node, gast.Tuple) else runtime.build_list
             return self._call(ir.Call(ir.Static(build, build.__name__), items), target, o)
@@ -373,8 +566,18 @@ class Lowerer:
                 self.unsupported(node, "`**` in a dict display")
             keys = [self.expr(k) for k in node.keys]
             vals = [self.expr(v) for v in node.values]
+            if all(isinstance(k, ir.Const) and k.text is None for k in keys):
+                keyop = ir.Const(tuple(k.value for k in keys))
+            else:
+                keyop = self._pack(keys, o)
             return self._call(ir.Call(ir.Static(runtime.build_dict, "build_dict"),
-                                      [self._pack(keys, o)] + vals), target, o)
+                                      [keyop] + vals), target, o)
+        if isinstance(node, gast.Lambda):
+            t = target or self.tmp()
+            self.closure(node, t, o)
+            return t
+        if isinstance(node, (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)):
+            return self.comprehension(node, target, o)
         if isinstance(node, gast.Slice):
             return self._call(ir.Call(ir.Static(slice, "slice"), [self._opt(node.lower),
                               self._opt(node.upper), self._opt(node.step)]), target, o)
@@ -469,9 +672,20 @@ class Lowerer:
         return t
 
     def call(self, node):
+        o = self.src.origin(node)
         if any(isinstance(a, gast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
-            self.unsupported(node, "`*args`/`**kwargs` in a call")
+            return self.star_call(node, o)
         f = node.func
+        if isinstance(f, gast.Name) and f.id not in self.locals and not node.keywords:
+            special = self.src.resolve(f.id)
+            if special is map and len(node.args) >= 2:
+                return self.map_call(node, o)
+            if special is filter and len(node.args) == 2:
+                return self.filter_call(node, o)
+        chain0 = self._static_chain(f) if isinstance(f, gast.Attribute) else None
+        if chain0 is not None and chain0[0] is functools.reduce and not node.keywords \
+                and len(node.args) in (2, 3):
+            return self.reduce_call(node, o)
         chain = self._static_chain(f) if isinstance(f, gast.Attribute) else None
         if isinstance(f, gast.Name) and f.id not in self.locals:
             callee = ir.Static(self.free(f.id, f), f.id)
@@ -512,6 +726,201 @@ class Lowerer:
         if not isinstance(root, (types.ModuleType, type)):
             return None
         return value, text
+
+    # -- functions as values ---------------------------------------------------------------
+    def closure(self, node, target, o):
+        """A nested ``def`` or ``lambda``: emitted as written (it closes over the sweep's own
+        variables, which keep the user's names); for the analyses it is a call that captures the
+        enclosing variables it reads, so derivatives flow back into them."""
+        free = free_names(node)
+        captured = sorted(v for v in free if v in self.locals)
+        for v in sorted(free - set(captured)):
+            if v in self.globals_decl or v in self.nonlocal_decl:
+                continue
+            val = self.src.resolve(v)
+            if val is not _MISSING:
+                self.namespace[v] = val
+        for n in gast.walk(node):
+            if isinstance(n, gast.Nonlocal) and set(n.names) & self.locals:
+                self._nonlocal_writers.append((set(n.names) & self.locals, o))
+        lines = self.src.segment(node)
+        call = ir.Call(ir.Static(runtime.make_closure, "closure"),
+                       [ir.Const(tuple(captured))] + [self.name(v) for v in captured],
+                       extra={"source": lines, "lambda": isinstance(node, gast.Lambda),
+                              "name": getattr(node, "name", None)})
+        target = self.name(target)
+        if not isinstance(node, gast.Lambda) and node.name != target:
+            self.unsupported(node, "a nested definition bound to another name")
+        self.emit(ir.Assign(target, call, o))
+        return target
+
+    def comprehension(self, node, target, o):
+        """``[e for x in xs if c]`` -> an explicit loop that appends (a dict/set display likewise)."""
+        result = target or self.tmp()
+        is_dict = isinstance(node, gast.DictComp)
+        if is_dict:
+            self.emit(ir.Assign(result, ir.Call(ir.Static(runtime.build_dict, "build_dict"),
+                                                [ir.Const(())]), o))
+        else:
+            self.emit(ir.Assign(result, ir.Call(ir.Static(runtime.build_list, "build_list"), []), o))
+        saved_renames = dict(self.renames)
+        added = set()
+        for gen in node.generators:
+            for n in gast.walk(gen.target):
+                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                    if n.id in self.locals or n.id in self.renames:
+                        self.renames[n.id] = self._fresh_name(n.id)
+                    if n.id not in self.locals:
+                        added.add(n.id)
+                        self.locals.add(n.id)
+
+        def level(i):
+            if i == len(node.generators):
+                if is_dict:
+                    k, v = self.expr(node.key), self.expr(node.value)
+                    self.emit(ir.SetItem(result, ir.Index([k], False), v, o))
+                else:
+                    e = self.expr(node.elt)
+                    self.emit(ir.Mutate(None, result, ir.Call(ir.Method("append"), [result, e]), o))
+                return
+            gen = node.generators[i]
+
+            def body():
+                if gen.ifs:
+                    conds = gen.ifs
+                    test = self.expr(conds[0] if len(conds) == 1 else
+                                     gast.BoolOp(op=gast.And(), values=conds))
+                    saved, self.block = self.block, []
+                    level(i + 1)
+                    inner, self.block = self.block, saved
+                    self.emit(ir.If(test, inner, [], o))
+                else:
+                    level(i + 1)
+            self.for_loop(gen.target, gen.iter, body, o)
+        level(0)
+        self.renames = saved_renames
+        self.locals -= added
+        if isinstance(node, gast.SetComp):
+            self.namespace["set"] = set
+            return self._call(ir.Call(ir.Static(set, "set"), [result]), None, o)
+        return result
+
+    def _fresh_name(self, base):
+        self.counter += 1
+        return f"{base}_{self.counter}"
+
+    def star_args(self, elts, o):
+        """``(a, *xs, b)`` -> ``_rt.star_args((a,), xs, (b,))``: a tuple whose adjoint splits back."""
+        segs, run = [], []
+        for e in elts:
+            if isinstance(e, gast.Starred):
+                if run:
+                    segs.append(self._pack(run, o))
+                    run = []
+                segs.append(self.expr(e.value))
+            else:
+                run.append(self.expr(e))
+        if run:
+            segs.append(self._pack(run, o))
+        return self._call(ir.Call(ir.Static(runtime.star_args, "_rt.star_args"), segs), None, o)
+
+    def star_call(self, node, o):
+        f = node.func
+        if isinstance(f, gast.Name) and f.id not in self.locals:
+            callee = ir.Const(self.free(f.id, f), f.id)
+        else:
+            callee = self.expr(f)
+        args = self.star_args(node.args, o)
+        kws = [k for k in node.keywords if k.arg is not None]
+        parts = []
+        if kws:
+            keys = ir.Const(tuple(k.arg for k in kws))
+            vals = [self.expr(k.value) for k in kws]
+            parts.append(self._call(ir.Call(ir.Static(runtime.build_dict, "build_dict"),
+                                            [keys] + vals), None, o))
+        for k in node.keywords:
+            if k.arg is None:
+                parts.append(self.expr(k.value))
+        if not parts:
+            kw = ir.Const(None)
+        elif len(parts) == 1:
+            kw = parts[0]
+        else:
+            kw = self._call(ir.Call(ir.Static(runtime.merge_dicts, "_rt.merge_dicts"), parts), None, o)
+        return ir.Call(ir.Static(runtime.apply, "_rt.apply"), [callee, args, kw])
+
+    def map_call(self, node, o):
+        # map(f, a, b) -> [f(x, y) for x, y in zip(a, b)]
+        fn = self.expr(node.args[0])
+        seqs = node.args[1:]
+        result = self.tmp()
+        self.emit(ir.Assign(result, ir.Call(ir.Static(runtime.build_list, "build_list"), []), o))
+        names = [self.tmp() for _ in seqs]
+        zipped = gast.Call(func=gast.Name(id="zip", ctx=gast.Load(), annotation=None,
+                                          type_comment=None), args=list(seqs), keywords=[]) \
+            if len(seqs) > 1 else seqs[0]
+        for n in names:
+            self.locals.add(n)
+        tgt = gast.Tuple(elts=[gast.Name(id=n, ctx=gast.Store(), annotation=None, type_comment=None)
+                               for n in names], ctx=gast.Store()) if len(seqs) > 1 else \
+            gast.Name(id=names[0], ctx=gast.Store(), annotation=None, type_comment=None)
+        gast.copy_location(zipped, node)
+
+        def body():
+            v = self._call(self._make_call(fn, names), None, o)
+            self.emit(ir.Mutate(None, result, ir.Call(ir.Method("append"), [result, v]), o))
+        self.namespace["zip"] = zip
+        self.for_loop(tgt, zipped, body, o)
+        return result
+
+    def filter_call(self, node, o):
+        fn = self.expr(node.args[0])
+        result = self.tmp()
+        self.emit(ir.Assign(result, ir.Call(ir.Static(runtime.build_list, "build_list"), []), o))
+        name = self.tmp()
+        self.locals.add(name)
+
+        def body():
+            if isinstance(fn, ir.Const) and fn.value is None:
+                test = name
+            else:
+                test = self._call(self._make_call(fn, [name]), None, o)
+            self.emit(ir.If(test, [ir.Mutate(None, result, ir.Call(ir.Method("append"),
+                                                                   [result, name]), o)], [], o))
+        self.for_loop(gast.Name(id=name, ctx=gast.Store(), annotation=None, type_comment=None),
+                      node.args[1], body, o)
+        return result
+
+    def reduce_call(self, node, o):
+        # functools.reduce(f, xs[, init]) -> acc = init or xs[0]; for x in rest: acc = f(acc, x)
+        fn = self.expr(node.args[0])
+        seq = self.expr(node.args[1])
+        acc = self.tmp()
+        self.locals.add(acc)
+        if len(node.args) == 3:
+            self.expr(node.args[2], target=acc)
+            start = ir.Const(0)
+        else:
+            self.emit(ir.Assign(acc, ir.Call(ir.Static(operator.getitem, "[]"),
+                                             [seq, ir.Index([ir.Const(0)], False)]), o))
+            start = ir.Const(1)
+        n = self.tmp()
+        self.namespace["len"] = len
+        self.emit(ir.Assign(n, ir.Call(ir.Static(len, "len"), [seq]), o))
+        k = self.tmp()
+        saved, self.block = self.block, []
+        x = self.tmp()
+        self.emit(ir.Assign(x, ir.Call(ir.Static(operator.getitem, "[]"),
+                                       [seq, ir.Index([k], False)]), o))
+        self._call(self._make_call(fn, [acc, x]), acc, o)
+        body, self.block = self.block, saved
+        self.emit(ir.For(k, start, n, ir.Const(1), body, o))
+        return acc
+
+    def _make_call(self, fn, args):
+        if isinstance(fn, ir.Const):
+            return ir.Call(ir.Static(fn.value, fn.text or "f"), args)
+        return ir.Call(ir.Dynamic(fn), args)
 
     def index(self, node):
         if isinstance(node, gast.Tuple):

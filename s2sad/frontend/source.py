@@ -21,13 +21,10 @@ class FunctionSource:
         self.file = self.code.co_filename
         self.first_line = self.code.co_firstlineno
         self.node, self.lines = _parse(fn)
-        cells = fn.__closure__ or ()
-        self.closure = {}
-        for name, cell in zip(self.code.co_freevars, cells):
-            try:
-                self.closure[name] = cell.cell_contents
-            except ValueError:          # empty cell (defined later in the enclosing scope)
-                pass
+        static, data = split_closure(fn)
+        self.closure = static              # cells read as constants at build time
+        self.data_cells = data             # cells that become leading parameters of the sweeps
+        self.cells = dict(zip(self.code.co_freevars, fn.__closure__ or ()))
         self.globals = fn.__globals__
 
     def resolve(self, name):
@@ -39,14 +36,76 @@ class FunctionSource:
         return getattr(builtins, name, _MISSING)
 
     def origin(self, node):
-        """Origin of a gast node: file, line in the file, and that line's text."""
+        """Origin of a gast node: file, line in the file, and that line's text.  For a function
+        defined inside generated code (a closure s2sad re-emitted), the user's own line."""
         lineno = getattr(node, "lineno", None)
         if lineno is None:
             return Origin(self.file, self.first_line, 0, "", self.fn.__qualname__)
         line = self.first_line + lineno - 1
+        from ..codegen.load import origin_of
+        user = origin_of(self.file, line)
+        if user is not None:
+            return user
         text = self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
         return Origin(self.file, line, getattr(node, "col_offset", 0), text.strip(),
                       self.fn.__qualname__)
+
+
+    def segment(self, node):
+        """The source lines of a nested def/lambda as (text, Origin) pairs, dedented."""
+        first, last = node.lineno, getattr(node, "end_lineno", node.lineno)
+        if isinstance(node, gast.FunctionDef) and node.decorator_list:
+            first = min(first, min(d.lineno for d in node.decorator_list))
+        if isinstance(node, gast.Lambda):
+            if first == last:
+                text = self.lines[first - 1][node.col_offset:node.end_col_offset]
+                return [(text, self.origin(node))]
+            import ast as _ast
+            return [(_ast.unparse(gast.gast_to_ast(node)), self.origin(node))]
+        lines = self.lines[first - 1:last]
+        body = textwrap.dedent("\n".join(lines)).split("\n")
+        out = []
+        for k, text in enumerate(body):
+            fake = type("N", (), {"lineno": first + k, "col_offset": 0})()
+            out.append((text, self.origin(fake)))
+        return out
+
+
+_STATIC_TYPES = None
+
+
+def _static_value(v):
+    """Values a closure cell may hold that s2sad reads as constants at build time (functions,
+    modules, classes, ufuncs); everything else (numbers, arrays, containers, objects) is data."""
+    global _STATIC_TYPES
+    if _STATIC_TYPES is None:
+        import types
+        import numpy as np
+        _STATIC_TYPES = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType,
+                         types.BuiltinMethodType, types.MethodType, np.ufunc, str, bytes, bool,
+                         type(None), int)
+    return isinstance(v, _STATIC_TYPES) or callable(v) and not hasattr(v, "__dict__")
+
+
+def split_closure(fn):
+    """({name: value} of static closure cells, [names of data cells]) in co_freevars order."""
+    static, data = {}, []
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            v = cell.cell_contents
+        except ValueError:          # empty cell (bound later in the enclosing scope)
+            data.append(name)
+            continue
+        if _static_value(v):
+            static[name] = v
+        else:
+            data.append(name)
+    return static, data
+
+
+def data_cell_values(fn, names):
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    return [cells[n].cell_contents for n in names]
 
 
 def get_function(obj):

@@ -4,11 +4,12 @@ the ``math`` module, builtins, and the displays the lowering produces (tuples, l
 One line per primitive; ``g`` is the output's adjoint, ``ans`` the output.
 """
 import builtins
+import functools
 import math
 import operator
 
 from .. import runtime as _r
-from .registry import defattr, defrule, defzero, defzero_method  # noqa: F401
+from .registry import defattr, defcontainer, defrule, defzero, defzero_method  # noqa: F401
 
 B = dict(broadcast=True, kind="same")
 ub = "_rt.unbroadcast"
@@ -96,3 +97,38 @@ defattr("T", vjp={"self": "g.T"}, jvp={"self": "t.T"}, view=True)
 defattr("mT", vjp={"self": "np.swapaxes(g, -1, -2)"}, jvp={"self": "np.swapaxes(t, -1, -2)"}, view=True)
 defattr("real", vjp={"self": "_rt.real_adjoint(g, self)"}, jvp={"self": "t.real"}, view=True)
 defattr("imag", vjp={"self": "_rt.imag_adjoint(g, self)"}, jvp={"self": "t.imag"}, view=True)
+
+# -- functions as values, conversions, builtins over sequences ---------------------------------------
+defrule(_r.make_closure, "names, *values", vjp={"values": "_rt.dict_parts(g, names)"}, kind="any",
+        name="closure")
+defrule(_r.star_args, "*segments", vjp={"segments": "_rt.star_args_adjoint(g, segments)"},
+        kind="container", name="starred arguments")
+defrule(builtins.list, "iterable=(), /", vjp={"iterable": "_rt.seq_adjoint(g, iterable)"},
+        kind="container")
+defrule(builtins.tuple, "iterable=(), /", vjp={"iterable": "_rt.seq_adjoint(g, iterable)"},
+        kind="container")
+defrule(builtins.sorted, "iterable, /, *, key=None, reverse=False",
+        vjp={"iterable": "_rt.sorted_adjoint(g, iterable, key, reverse)"}, kind="container")
+defrule(builtins.min, "*args, key=None", vjp={"args": "_rt.extremum_adjoint(g, args, key, min)"},
+        kind="any")
+defrule(builtins.max, "*args, key=None", vjp={"args": "_rt.extremum_adjoint(g, args, key, max)"},
+        kind="any")
+defrule(_r.identity, "x, /", vjp={"x": "g"}, kind="any")
+defrule(builtins.complex, "real=0.0, imag=0.0, /",
+        vjp={"real": "_rt.real_part(g)", "imag": "_rt.imag_part(g)"}, kind="float")
+defzero(builtins.set, builtins.frozenset, builtins.any, builtins.all, builtins.enumerate,
+        builtins.zip, builtins.reversed, builtins.iter, builtins.next, builtins.open,
+        builtins.getattr, builtins.setattr, builtins.vars, builtins.dir, builtins.ord, builtins.chr)
+
+# -- read-only methods of containers (dict.get, dict.items...) ---------------------------------------
+defcontainer("get", "self, key, default=None, /",
+             vjp={"self": "_rt.dict_get_adjoint(g, self, key)", "default": "_rt.dict_default_adjoint(g, self, key)"},
+             kind="any")
+defcontainer("values", "self, /", vjp={"self": "_rt.values_adjoint(g, self)"}, kind="any")
+defcontainer("items", "self, /", vjp={"self": "_rt.items_adjoint(g, self)"}, kind="any")
+defcontainer("copy", "self, /", vjp={"self": "g"}, kind="container")
+defcontainer("keys", "self, /", zero=True)
+defcontainer("index", "self, *args", zero=True)
+defcontainer("count", "self, *args", zero=True)
+defrule(functools.partial, "func, /, *args, **keywords",
+        vjp={"args": "_rt.partial_args_adjoint(g, n_args)"}, kind="any")

@@ -219,6 +219,22 @@ def defattr(name, *, vjp=None, jvp=None, view=False, kind="array"):
     return rule
 
 
+_CONTAINER_METHODS = {}   # method name -> Rule (read-only methods of dict/list/tuple)
+
+
+def defcontainer(name, params, *, vjp=None, jvp=None, kind="any", zero=False):
+    """Declare the rule of a read-only container method ``d.name(...)`` (``dict.get``...)."""
+    rule = Rule(("container", name), params, vjp=vjp, jvp=jvp, kind=kind, zero=zero,
+                name=f"container.{name}")
+    _CONTAINER_METHODS[name] = rule
+    return rule
+
+
+def lookup_container_method(name):
+    _ensure_tables()
+    return _CONTAINER_METHODS.get(name)
+
+
 def lookup_attr(name):
     _ensure_tables()
     return _ATTRS.get(name)
