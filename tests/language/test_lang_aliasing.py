@@ -66,3 +66,18 @@ def test_gradient_not_aliased_to_input():
     gx += 1.0
     assert_close(gy, np.ones(3))
     assert_close(x, rng(92).standard_normal(3))
+
+
+# == case: loop_carried_list_pop
+def stack_machine(xs, w):
+    stack = list(xs)
+    acc = 0.0
+    while stack:
+        top = stack.pop()
+        acc = acc * w + top
+    return acc * acc
+
+
+def test_loop_carried_list_pop():
+    xs = [0.5, -0.2, 1.1, 0.7]
+    check_grads(stack_machine, (xs, 0.8), wrt=(0, 1))

@@ -22,3 +22,143 @@ def test_dict_comprehension_output_vjp():
     want = [ct[n] * (math.tanh(v) + v * (1 - math.tanh(v) ** 2)) for n, v in zip(names, x)]
     assert_close(gx, want)
     assert gn is None
+
+
+# == case: sum_of_squares_genexpr
+def sum_sq(x):
+    return sum(v * v for v in x)
+
+
+def test_sum_of_squares_genexpr():
+    r = rng(10)
+    x = r.standard_normal(6)
+    check_grads(sum_sq, (x,))
+    assert_close(s2sad.grad(sum_sq)(x), 2 * x)
+    xs = [float(v) for v in x]
+    check_grads(sum_sq, (xs,))
+
+
+# == case: list_comprehension_features
+def rbf_features(x, centers, gamma):
+    feats = [np.exp(-gamma * (x - c) ** 2) for c in centers]
+    return np.sum(np.stack(feats) ** 2)
+
+
+def test_list_comprehension_features():
+    r = rng(11)
+    centers = [float(c) for c in np.linspace(-1, 1, 4)]
+    check_grads(rbf_features, (r.standard_normal(5), centers, 0.9), wrt=(0, 2))
+
+
+# == case: nested_for_with_if_filters
+def upper_triangle_energy(pos, k):
+    n = len(pos)
+    return sum(k / ((pos[i] - pos[j]) ** 2 + 0.1)
+               for i in range(n) for j in range(n) if i < j if j - i != 2)
+
+
+def test_nested_for_with_if_filters():
+    r = rng(13)
+    pos = [float(v) for v in r.standard_normal(5)]
+    check_grads(upper_triangle_energy, (pos, 1.2), wrt=(0, 1))
+
+
+# == case: zip_enumerate
+def weighted_residual(preds, targets, w):
+    total = 0.0
+    for i, (p, t) in enumerate(zip(preds, targets)):
+        total = total + w ** i * (p - t) ** 2
+    return total
+
+
+def zipped_genexpr(a, b):
+    return sum(u * np.sin(v) for u, v in zip(a, b))
+
+
+def test_zip_enumerate():
+    r = rng(14)
+    preds = [float(v) for v in r.standard_normal(4)]
+    targets = [float(v) for v in r.standard_normal(4)]
+    check_grads(weighted_residual, (preds, targets, 0.8), wrt=(0, 1, 2))
+    check_grads(zipped_genexpr, (r.standard_normal(3), r.standard_normal(3)), wrt=(0, 1))
+
+
+# == case: reversed_range
+def discounted_return(rewards, gamma):
+    g = 0.0
+    out = []
+    for r_t in reversed(rewards):
+        g = r_t + gamma * g
+        out.append(g)
+    return sum(out[k] * out[k] for k in range(0, len(out), 2))
+
+
+def test_reversed_range():
+    rewards = [0.5, -0.2, 1.1, 0.3, 0.9]
+    check_grads(discounted_return, (rewards, 0.9), wrt=(0, 1))
+
+
+# == case: comprehension_over_array_rows
+def row_softmax_entropy(X):
+    probs = [np.exp(row) / np.sum(np.exp(row)) for row in X]
+    return -sum(np.sum(p * np.log(p)) for p in probs)
+
+
+def test_comprehension_over_array_rows():
+    r = rng(15)
+    check_grads(row_softmax_entropy, (r.standard_normal((3, 4)),))
+
+
+# == case: comprehension_with_conditional_expression
+def leaky_sum(xs, slope):
+    return sum([v if v > 0 else slope * v for v in xs])
+
+
+def test_comprehension_with_conditional_expression():
+    xs = [0.7, -1.2, 0.4, -0.3]
+    check_grads(leaky_sum, (xs, 0.1), wrt=(0, 1))
+    g = s2sad.grad(leaky_sum, wrt=(0, 1))(xs, 0.1)
+    assert_close(g[0], [1.0, 0.1, 1.0, 0.1])
+    assert_close(g[1], -1.5)
+
+
+# == case: nested_comprehension_matrix
+def gram_trace(vectors, alpha):
+    G = [[alpha * np.dot(u, v) for v in vectors] for u in vectors]
+    return sum(G[i][i] for i in range(len(G))) + 0.5 * sum(sum(row) for row in G)
+
+
+def test_nested_comprehension_matrix():
+    r = rng(16)
+    vecs = [r.standard_normal(3) for _ in range(3)]
+    check_grads(gram_trace, (vecs, 0.7), wrt=(0, 1))
+
+
+# == case: comprehension_closure_over_active
+def moments(x, orders):
+    mu = np.mean(x)
+    return [np.mean((x - mu) ** k) for k in orders]
+
+
+def moment_loss(x):
+    m = moments(x, (2, 3, 4))
+    return m[0] + 0.5 * m[1] + 0.1 * m[2]
+
+
+def test_comprehension_closure_over_active():
+    r = rng(17)
+    check_grads(moment_loss, (r.standard_normal(8),))
+    x = r.standard_normal(8)
+    check_grads(lambda v: moments(v, [2, 3]), (x,))
+
+
+# == case: generator_expression_into_max_min
+def margin(scores, label):
+    correct = scores[label]
+    return max(scores[j] - correct + 1.0 for j in range(len(scores)) if j != label)
+
+
+def test_generator_expression_into_max():
+    scores = [0.3, 1.2, -0.4, 0.9]
+    check_grads(margin, (scores, 2), wrt=0)
+    assert_close(s2sad.grad(margin)(scores, 2), [0.0, 1.0, -1.0, 0.0])

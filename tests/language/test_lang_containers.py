@@ -168,3 +168,42 @@ def test_tuple_and_starred_unpacking():
     g = s2sad.grad(head_tail)(vals)
     c, mid = 1.2, 1.2 - 0.5 + 0.9
     assert_close(g, [2.0, mid + c, c, c, 0.3])
+
+
+# == case: list_append_extend_pop_insert
+def trajectory_cost(x0, v, steps):
+    xs = [x0]
+    for _ in range(steps):
+        xs.append(xs[-1] + 0.1 * v * xs[-1])
+    xs.extend([2.0 * xs[-1], xs[0] * v])
+    last = xs.pop()
+    xs.insert(0, last * last)
+    return sum(x * x for x in xs)
+
+
+def test_list_append_extend_pop_insert():
+    check_grads(trajectory_cost, (0.9, -0.4, 4), wrt=(0, 1))
+
+
+# == case: list_item_assignment
+def smooth(xs, alpha):
+    ys = list(xs)
+    for i in range(1, len(ys)):
+        ys[i] = alpha * ys[i - 1] + (1 - alpha) * ys[i]
+    return sum(y * y for y in ys)
+
+
+def test_list_item_assignment():
+    xs = [0.4, -0.2, 1.3, 0.8, -0.6]
+    check_grads(smooth, (xs, 0.7), wrt=(0, 1))
+
+
+# == case: list_slicing_and_len
+def moving_average_loss(xs, k):
+    windows = [sum(xs[i:i + k]) / k for i in range(len(xs) - k + 1)]
+    return sum(w * w for w in windows)
+
+
+def test_list_slicing_and_len():
+    xs = [0.5, -1.0, 0.8, 1.4, -0.3, 0.2]
+    check_grads(moving_average_loss, (xs, 3), wrt=0)

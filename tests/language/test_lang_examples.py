@@ -64,3 +64,155 @@ def test_mlp_class_training_step():
         losses.append(mlp_loss(model, X, y))
     assert losses[-1] < 0.7 * losses[0], losses
     assert all(b <= a + 1e-12 for a, b in zip(losses, losses[1:])), losses
+
+
+# == case: rk4_lambda_rhs
+def rk4(f, y0, t0, t1, n):
+    h = (t1 - t0) / n
+    y, t = y0, t0
+    for _ in range(n):
+        k1 = f(t, y)
+        k2 = f(t + h / 2, y + h / 2 * k1)
+        k3 = f(t + h / 2, y + h / 2 * k2)
+        k4 = f(t + h, y + h * k3)
+        y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        t = t + h
+    return y
+
+
+def decay_final(k, y0):
+    return rk4(lambda t, y: -k * y + np.sin(t), y0, 0.0, 1.0, 20)
+
+
+def oscillator_energy(omega, state):
+    rhs = lambda t, s: np.array([s[1], -omega ** 2 * s[0]])
+    s = rk4(rhs, state, 0.0, 2.0, 40)
+    return 0.5 * s[1] ** 2 + 0.5 * omega ** 2 * s[0] ** 2
+
+
+def test_rk4_lambda_rhs():
+    check_grads(decay_final, (0.8, 1.3), wrt=(0, 1))
+    # y' = -k y (no forcing) has y(1) = y0 exp(-k); RK4 with 20 steps is accurate to ~1e-8
+    g = s2sad.grad(lambda k, y0: rk4(lambda t, y: -k * y, y0, 0.0, 1.0, 20), wrt=0)(0.8, 1.3)
+    assert_close(g, -1.3 * np.exp(-0.8), rtol=1e-6)
+    check_grads(oscillator_energy, (1.4, np.array([0.3, -0.5])), wrt=(0, 1))
+
+
+# == case: rnn_cell_over_list
+def rnn_cell(params, h, x):
+    Wh, Wx, b = params
+    return np.tanh(Wh @ h + Wx @ x + b)
+
+
+def rnn_loss(params, xs, h0, targets):
+    h = h0
+    hs = []
+    for x in xs:
+        h = rnn_cell(params, h, x)
+        hs.append(h)
+    return sum(np.sum((hh - t) ** 2) for hh, t in zip(hs, targets)) / len(xs)
+
+
+def test_rnn_cell_over_list():
+    r = rng(80)
+    H, D, T = 4, 3, 5
+    params = (0.5 * r.standard_normal((H, H)), r.standard_normal((H, D)), r.standard_normal(H))
+    xs = [r.standard_normal(D) for _ in range(T)]
+    targets = [r.standard_normal(H) for _ in range(T)]
+    check_grads(rnn_loss, (params, xs, r.standard_normal(H), targets), wrt=(0, 1, 2))
+    g = s2sad.grad(rnn_loss)(params, xs, np.zeros(H), targets)
+    assert isinstance(g, tuple) and [a.shape for a in g] == [(H, H), (H, D), (H,)]
+
+
+# == case: recursive_tree_sum
+def tree_sum(tree):
+    if isinstance(tree, tuple):
+        return sum(tree_sum(child) for child in tree)
+    return tree * tree
+
+
+def tree_weighted(tree, depth=1.0):
+    if isinstance(tree, tuple):
+        total = 0.0
+        for child in tree:
+            total = total + tree_weighted(child, depth + 1.0)
+        return total
+    return np.sin(tree) / depth
+
+
+def test_recursive_tree_sum():
+    tree = (0.5, (1.2, -0.3), ((0.7,), 2.1, (-1.1, (0.4,))))
+    check_grads(tree_sum, (tree,))
+    g = s2sad.grad(tree_sum)(tree)
+    assert isinstance(g, tuple) and isinstance(g[2][0], tuple)
+    assert_close(g[2][2][1][0], 0.8)
+    assert_close(g[1][1], -0.6)
+    check_grads(tree_weighted, (tree,))
+
+
+# == case: early_returns_in_loop_and_try
+def first_feasible_cost(candidates, scale):
+    for c in candidates:
+        try:
+            if c <= 0:
+                raise ValueError("infeasible")
+            cost = scale * np.log(c)
+        except ValueError:
+            continue
+        if cost > 0.1:
+            return cost * cost
+    return scale * 0.0 - 1.0
+
+
+def test_early_returns_in_loop_and_try():
+    check_grads(first_feasible_cost, ([-1.0, 0.5, 1.0, 2.5, 3.0], 1.2), wrt=(0, 1))
+    g = s2sad.grad(first_feasible_cost, wrt=(0, 1))([-1.0, 0.5, 1.0, 2.5, 3.0], 1.2)
+    cost = 1.2 * np.log(2.5)
+    assert_close(g[0], [0.0, 0.0, 0.0, 2 * cost * 1.2 / 2.5, 0.0])
+    assert_close(g[1], 2 * cost * np.log(2.5))
+    assert_close(s2sad.grad(first_feasible_cost, wrt=1)([-1.0, 0.5], 1.2), 0.0)
+
+
+# == case: attention_with_helpers
+def softmax(z, axis=-1):
+    z = z - np.max(z, axis=axis, keepdims=True)
+    e = np.exp(z)
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def attention(params, X):
+    Q, K, V = (X @ params[k] for k in ("Wq", "Wk", "Wv"))
+    A = softmax(Q @ K.T / np.sqrt(Q.shape[-1]))
+    return A @ V
+
+
+def attention_loss(params, X):
+    return np.sum(attention(params, X) ** 2)
+
+
+def test_attention_with_helpers():
+    r = rng(84)
+    params = {k: r.standard_normal((3, 2)) for k in ("Wq", "Wk", "Wv")}
+    check_grads(attention_loss, (params, r.standard_normal((4, 3))), wrt=(0, 1))
+
+
+# == case: optimizer_state_dataclass
+@dataclasses.dataclass
+class Momentum:
+    velocity: np.ndarray
+    beta: float = 0.9
+
+
+def unrolled_momentum(w0, lr, grads_seq):
+    opt = Momentum(np.zeros_like(w0))
+    w = w0
+    for g in grads_seq:
+        opt.velocity = opt.beta * opt.velocity + g * w
+        w = w - lr * opt.velocity
+    return np.sum(w ** 2)
+
+
+def test_optimizer_state_dataclass():
+    r = rng(85)
+    seq = [r.standard_normal(3) for _ in range(4)]
+    check_grads(unrolled_momentum, (r.standard_normal(3), 0.1, seq), wrt=(0, 1, 2))

@@ -49,3 +49,128 @@ def test_builtin_sorted_with_key():
     check_grads(top2_by_magnitude, (xs,))
     assert_close(s2sad.grad(top2_by_magnitude)(xs), [0.0, 1.1, 0.0, -1.7])
     check_grads(median3, (0.2, 1.5, 0.9), wrt=(0, 1, 2))
+
+
+# == case: nested_def_called_twice
+def softplus_sum(x, beta):
+    def softplus(z):
+        return np.log1p(np.exp(beta * z)) / beta
+    return np.sum(softplus(x)) + np.sum(softplus(2.0 * x))
+
+
+def test_nested_def_called_twice():
+    r = rng(2)
+    check_grads(softplus_sum, (r.standard_normal(6), 1.3), wrt=(0, 1))
+
+
+# == case: lambda_in_body
+def huber_like(x, delta):
+    sq = lambda t: 0.5 * t * t
+    lin = lambda t: delta * (np.abs(t) - 0.5 * delta)
+    return np.sum(sq(x)) * 0.3 + np.sum(lin(x))
+
+
+def test_lambda_in_body():
+    r = rng(3)
+    check_grads(huber_like, (r.standard_normal(7) + 0.1, 0.8), wrt=(0, 1))
+
+
+# == case: functools_partial
+def weighted_sq(w, x, power=2.0):
+    return np.sum(w * np.abs(x) ** power)
+
+
+def partial_loss(x, w):
+    f = functools.partial(weighted_sq, w, power=3.0)
+    return f(x) + f(2.0 * x)
+
+
+def test_functools_partial():
+    r = rng(4)
+    x, w = r.standard_normal(5) + 0.05, r.random(5) + 0.5
+    check_grads(partial_loss, (x, w), wrt=(0, 1))
+
+
+# == case: function_passed_as_argument
+def apply(f, x):
+    return f(x)
+
+
+def apply_twice(f, x):
+    return f(f(x))
+
+
+def uses_apply(x, a):
+    y = apply(np.tanh, a * x)
+    z = apply_twice(lambda v: v * a + np.sin(v), x)
+    return np.sum(y * z)
+
+
+def test_function_passed_as_argument():
+    r = rng(5)
+    check_grads(uses_apply, (r.standard_normal(4), 0.7), wrt=(0, 1))
+
+
+# == case: builtin_map
+def map_loss(xs, c):
+    ys = list(map(lambda v: c * v * v, xs))
+    return sum(ys)
+
+
+def map_two_lists(a, b):
+    return sum(map(lambda u, v: u * math.sin(v), a, b))
+
+
+def test_builtin_map():
+    r = rng(6)
+    xs = [float(v) for v in r.standard_normal(4)]
+    check_grads(map_loss, (xs, 1.1), wrt=(0, 1))
+    a = [float(v) for v in r.standard_normal(3)]
+    b = [float(v) for v in r.standard_normal(3)]
+    check_grads(map_two_lists, (a, b), wrt=(0, 1))
+
+
+# == case: builtin_filter
+def positive_energy(xs, k):
+    kept = filter(lambda v: v > 0.0, xs)
+    return sum(k * v * v for v in kept)
+
+
+def test_builtin_filter():
+    xs = [0.9, -0.4, 1.3, -2.0, 0.25]
+    check_grads(positive_energy, (xs, 0.6), wrt=(0, 1))
+    g = s2sad.grad(positive_energy)(xs, 0.6)
+    assert_close(g, [2 * 0.6 * v if v > 0 else 0.0 for v in xs])
+
+
+# == case: functools_reduce
+def product_chain(xs):
+    return functools.reduce(lambda acc, v: acc * v, xs, 1.0)
+
+
+def matrix_chain(mats, v):
+    m = functools.reduce(lambda a, b: a @ b, mats)
+    return np.sum(m @ v)
+
+
+def test_functools_reduce():
+    xs = [0.5, 1.5, -0.7, 2.0]
+    check_grads(product_chain, (xs,))
+    r = rng(7)
+    mats = [r.standard_normal((3, 3)) for _ in range(3)]
+    check_grads(matrix_chain, (mats, r.standard_normal(3)), wrt=(0, 1))
+
+
+# == case: closure_over_loop_accumulator
+def poly_eval(coeffs, x):
+    def horner(t):
+        acc = 0.0
+        for c in coeffs:
+            acc = acc * t + c
+        return acc
+    return horner(x) + horner(0.5 * x)
+
+
+def test_closure_over_parameter_list():
+    coeffs = [0.4, -1.2, 0.7, 2.1]
+    check_grads(poly_eval, (coeffs, 0.9), wrt=(0, 1))

@@ -188,3 +188,45 @@ def test_nested_try_reraise():
     with pytest.raises(OverflowError) as ei:
         s2sad.grad(reraises)(1e6)
     assert type(ei.value) is OverflowError and ei.value.args == ("big",)
+
+
+# == case: handler_catches_numpy_error
+def checked_solve(A, b):
+    try:
+        x = np.linalg.solve(A, b)
+    except np.linalg.LinAlgError:
+        x = b / np.trace(A)
+    return np.sum(x ** 2)
+
+
+def test_handler_catches_numpy_error():
+    r = rng(56)
+    A = r.standard_normal((3, 3)) + 3 * np.eye(3)
+    b = r.standard_normal(3)
+    check_grads(checked_solve, (A, b), wrt=(0, 1))
+    S = np.ones((3, 3)) * 1.3                     # singular: the handler runs
+    check_grads(checked_solve, (S, b), wrt=1)     # (A is at a discontinuity: no FD along A)
+    gA, gb = s2sad.grad(checked_solve, wrt=(0, 1))(S, b)
+    tr = np.trace(S)
+    assert_close(gb, 2 * b / tr ** 2)
+    assert_close(gA, -2 * np.sum(b ** 2) / tr ** 3 * np.eye(3))
+
+
+# == case: try_in_loop_with_continue
+def skip_bad(xs, w):
+    total = 0.0
+    for x in xs:
+        try:
+            if x < 0:
+                raise ArithmeticError
+            total = total + w * np.sqrt(x)
+        except ArithmeticError:
+            total = total - 0.1 * w * x
+            continue
+        total = total + x * w * w
+    return total
+
+
+def test_try_in_loop_with_continue():
+    xs = [0.5, -1.0, 2.0, -0.3, 1.1]
+    check_grads(skip_bad, (xs, 0.8), wrt=(0, 1))
