@@ -42,6 +42,12 @@ class DerivativeCache:
                     self.builds += 1
         return d
 
+    def discard(self, key, d):
+        """Forget a derivative whose module globals changed since it was built."""
+        with self._guard:
+            if self._store.get(key) is d:
+                del self._store[key]
+
     def clear(self):
         with self._guard:
             self._store.clear()
@@ -74,7 +80,9 @@ def reverse_derivative(pyfunc, mask, kinds):
     key = CACHE.key(pyfunc, "reverse", mask, kinds)
     d = CACHE._store.get(key)
     if d is not None:
-        return d
+        if d.fresh():
+            return d
+        CACHE.discard(key, d)
     return CACHE.get(key, lambda: _build_reverse(pyfunc, mask, kinds))
 
 

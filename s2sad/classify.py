@@ -245,6 +245,10 @@ def finish(fn, active, varied):
             continue
         varied_args = [v for v in call.reads() if v in varied]
         call.info["varied_args"] = varied_args
+        if call.cls == "opaque" and not varied_args:
+            call.info["base_cls"] = call.cls
+            call.cls = "inactive"
+            continue
         if call.cls in ("primitive", "derived", "dynamic"):
             target = s.target if isinstance(s, ir.Assign) else None
             if not any(v in active for v in call.info.get("diff_vars", [])) or \

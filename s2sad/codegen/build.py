@@ -12,6 +12,7 @@ from .load import GeneratedModule
 from .reverse import ReverseEmitter
 
 _RESERVED = {"_rt", "np", "math"}
+_GONE = object()
 
 
 class Derivative:
@@ -29,6 +30,14 @@ class Derivative:
     @property
     def source(self):
         return self.module.source
+
+    def fresh(self):
+        """False once a module global the derivative read at build time has been rebound."""
+        glb, refs = getattr(self.ir, "global_refs", (None, ()))
+        for name, value in refs:
+            if glb.get(name, _GONE) is not value:
+                return False
+        return True
 
 
 def lower_function(pyfunc):

@@ -510,14 +510,15 @@ class ReverseEmitter:
                 else:
                     self.mode[v] = "stack"
 
-    def pushes(self, s, when):
+    def pushes(self, s, when, caps=None):
         slot = self.reads.get(id(s))
         if not slot:
             return []
         out = []
         for v in slot[when]:
             if self.mode.get(v) == "stack":
-                val = f"_rt.snap({v})" if v in self.written else v
+                val = (caps or {}).get(v, v)
+                val = f"_rt.snap({val})" if v in self.written else val
                 out.append(T.Line(f"{stack(v)}.append({val})", s.origin))
         return out
 
@@ -536,6 +537,20 @@ class ReverseEmitter:
     def fwd_block(self, stmts):
         out = []
         for s in stmts:
+            if isinstance(s, _COMPOUND):
+                # a compound statement's own values are saved after it, so that what its body
+                # saves is popped after them in the reverse sweep (last in, first out); a value
+                # its body may change is captured first
+                caps = {}
+                assigned = defined_in(ir.children(s)[0] + [x for blk in ir.children(s)[1:] for x in blk])
+                for v in (self.reads.get(id(s)) or {"pre": []})["pre"]:
+                    if self.mode.get(v) == "stack" and v in assigned:
+                        caps[v] = self.fresh("cap")
+                        out.append(T.Line(f"{caps[v]} = {v}", s.origin))
+                out.extend(self.fwd_stmt(s))
+                out.extend(self.pushes(s, "pre", caps))
+                out.extend(self.pushes(s, "post"))
+                continue
             out.extend(self.pushes(s, "pre"))
             out.extend(self.fwd_stmt(s))
             out.extend(self.pushes(s, "post"))
@@ -739,6 +754,9 @@ class ReverseEmitter:
         triples = [(0, header, None)]
         T.render(body, self.expand, triples, 1)
         return triples
+
+
+_COMPOUND = (ir.If, ir.For, ir.While, ir.Try, ir.With)
 
 
 def stack(v):

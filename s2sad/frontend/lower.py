@@ -7,6 +7,7 @@ loops over sequences become loops over ``range`` with an explicit read of the el
 """
 import functools
 import operator
+import types
 
 import gast
 
@@ -131,6 +132,7 @@ class Lowerer:
             self.locals, self.globals_decl, self.nonlocal_decl = _assigned_names(self.fnode)
         self.locals |= set(self.params)
         self.renames = {}
+        self.global_refs = {}            # module globals read at build time (checked before reuse)
         self._nonlocal_writers = []      # (names, origin) of nested defs writing our variables
 
     # -- helpers ----------------------------------------------------------------------------
@@ -154,6 +156,9 @@ class Lowerer:
             raise UnsupportedSyntaxError(f"name {name!r} is not defined", origin=self.src.origin(node),
                                          fix=f"define {name!r} before calling the function")
         self.namespace[name] = value
+        if name not in self.src.closure and name in self.src.globals and \
+                not isinstance(value, types.ModuleType):
+            self.global_refs[name] = value
         return value
 
     # -- function ---------------------------------------------------------------------------
@@ -173,6 +178,7 @@ class Lowerer:
         fn = ir.Function(self.src.fn.__name__, self.params, self.block,
                          self.src.origin(self.fnode), pyfunc=self.src.fn, namespace=self.namespace)
         fn.nonlocal_writers = self._nonlocal_writers
+        fn.global_refs = (self.src.globals, tuple(self.global_refs.items()))
         return fn
 
     def stmts(self, nodes):
