@@ -216,3 +216,45 @@ def test_optimizer_state_dataclass():
     r = rng(85)
     seq = [r.standard_normal(3) for _ in range(4)]
     check_grads(unrolled_momentum, (r.standard_normal(3), 0.1, seq), wrt=(0, 1, 2))
+
+
+# == case: kalman_filter_dict_state
+def kalman_nll(q, r_var, observations):
+    state = {"mean": 0.0, "var": 1.0}
+    nll = 0.0
+    for y in observations:
+        pred_var = state["var"] + q
+        s = pred_var + r_var
+        nll = nll + 0.5 * (np.log(2 * np.pi * s) + (y - state["mean"]) ** 2 / s)
+        gain = pred_var / s
+        state = {"mean": state["mean"] + gain * (y - state["mean"]), "var": (1 - gain) * pred_var}
+    return nll
+
+
+def test_kalman_filter_dict_state():
+    obs = [0.3, 0.9, 0.4, 1.3, 1.1, 0.7]
+    check_grads(kalman_nll, (0.2, 0.5, obs), wrt=(0, 1, 2))
+
+
+# == case: newton_solver_function_argument
+def newton(f, df, x0, tol=1e-12, maxiter=50):
+    x = x0
+    for _ in range(maxiter):
+        step = f(x) / df(x)
+        x = x - step
+        if abs(step) < tol:
+            break
+    return x
+
+
+def kepler_anomaly(M, e):
+    # E - e sin E = M, differentiated through the unrolled Newton iterations
+    return newton(lambda E: E - e * np.sin(E) - M, lambda E: 1 - e * np.cos(E), M)
+
+
+def test_newton_solver_function_argument():
+    M, e = 1.1, 0.3
+    check_grads(kepler_anomaly, (M, e), wrt=(0, 1))
+    E = kepler_anomaly(M, e)
+    gM, ge = s2sad.grad(kepler_anomaly, wrt=(0, 1))(M, e)
+    assert_close([gM, ge], [1 / (1 - e * np.cos(E)), np.sin(E) / (1 - e * np.cos(E))], rtol=1e-8)
