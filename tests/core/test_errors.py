@@ -231,16 +231,6 @@ def test_decorating_exec_string_function():
         s2sad.differentiate(ns["from_string2"]).grad(1.0)
 
 
-def star_args(*xs):
-    return xs[0]
-
-
-def test_star_args_function():
-    with pytest.raises(s2sad.S2SADError) as ei:
-        s2sad.grad(star_args)(1.0)
-    assert "*" in str(ei.value)
-
-
 def test_not_a_function():
     with pytest.raises(s2sad.S2SADError):
         s2sad.grad(42)
