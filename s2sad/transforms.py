@@ -11,6 +11,7 @@
   gradient of ``f``; s2sad can differentiate it again, in either mode (``grad(grad(f))``).
 """
 import functools
+import inspect
 import itertools
 
 import numpy as np
@@ -20,7 +21,7 @@ from .api import _Spec, _run, _scalar_seed, _finish_grads
 from .cache import CACHE, reverse_derivative
 from .codegen import text as T
 from .codegen.build_forward import forward_derivative
-from .codegen.forward import materialize, zeros_like
+from .codegen.forward import _jvp_python, materialize, zeros_like
 from .codegen.load import GeneratedModule
 from .errors import NonScalarOutputError, WrtError
 from .frontend.source import get_function
@@ -30,34 +31,18 @@ __all__ = ["jvp", "forward_source", "jacfwd", "jacrev", "jacobian", "hessian", "
 
 
 # -- forward mode ---------------------------------------------------------------------------------
-def _forward(pyfunc, args, tangents):
-    """Build (or fetch) the forward derivative for these arguments; returns (Derivative, mask)."""
-    mask = tuple(t is not None and runtime.differentiable(a) for a, t in zip(args, tangents))
-    kinds = tuple(runtime.kind_of(a) for a in args)
-    return forward_derivative(pyfunc, mask, kinds), mask
-
-
-def _copy_tangent(t):
-    return runtime.snap(t) if not isinstance(t, tuple) else tuple(_copy_tangent(x) for x in t)
-
-
 def jvp(f, primals, tangents):
     """``(f(*primals), J tangents)``: ``primals`` and ``tangents`` are tuples with one entry per
     positional argument (``None``, or zeros, for arguments that carry no tangent)."""
-    spec = _Spec(f, 0)
-    args = spec.bind(tuple(primals), {})
-    tans = list(tangents)
-    if spec.bound_self is not None:
-        tans = [None] + tans
-    if len(tans) != len(args):
-        raise TypeError(f"jvp: {len(tans)} tangent(s) for {len(args)} argument(s) of "
-                        f"{spec.pyfunc.__qualname__}")
-    dv, mask = _forward(spec.pyfunc, args, tans)
-    names = dv.ir.params
-    written = set(getattr(dv, "written_params", ()))
-    active = [materialize(_copy_tangent(t) if names[i] in written else t, args[i])
-              for i, (t, m) in enumerate(zip(tans, mask)) if m]
-    value, tout = _run(dv.jvp, *args, *active)
+    fn = get_function(f)
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(tangents) != len(primals):
+        raise TypeError(f"jvp: {len(tangents)} tangent(s) for {len(primals)} argument(s) of "
+                        f"{fn.__qualname__}")
+    self_ = getattr(f, "__self__", None) if inspect.ismethod(f) else None
+    if self_ is not None:
+        primals, tangents = (self_,) + primals, (None,) + tangents
+    value, tout = _run(lambda: _jvp_python(fn, primals, tangents, top=True))
     return value, materialize(tout, value)
 
 

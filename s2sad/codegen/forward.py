@@ -21,6 +21,7 @@ zeros, broadcasting, dynamic call sites (:func:`jvp_call`, :func:`jvp_method`, :
 the lazy derived-callee stub (:class:`ForwardStub`) and the tangent-from-adjoint fallback.
 """
 import ast as _ast
+import functools
 import inspect
 import operator
 import sys
@@ -28,11 +29,12 @@ import sys
 import numpy as np
 
 from .. import ir, runtime
-from ..errors import OpaqueCalleeError, RuleError
-from ..frontend.analysis import diff_reads, written_arrays
+from ..errors import OpaqueCalleeError, RuleError, UnsupportedSyntaxError
+from ..frontend.analysis import activity, written_arrays
 from . import text as T
 from .reverse import _OpaqueSite, _is_scalar_operand
 
+_DISPLAYS = (runtime.build_list, runtime.build_tuple, runtime.build_dict)
 _LIST_MUTATORS = {"append", "extend", "insert", "pop", "remove", "reverse", "clear"}
 _ADDERS = {"append", "extend", "insert"}
 
@@ -43,64 +45,10 @@ def d(v):
 
 
 # -- activity -------------------------------------------------------------------------------------
-def _mutator(s):
-    """(receiver, args) when ``s`` is ``recv.append(...)``-like on a local, else None."""
-    call = s.call if isinstance(s, ir.ExprStmt) else None
-    if call is None or not isinstance(call.fn, ir.Method) or call.fn.name not in _ADDERS:
-        return None
-    recv = call.args[0]
-    if not isinstance(recv, str):
-        return None
-    return recv, [v for a in call.args[1:] for v in ir.operand_vars(a)]
-
-
 def forward_activity(fn, wrt):
-    """Active variables for forward mode: varied by ``wrt`` and useful for the output.
-
-    Like :func:`s2sad.frontend.analysis.activity`, plus list mutation by method calls
-    (``lst.append(v)`` makes ``lst`` varied when ``v`` is), which generated reverse sweeps use
-    for their per-variable stacks."""
-    stmts = list(ir.walk(fn.body))
-    varied = set(wrt)
-    changed = True
-    while changed:
-        changed = False
-        for s in stmts:
-            if isinstance(s, ir.Assign) and s.target not in varied:
-                if any(v in varied for v in diff_reads(s)):
-                    varied.add(s.target)
-                    changed = True
-            elif isinstance(s, ir.SetItem) and s.obj not in varied:
-                if any(v in varied for v in ir.operand_vars(s.value)):
-                    varied.add(s.obj)
-                    changed = True
-            else:
-                m = _mutator(s)
-                if m and m[0] not in varied and any(v in varied for v in m[1]):
-                    varied.add(m[0])
-                    changed = True
-    useful = set()
-    for s in stmts:
-        if isinstance(s, ir.Return):
-            useful.update(ir.operand_vars(s.value))
-    changed = True
-    while changed:
-        changed = False
-        for s in stmts:
-            srcs = []
-            if isinstance(s, ir.Assign) and s.target in useful:
-                srcs = diff_reads(s)
-            elif isinstance(s, ir.SetItem) and s.obj in useful:
-                srcs = ir.operand_vars(s.value)
-            else:
-                m = _mutator(s)
-                if m and m[0] in useful:
-                    srcs = m[1]
-            for v in srcs:
-                if v not in useful:
-                    useful.add(v)
-                    changed = True
-    return varied & useful, varied
+    """Active variables: varied by ``wrt`` and useful for the output (the reverse emitter's
+    analysis; list/dict mutation by ``Mutate`` statements included)."""
+    return activity(fn, wrt)
 
 
 # -- the emitter ----------------------------------------------------------------------------------
@@ -235,13 +183,43 @@ class ForwardEmitter:
         if isinstance(s, ir.Assign):
             return self.assign(s)
         if isinstance(s, ir.SetItem):
-            lines = [T.Line(f"{s.obj}[{T.index_subscript_text(s.index, c)}] = {self.text(s.value)}", o)]
+            if s.attr:
+                if self.is_active(s.obj):
+                    raise UnsupportedSyntaxError(
+                        f"forward mode does not yet follow attribute writes `.{s.attr} = ...` on a "
+                        f"value that carries a derivative", origin=o,
+                        fix="use reverse mode (s2sad.grad / s2sad.vjp) for this function")
+                return [T.Line(f"{self.text(s.obj)}.{s.attr} = {self.text(s.value)}", o)]
+            lines = [T.Line(f"{self.text(s.obj)}[{T.index_subscript_text(s.index, c)}] = "
+                            f"{self.text(s.value)}", o)]
             if self.is_active(s.obj):
                 tv = self.tangent_text(s.value, True)
                 lines.append(T.Line(f"{d(s.obj)}[{T.index_subscript_text(s.index, c)}] = {tv}", o))
             return lines
         if isinstance(s, ir.ExprStmt):
             return self.expr_stmt(s)
+        if isinstance(s, ir.DelItem):
+            sub = T.index_subscript_text(s.index, c)
+            lines = [T.Line(f"del {self.text(s.obj)}[{sub}]", o)]
+            if self.is_active(s.obj):
+                lines.append(T.Line(f"del {d(s.obj)}[{sub}]", o))
+            return lines
+        if isinstance(s, ir.Mutate):
+            return self.mutate(s)
+        if isinstance(s, ir.With):
+            items = ", ".join(self.text(x) + (f" as {v}" if v else "") for x, v in s.items)
+            return [T.Nest(f"with {items}:", o, self.block(s.body))]
+        if isinstance(s, ir.Try):
+            items = [T.Nest("try:", o, self.block(s.body))]
+            for typ, name, blk in s.handlers:
+                head = "except" + (f" {self.text(typ)}" if typ is not None else "") + \
+                    (f" as {name}" if name else "") + ":"
+                items.append(T.Nest(head, o, self.block(blk)))
+            if s.orelse:
+                items.append(T.Nest("else:", o, self.block(s.orelse)))
+            if s.finalbody:
+                items.append(T.Nest("finally:", o, self.block(s.finalbody)))
+            return items
         if isinstance(s, ir.Raise):
             return [T.Line("raise" + (f" {self.text(s.exc)}" if s.exc is not None else ""), o)]
         if isinstance(s, ir.If):
@@ -283,6 +261,29 @@ class ForwardEmitter:
                 lines.append(T.Line(f"{d(t)} = {self.tangent_text(v, True)}", o))
             return lines
         call = v
+        if isinstance(call.fn, ir.Static) and call.fn.obj is runtime.make_closure:
+            src = call.extra["source"]
+            if call.extra.get("lambda"):
+                lines = [T.Line(f"{t} = {src[0][0]}", o)]
+            else:
+                lines = [T.Line(text, org, raw=k > 0) for k, (text, org) in enumerate(src)]
+            if t in self.active:       # a closure's tangent: {cell name: tangent of its data}
+                parts = [self.tangent_text(a, True) for a in call.args[1:]]
+                lines.append(T.Line(f"{d(t)} = _rt.build_dict({', '.join([self.text(call.args[0])] + parts)})", o))
+            return lines
+        if isinstance(call.fn, ir.Static) and call.fn.obj is runtime.apply:
+            f, a, kw = call.args
+            if t in self.active and call.cls == "dynamic":
+                ft = f", {d(f)}" if self.is_active(f) else ""
+                return [T.Line(f"{t}, {d(t)} = _fw.jvp_apply({self.text(f)}, {self.text(a)}, "
+                               f"{self.tangent_text(a) or 'None'}, {self.text(kw)}, "
+                               f"{self.tangent_text(kw) or 'None'}{ft})", o)]
+            star = f"*{self.text(a)}" + ("" if isinstance(kw, ir.Const) and kw.value is None
+                                         else f", **{self.text(kw)}")
+            lines = [T.Line(f"{t} = {self.text(f)}({star})", o)]
+            if t in self.active:
+                lines.append(T.Line(f"{d(t)} = {self.zero_text(t)}", o))
+            return lines
         mirror = self.mirror_site(call)
         if mirror is not None:
             return self.mirrored(call, mirror, t, o)
@@ -303,6 +304,15 @@ class ForwardEmitter:
         if call.cls == "dynamic":
             return [T.Line(f"{t}, {d(t)} = {self.dynamic_text(call)}", o)]
         # primitive
+        if isinstance(call.fn, ir.Static) and call.fn.obj in _DISPLAYS:
+            return [T.Line(f"{t} = {T.call_text(call, c)}", o),
+                    T.Line(f"{d(t)} = {self.zero_of_call(call, t)}", o)]
+        if isinstance(call.fn, ir.Static) and call.fn.obj is functools.partial:
+            # a partial's tangent: (tangents of its arguments, tangents of its keywords)
+            bound = call.info["bound"]
+            ta = self.tangent_text(tuple(bound.get("args", ())), True)
+            tk = self.tangent_text(dict(bound.get("keywords", {})), True)
+            return [T.Line(f"{t} = {T.call_text(call, c)}", o), T.Line(f"{d(t)} = ({ta}, {tk})", o)]
         tan = self.primitive_tangent(call, t)
         primal = T.call_text(call, c)
         if t in call.reads():
@@ -315,8 +325,13 @@ class ForwardEmitter:
         return [T.Line(f"{t} = {primal}", o), T.Line(f"{d(t)} = {tan}", o)]
 
     def zero_of_call(self, call, t):
+        """The tangent of a value computed without active inputs (a display's is a display of
+        its items' tangents, so that the container can take active items later)."""
         fn = call.fn
-        if isinstance(fn, ir.Static) and fn.obj in (runtime.build_list, runtime.build_tuple):
+        if isinstance(fn, ir.Static) and fn.obj in _DISPLAYS:
+            if fn.obj is runtime.build_dict:
+                parts = [self.tangent_text(a, True) for a in call.args[1:]]
+                return f"_rt.build_dict({self.text(call.args[0])}, {', '.join(parts)})"
             parts = [self.tangent_text(a, True) for a in call.args]
             if fn.obj is runtime.build_list:
                 return "[" + ", ".join(parts) + "]"
@@ -340,7 +355,12 @@ class ForwardEmitter:
             r = call.args[0]
             return (f"_fw.jvp_method({self.text(r)}, {self.tangent_text(r) or 'None'}, {fn.name!r}, "
                     f"{argt}, {tant}{kw})")
-        return f"_fw.jvp_call({T.operand_text(fn.var, c)}, {argt}, {tant}{kw})"
+        callee = fn.text if isinstance(fn, ir.Static) else T.operand_text(fn.var, c)
+        if isinstance(fn, ir.Dynamic) and self.is_active(fn.var):       # a closure over active data
+            if not kw:
+                kw = ", None, None"
+            kw += f", {d(fn.var)}"
+        return f"_fw.jvp_call({callee}, {argt}, {tant}{kw})"
 
     def mirror_site(self, call):
         """A list method that changes an active list: its tangent list changes the same way."""
@@ -373,6 +393,29 @@ class ForwardEmitter:
         if target in self.active:
             return [T.Line(f"{target} = {primal}", o), T.Line(f"{d(target)} = {tline}", o)]
         return [T.Line(f"{target} = {primal}", o), T.Line(tline, o)]
+
+    def mutate(self, s):
+        """``[t =] obj.append(v)`` and friends: the tangent container changes the same way."""
+        t, obj, call, o = s.target, s.obj, s.call, s.origin
+        primal = T.call_text(call, self.consts)
+        lines = [T.Line(f"{t} = {primal}" if t else primal, o)]
+        if not self.is_active(obj):
+            if t and t in self.active:
+                lines.append(T.Line(f"{d(t)} = {self.zero_text(t)}", o))
+            return lines
+        name = call.fn.name
+        args = call.args[1:]
+        if name in ("append", "insert") and args:
+            targs = [self.text(a) for a in args[:-1]] + [self.tangent_text(args[-1], True)]
+        elif name in ("extend", "update") and args:
+            targs = [self.tangent_text(args[0], True)]
+        else:
+            targs = [self.text(a) for a in args]
+        tline = f"{d(obj)}.{name}({', '.join(targs)})"
+        if t and t in self.active:
+            tline = f"{d(t)} = {tline}"
+        lines.append(T.Line(tline, o))
+        return lines
 
     def expr_stmt(self, s):
         call, o = s.call, s.origin
@@ -609,38 +652,63 @@ def _is_python(fn):
     return inspect.isfunction(fn) and not (fn.__module__ or "").startswith("s2sad.")
 
 
-def _jvp_python(fn, args, targs, kwargs=None, tkwargs=None):
+def _jvp_python(fn, args, targs, kwargs=None, tkwargs=None, top=False, ftan=None):
+    """Run the forward derivative of the Python function ``fn`` on these arguments and tangents
+    (None: no tangent).  ``top``: the tangents are the user's, copy those the function writes."""
     from .build_forward import forward_derivative
-    if kwargs or (fn.__defaults__ and len(args) < fn.__code__.co_argcount):
+    kwargs = kwargs or {}
+    tkwargs = tkwargs or {}
+    code = fn.__code__
+    if kwargs or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or fn.__kwdefaults__ \
+            or (fn.__defaults__ and len(args) < code.co_argcount):
         sig = inspect.signature(fn)
-        ba = sig.bind(*args, **(kwargs or {}))
+        ba = sig.bind(*args, **kwargs)
+        tb = sig.bind(*(tuple(targs) + (None,) * (len(args) - len(targs))),
+                      **{k: tkwargs.get(k) for k in kwargs})
         ba.apply_defaults()
-        tb = dict(zip(list(sig.parameters), list(targs) + [None] * (len(sig.parameters) - len(targs))))
-        for k, v in (tkwargs or {}).items():
-            tb[k] = v
         args = tuple(ba.arguments.values())
-        targs = tuple(tb.get(k) for k in ba.arguments)
-    mask = tuple(_active_tangent(t, a) for t, a in zip(targs, args)) + \
-        (False,) * (len(args) - len(targs))
+        targs = tuple(tb.arguments.get(k) for k in ba.arguments)
+    else:
+        args = tuple(args)
+        targs = tuple(targs) + (None,) * (len(args) - len(targs))
+    cells = runtime._data_cells(fn)
+    if cells:          # data held in closure cells: leading parameters (tangents from ftan)
+        from ..frontend.source import data_cell_values
+        args = tuple(data_cell_values(fn, cells)) + args
+        ct = ftan if isinstance(ftan, dict) else {}
+        targs = tuple(ct.get(n) for n in cells) + targs
+    mask = tuple(_active_tangent(t, a) for t, a in zip(targs, args))
     if not any(mask):
-        value = fn(*args)
+        value = fn(*args[len(cells):])
         return value, zeros_like(value)
     kinds = tuple(runtime.kind_of(a) for a in args)
-    f = forward_derivative(fn, mask, kinds).jvp
-    return f(*args, *[materialize(t, a) for t, a, m in zip(targs, args, mask) if m])
+    dv = forward_derivative(fn, mask, kinds)
+    written = set(getattr(dv, "written_params", ())) if top else set()
+    tans = [materialize(runtime.snap(t) if p in written else t, a)
+            for p, t, a, m in zip(dv.ir.params, targs, args, mask) if m]
+    return dv.jvp(*args, *tans)
 
 
-def jvp_call(fn, args, targs, kwargs=None, tkwargs=None):
+def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None):
     """A call whose callee is only known at run time: returns (value, tangent).
 
-    ``targs``/``tkwargs`` hold the arguments' tangents, None for arguments that carry none."""
+    ``targs``/``tkwargs`` hold the arguments' tangents, None for arguments that carry none;
+    ``ftan`` the callee's own tangent (a closure over data that carries one)."""
     kwargs = kwargs or {}
     tkwargs = tkwargs or {}
     self_ = getattr(fn, "__self__", None)
     if self_ is not None and not inspect.ismodule(self_) and hasattr(fn, "__name__"):
         return jvp_method(self_, None, fn.__name__, args, targs, kwargs, tkwargs)
     if _is_python(fn):
-        return _jvp_python(fn, args, targs, kwargs, tkwargs)
+        return _jvp_python(fn, args, targs, kwargs, tkwargs, ftan=ftan)
+    if isinstance(fn, functools.partial):
+        pa, pk = ftan if isinstance(ftan, tuple) and len(ftan) == 2 else (None, None)
+        pa = tuple(pa) if pa is not None else (None,) * len(fn.args)
+        return jvp_call(fn.func, fn.args + tuple(args), pa + tuple(targs),
+                        {**fn.keywords, **(kwargs or {})}, {**(pk or {}), **(tkwargs or {})})
+    call = getattr(type(fn), "__call__", None)
+    if inspect.isfunction(call) and _is_python(call):          # an object of a user class
+        return _jvp_python(call, (fn,) + tuple(args), (None,) + tuple(targs), kwargs, tkwargs)
     from ..rules.registry import lookup
     rule = lookup(fn) if not isinstance(fn, (list, dict)) else None
     value = fn(*args, **kwargs)
@@ -680,6 +748,16 @@ def _param_tangents(rule, args, targs, kwargs, tkwargs, self_=None, tself=None):
         if any_active:
             out[p] = tuple(tans) if markers is marker else tans[0]
     return out
+
+
+def jvp_apply(fn, args, targs, kwargs, tkwargs, ftan=None):
+    """``fn(*args, **kwargs)`` (a call with starred arguments) with the tangents of the argument
+    tuple and keyword dict."""
+    args = tuple(args)
+    targs = tuple(targs) if targs is not None and not runtime.is_zero(targs) else (None,) * len(args)
+    kwargs = dict(kwargs or {})
+    tkwargs = dict(tkwargs) if isinstance(tkwargs, dict) else {}
+    return jvp_call(fn, args, targs, kwargs, tkwargs, ftan)
 
 
 def jvp_method(recv, trecv, name, args, targs, kwargs=None, tkwargs=None):
