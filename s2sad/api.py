@@ -27,39 +27,55 @@ class _Spec:
         self.user = fn
         self.pyfunc = get_function(fn)
         self.bound_self = getattr(fn, "__self__", None) if inspect.ismethod(fn) else None
-        self.sig = inspect.signature(self.pyfunc)
+        self.sig = inspect.signature(self.pyfunc, follow_wrapped=False)
+        from .frontend.source import split_closure
+        self.cells = split_closure(self.pyfunc)[1]      # closure data: leading sweep parameters
         self.params = list(self.sig.parameters)
-        for p in self.sig.parameters.values():
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                raise S2SADError(f"{self.pyfunc.__qualname__} takes *{p.name}; s2sad cannot "
-                                 f"differentiate functions with *args/**kwargs yet",
-                                 origin=_def_origin(self.pyfunc), fix="list the parameters explicitly")
+        self.plain = all(p.kind == p.POSITIONAL_OR_KEYWORD for p in self.sig.parameters.values())
         self.offset = 1 if self.bound_self is not None else 0
         self.single = not isinstance(wrt, (tuple, list))
         self.wrt = self._normalise(wrt)
 
+    def locate(self, i):
+        """(parameter index, element of *args or None) of the i-th positional argument of a call."""
+        ps = list(self.sig.parameters.values())
+        named = [k for k, p in enumerate(ps) if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        i += self.offset
+        if i < len(named):
+            return named[i], None
+        va = [k for k, p in enumerate(ps) if p.kind == p.VAR_POSITIONAL]
+        if va:
+            return va[0], i - len(named)
+        return None, None
+
     def _normalise(self, wrt):
         items = [wrt] if self.single else list(wrt)
-        user_params = self.params[self.offset:]
+        ps = self.sig.parameters
+        user_params = [n for n in self.params[self.offset:]
+                       if ps[n].kind not in (ps[n].VAR_POSITIONAL, ps[n].VAR_KEYWORD)]
+        has_va = any(p.kind == p.VAR_POSITIONAL for p in ps.values())
         out = []
         for w in items:
             if isinstance(w, bool) or not isinstance(w, (int, str)):
                 raise WrtError(f"wrt={w!r}: give a parameter index or name",
                                origin=_def_origin(self.pyfunc),
                                fix=f"use one of {list(range(len(user_params)))} or {user_params}")
+            if isinstance(w, int) and has_va and w >= 0:
+                out.append(self.locate(w))
+                continue
             if isinstance(w, int):
                 if not -len(user_params) <= w < len(user_params):
                     raise WrtError(f"wrt={w} but {self.pyfunc.__qualname__} has "
                                    f"{len(user_params)} parameter(s): {user_params}",
                                    origin=_def_origin(self.pyfunc),
                                    fix=f"use an index in 0..{len(user_params) - 1} or a name")
-                out.append(w % len(user_params) + self.offset)
+                out.append((self.params.index(user_params[w % len(user_params)]), None))
             else:
-                if w not in user_params:
+                if w not in self.params[self.offset:]:
                     raise WrtError(f"wrt={w!r} is not a parameter of {self.pyfunc.__qualname__}"
                                    f"{tuple(user_params)}", origin=_def_origin(self.pyfunc),
                                    fix=f"use one of {user_params}")
-                out.append(self.params.index(w))
+                out.append((self.params.index(w), None))
         if len(set(out)) != len(out):
             raise WrtError(f"wrt={wrt!r} names a parameter twice", origin=_def_origin(self.pyfunc))
         return out
@@ -67,7 +83,7 @@ class _Spec:
     def bind(self, args, kwargs):
         if self.bound_self is not None:
             args = (self.bound_self,) + tuple(args)
-        if not kwargs and len(args) == len(self.params):
+        if not kwargs and len(args) == len(self.params) and self.plain:
             return list(args)
         try:
             ba = self.sig.bind(*args, **kwargs)
@@ -76,20 +92,32 @@ class _Spec:
         ba.apply_defaults()
         return list(ba.arguments.values())
 
-    def derivative(self, args, wrt_positions, check=True):
-        mask = [False] * len(args)
-        for i in wrt_positions:
-            if check and not runtime.differentiable(args[i]):
-                v = args[i]
-                raise WrtError(f"argument {self.params[i]!r} of {self.pyfunc.__qualname__} is "
+    def full_args(self, args):
+        """Closure data first, then the bound arguments: the sweeps' parameters."""
+        if not self.cells:
+            return args
+        from .frontend.source import data_cell_values
+        return data_cell_values(self.pyfunc, self.cells) + list(args)
+
+    def derivative(self, args, wrt, check=True):
+        """(derivative, full argument list) for bound ``args``; ``wrt`` holds (parameter index,
+        element of *args or None) pairs."""
+        full = self.full_args(args)
+        nc = len(full) - len(args)
+        mask = [False] * len(full)
+        for i, el in wrt:
+            v = args[i] if el is None else (args[i][el] if el < len(args[i]) else None)
+            if check and not runtime.differentiable(v):
+                name = self.params[i] if el is None else f"{self.params[i]}[{el}]"
+                raise WrtError(f"argument {name!r} of {self.pyfunc.__qualname__} is "
                                f"{_describe(v)}, which carries no derivative",
                                origin=_def_origin(self.pyfunc),
                                fix="differentiate with respect to a float, complex or floating-point "
                                    "array argument (convert with np.asarray(x, dtype=float)), or "
                                    "leave this argument out of wrt")
-            mask[i] = True
-        kinds = tuple(runtime.kind_of(a) for a in args)
-        return reverse_derivative(self.pyfunc, tuple(mask), kinds)
+            mask[i + nc] = True
+        kinds = tuple(runtime.kind_of(a) for a in full)
+        return reverse_derivative(self.pyfunc, tuple(mask), kinds), full
 
 
 def _describe(v):
@@ -153,11 +181,19 @@ def _scalar_seed(value, pyfunc):
         fix="return a real float (for complex outputs take .real or abs(...)), or use s2sad.vjp")
 
 
-def _finish_grads(grads, args, positions):
+def _finish_grads(grads, args, wrt):
+    """Gradients in the order of ``wrt`` ((parameter, element) pairs), zeros materialised."""
+    params = sorted({i for i, _ in wrt})
+    by_param = dict(zip(params, grads))
     out = []
     seen = set()
-    for g, i in zip(grads, positions):
-        g = runtime.materialize(g, args[i])
+    for i, el in wrt:
+        g = by_param[i]
+        if el is None:
+            g = runtime.materialize(g, args[i])
+        else:
+            parts = runtime.parts(g, len(args[i]))
+            g = runtime.materialize(parts[el], args[i][el])
         if id(g) in seen and hasattr(g, "copy"):
             g = g.copy()
         seen.add(id(g))
@@ -167,8 +203,8 @@ def _finish_grads(grads, args, positions):
 
 def _value_and_grad(spec, args, kwargs, wrt):
     args = spec.bind(args, kwargs)
-    d = spec.derivative(args, wrt)
-    value, tape = _run(d.fwd, *args)
+    d, full = spec.derivative(args, wrt)
+    value, tape = _run(d.fwd, *full)
     seed = _scalar_seed(value, spec.pyfunc)
     grads = _run(d.bwd, tape, seed)
     return value, _finish_grads(grads, args, wrt)
@@ -196,7 +232,7 @@ class Differentiable:
 
     def value_and_grad(self, *args, **kwargs):
         v, g = _value_and_grad(self._spec, args, kwargs, self._spec.wrt)
-        self._last = self._spec.derivative(self._spec.bind(args, kwargs), self._spec.wrt)
+        self._last = self._spec.derivative(self._spec.bind(args, kwargs), self._spec.wrt)[0]
         return v, (g[0] if self._spec.single else tuple(g))
 
     def grad(self, *args, **kwargs):
@@ -209,11 +245,13 @@ class Differentiable:
         """The built :class:`~s2sad.codegen.build.Derivative` for these arguments (or the last
         one used, or one built for array arguments when called with none)."""
         if args or kwargs:
-            self._last = self._spec.derivative(self._spec.bind(args, kwargs), self._spec.wrt)
+            self._last = self._spec.derivative(self._spec.bind(args, kwargs), self._spec.wrt)[0]
         elif self._last is None:
+            nc = len(self._spec.cells)
             n = len(self._spec.params)
-            mask = [i in self._spec.wrt for i in range(n)]
-            kinds = ["a"] * n
+            wrt = {i for i, _ in self._spec.wrt}
+            mask = [False] * nc + [i in wrt for i in range(n)]
+            kinds = ["?"] * nc + ["a"] * n
             self._last = reverse_derivative(self._spec.pyfunc, tuple(mask), tuple(kinds))
         return self._last
 
@@ -277,14 +315,16 @@ def vjp(fn, *args, **kwargs):
     spec = _Spec(fn, 0)
     full = spec.bind(args, kwargs)
     npos = len(args)
-    positions = [i for i in range(spec.offset, spec.offset + npos) if runtime.differentiable(full[i])]
-    d = spec.derivative(full, positions, check=False)
-    value, tape = _run(d.fwd, *full)
+    where = [spec.locate(i) for i in range(npos)]
+    wrt = [w for w in where if w[0] is not None and runtime.differentiable(
+        full[w[0]] if w[1] is None else full[w[0]][w[1]])]
+    d, allargs = spec.derivative(full, wrt, check=False)
+    value, tape = _run(d.fwd, *allargs)
 
     def pullback(ct):
         grads = _run(d.bwd, tape, ct)
-        fin = dict(zip(positions, _finish_grads(grads, full, positions)))
-        return tuple(fin.get(i) for i in range(spec.offset, spec.offset + npos))
+        fin = dict(zip(wrt, _finish_grads(grads, full, wrt)))
+        return tuple(fin.get(w) for w in where)
     return value, pullback
 
 

@@ -107,7 +107,7 @@ def classify_call(call, kinds, origin):
         if _is_user_function(obj):
             call.cls = "derived"
             try:
-                sig = inspect.signature(obj)
+                sig = inspect.signature(obj, follow_wrapped=False)
                 ba = sig.bind(*call.args, **dict(call.kwargs))
             except TypeError as e:
                 raise RuleError(f"the call to {obj.__qualname__} does not match its signature: {e}",
@@ -183,6 +183,110 @@ def classify_call(call, kinds, origin):
     call.info["diff_vars"] = call.reads()
 
 
+def _copy_aliases(fn):
+    """Classes of variables bound to the same object by plain copies (``b = a``)."""
+    parent = {}
+
+    def find(a):
+        while parent.get(a, a) != a:
+            a = parent[a]
+        return a
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign) and isinstance(s.value, str):
+            ra, rb = find(s.target), find(s.value)
+            if ra != rb:
+                parent[ra] = rb
+    classes = {}
+    for v in list(parent):
+        classes.setdefault(find(v), set()).add(v)
+    for root, members in classes.items():
+        members.add(root)
+    return {v: members for members in classes.values() for v in members}
+
+
+def check_mutation(fn, varied):
+    """Refuse in-place writes s2sad cannot differentiate correctly: writes of values that carry a
+    derivative into a parameter (the caller's object), and writes through one name into a list or
+    array that another name still refers to."""
+    aliases = _copy_aliases(fn)
+    reads = {}
+    for s in ir.walk(fn.body):
+        for v in s.reads():
+            reads[v] = reads.get(v, 0) + 1
+    params = set(fn.params)
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.SetItem) and isinstance(s.obj, str):
+            hot = any(v in varied for v in ir.operand_vars(s.value))
+            obj = s.obj
+        elif isinstance(s, ir.Mutate):
+            hot = any(v in varied for v in s.call.reads()[1:])
+            obj = s.obj
+        else:
+            continue
+        if not hot:
+            continue
+        group = aliases.get(obj, {obj})
+        if group & params:
+            p = sorted(group & params)[0]
+            what = f"`{p}.{s.attr}`" if getattr(s, "attr", None) else f"the argument `{p}`"
+            raise UnsupportedSyntaxError(
+                f"this line writes a value that carries a derivative into {what}, an object the "
+                f"caller passed in; s2sad does not differentiate writes into arguments",
+                origin=s.origin,
+                fix=(f"return the new value instead of storing it on `{p}`" if getattr(s, "attr", None)
+                     else f"work on a copy (e.g. `{p} = {p}.copy()` or `list({p})`) and return the "
+                          f"result, or return the new value instead of storing it"))
+        others = sorted(v for v in group if v != obj and reads.get(v))
+        if others:
+            raise UnsupportedSyntaxError(
+                f"`{obj}` is changed in place while `{others[0]}` refers to the same object; "
+                f"s2sad does not follow derivatives through such aliases", origin=s.origin,
+                fix=f"make a copy (`{obj} = list({others[0]})` or `.copy()`) before changing it")
+
+
+def check_closures(fn, varied):
+    """A closure called later sees the *current* value of what it captured (late binding).  Direct
+    calls are differentiated that way; a closure that escapes (stored, passed on) while a captured
+    value changes afterwards is refused rather than differentiated wrongly."""
+    from .frontend.analysis import definitions
+    defs = definitions(fn)
+    in_loop = set()
+    for s in ir.walk(fn.body):
+        if isinstance(s, (ir.For, ir.While)):
+            for t in ir.walk(s.body):
+                in_loop.update(_bound(t))
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign) and isinstance(s.value, ir.Call) and \
+                isinstance(s.value.fn, ir.Static) and s.value.fn.obj is runtime.make_closure:
+            changing = [v for v in s.value.args[1:] if isinstance(v, str) and v in varied and
+                        (defs.get(v, 0) > 1 or v in in_loop)]
+            if not changing:
+                continue
+            var = s.target
+            for t in ir.walk(fn.body):
+                direct = isinstance(t, (ir.Assign, ir.ExprStmt)) and \
+                    isinstance(getattr(t, "value", getattr(t, "call", None)), ir.Call) and \
+                    isinstance((t.value if isinstance(t, ir.Assign) else t.call).fn, ir.Dynamic)
+                call = (t.value if isinstance(t, ir.Assign) else t.call) if direct else None
+                uses = [v for v in t.reads() if v == var]
+                if not uses:
+                    continue
+                if call is not None and call.fn.var == var and var not in \
+                        [x for op in call.args for x in ir.operand_vars(op)]:
+                    continue
+                raise UnsupportedSyntaxError(
+                    f"the function `{var}` reads `{changing[0]}`, which changes after the function "
+                    f"is made, and it is passed on or stored: Python calls it with the latest value "
+                    f"(late binding), which s2sad does not differentiate", origin=t.origin,
+                    fix=f"bind the value when the function is made, e.g. "
+                        f"`lambda v, {changing[0]}={changing[0]}: ...`, or pass it as an argument")
+
+
+def _bound(s):
+    from .frontend.analysis import bound_names
+    return bound_names(s)
+
+
 def classify(fn, param_kinds):
     """Classify every call site of ``fn`` and infer value kinds; returns ``kinds`` (var -> kind)."""
     kinds = dict(param_kinds)
@@ -222,7 +326,9 @@ def classify(fn, param_kinds):
 def finish(fn, active, varied):
     """After activity analysis: mark sites with no active argument ``inactive``, check that
     rules support the keywords given on active calls, and refuse writes of values that carry a
-    derivative through ``global``/``nonlocal``."""
+    derivative through ``global``/``nonlocal``, into arguments, or through aliases."""
+    check_mutation(fn, varied)
+    check_closures(fn, varied)
     for names, origin in getattr(fn, "nonlocal_writers", ()):
         hot = sorted(n for n in names if n in varied)
         if hot:
@@ -248,6 +354,11 @@ def finish(fn, active, varied):
         if call.cls == "opaque" and not varied_args:
             call.info["base_cls"] = call.cls
             call.cls = "inactive"
+            continue
+        if isinstance(s, ir.ExprStmt) and call.cls in ("derived", "dynamic") and varied_args:
+            # called for its effect with values that carry a derivative: run it through the
+            # runtime, which builds its derivative (and so refuses writes into its arguments)
+            call.info["effect"] = True
             continue
         if call.cls in ("primitive", "derived", "dynamic"):
             target = s.target if isinstance(s, ir.Assign) else None

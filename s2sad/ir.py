@@ -149,7 +149,8 @@ class Call:
         return ops
 
     def reads(self):
-        return [v for op in self.operands() for v in operand_vars(op)]
+        return [v for op in self.operands() for v in operand_vars(op)] + \
+            list(self.extra.get("captured", ()))
 
     def __repr__(self):
         parts = [_op_str(a) for a in self.args] + [f"{k}={_op_str(v)}" for k, v in self.kwargs]

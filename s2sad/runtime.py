@@ -145,6 +145,12 @@ def materialize(g, x):
     adjoint becomes the same dataclass (gradient fields) or a dict of attribute gradients."""
     if _is_object(x):
         return _object_grad(g, x)
+    tx = type(x)
+    if tx is int or tx is bool or tx is str or x is None:
+        return None
+    dt = getattr(x, "dtype", None)
+    if dt is not None and dt.kind not in "fc":
+        return None
     if is_zero(g):
         return zeros_like(x)
     if type(g) in (tuple, list) and type(x) in (tuple, list):
@@ -534,7 +540,7 @@ def seq_adjoint(g, seq):
     if is_zero(g):
         return 0.0
     if isinstance(seq, (list, tuple)):
-        return type(seq)(g)
+        return type(seq)(_z(v) for v in g)
     if hasattr(seq, "shape"):
         xp = array_module(seq)
         return xp.stack([xp.asarray(v) for v in g]).astype(seq.dtype, copy=False) if len(g) else \
@@ -742,7 +748,7 @@ def _call_derived(fn, args, kwargs, self_=None):
     names = None
     if kwargs or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or \
             (fn.__defaults__ and len(args) < code.co_argcount) or fn.__kwdefaults__:
-        sig = inspect.signature(fn)
+        sig = inspect.signature(fn, follow_wrapped=False)
         ba = sig.bind(*args, **kwargs)
         ba.apply_defaults()
         names = list(ba.arguments)
@@ -809,7 +815,7 @@ def pull(rec, g):
         if names is None:
             return callee, tuple(vals[nself:]), {}
         import inspect
-        sig = inspect.signature(d.ir.pyfunc)
+        sig = inspect.signature(d.ir.pyfunc, follow_wrapped=False)
         by_name = dict(zip(names, vals))
         pos, kw = [], {}
         params = sig.parameters
@@ -979,3 +985,42 @@ def partial_args_adjoint(g, n):
     if is_zero(g) or not isinstance(g, dict):
         return (0.0,) * n
     return tuple(_z(v) for v in g.get("args", (0.0,) * n))
+
+
+def cell_adjoint(g, name):
+    """The adjoint of one captured variable, from a closure's adjoint (a dict by name)."""
+    if isinstance(g, dict):
+        return _z(g.get(name))
+    return 0.0
+
+
+def partial_keywords_adjoint(g):
+    if is_zero(g) or not isinstance(g, dict):
+        return {}
+    return {k: _z(v) for k, v in g.get("keywords", {}).items()}
+
+
+def zip_adjoint(g, iterables):
+    """Adjoint of ``zip(a, b, ...)`` (consumed as a list of tuples) for each iterable."""
+    n = len(iterables)
+    if is_zero(g):
+        return (0.0,) * n
+    cols = [[0.0] * len(it) if hasattr(it, "__len__") else [] for it in iterables]
+    for k, row in enumerate(g):
+        parts_ = parts(row, n)
+        for j in range(n):
+            if k < len(cols[j]):
+                cols[j][k] = parts_[j]
+    return tuple(seq_adjoint(c, it) if hasattr(it, "__len__") else c for c, it in zip(cols, iterables))
+
+
+def enumerate_adjoint(g, iterable):
+    if is_zero(g):
+        return 0.0
+    return seq_adjoint([parts(row, 2)[1] for row in g], iterable)
+
+
+def reversed_adjoint(g, seq):
+    if is_zero(g):
+        return 0.0
+    return seq_adjoint(list(g)[::-1], seq)

@@ -231,6 +231,13 @@ class ReverseEmitter:
                 pairs = list(enumerate(v))
                 if any(isinstance(x, str) and x in self.active for _, x in pairs):
                     self.contribute_many(pairs, self.template_text(rule, p, s, bound, t), o, out, st)
+            elif isinstance(v, dict):
+                live = [(k, x) for k, x in v.items() if isinstance(x, str) and x in self.active]
+                if live:
+                    tmp = self.fresh("g")
+                    out.append(T.Line(f"{tmp} = {self.template_text(rule, p, s, bound, t)}", o))
+                    for k, x in live:
+                        self.contribute(x, f"{tmp}.get({k!r}, 0.0)", o, out, st)
             elif isinstance(v, str) and v in self.active:
                 if rule.fn is _operator.getitem and v in self.index_only and p == "obj":
                     self.contribute_getitem(v, bound["idx"], s, o, out, st)
@@ -265,7 +272,13 @@ class ReverseEmitter:
         recv = call.args[0] if isinstance(fn, (ir.Method, ir.Attr)) else \
             fn.var if isinstance(fn, ir.Dynamic) else None
         args = call.args[1:] if isinstance(fn, (ir.Method, ir.Attr)) else call.args
-        self.contribute(recv, f"{g}[0]", s.origin, lines, st)
+        captured = call.extra.get("captured")
+        if captured:
+            # the closure read these variables now: their adjoints come back by name
+            for v in captured:
+                self.contribute(v, f"_rt.cell_adjoint({g}[0], {v!r})", s.origin, lines, st)
+        else:
+            self.contribute(recv, f"{g}[0]", s.origin, lines, st)
         for i, a in enumerate(args):
             self.contribute(a, f"{g}[1][{i}]", s.origin, lines, st)
         for k, a in call.kwargs:
@@ -580,7 +593,21 @@ class ReverseEmitter:
         if isinstance(s, ir.Try):
             return self.fwd_try(s)
         if isinstance(s, ir.ExprStmt):
-            return [T.Line(T.call_text(s.call, c), o)]
+            call = s.call
+            if call.info and call.info.get("effect"):
+                fn = call.fn
+                if isinstance(fn, ir.Method):
+                    callee, args = f"{T.operand_text(call.args[0], c)}.{fn.name}", call.args[1:]
+                elif isinstance(fn, ir.Static):
+                    callee, args = fn.text, call.args
+                elif isinstance(fn, ir.Dynamic):
+                    callee, args = T.operand_text(fn.var, c), call.args
+                else:
+                    return [T.Line(T.call_text(call, c), o)]
+                parts = [callee] + [T.operand_text(a, c) for a in args] + \
+                    [f"{k}={T.operand_text(v, c)}" for k, v in call.kwargs]
+                return [T.Line(f"_rt.call({', '.join(parts)})", o)]
+            return [T.Line(T.call_text(call, c), o)]
         if isinstance(s, ir.Raise):
             return [T.Line("raise" + (f" {T.operand_text(s.exc, c)}" if s.exc is not None else ""), o)]
         if isinstance(s, ir.If):

@@ -133,6 +133,7 @@ class Lowerer:
         self.locals |= set(self.params)
         self.renames = {}
         self.global_refs = {}            # module globals read at build time (checked before reuse)
+        self.closures = {}               # local variable -> enclosing variables its closure reads
         self._nonlocal_writers = []      # (names, origin) of nested defs writing our variables
 
     # -- helpers ----------------------------------------------------------------------------
@@ -549,9 +550,9 @@ class Lowerer:
             self.emit(ir.If(test, body, orelse, o))
             return t
         if isinstance(node, gast.Call):
-            c = self.call(node)
+            c = self.call(node, target)
             if isinstance(c, str):
-                return self._finish(c, target, o)
+                return c if c == target else self._finish(c, target, o)
             return self._call(c, target, o)
         if isinstance(node, gast.Subscript):
             obj = self.expr(node.value)
@@ -677,7 +678,9 @@ class Lowerer:
         chain(0)
         return t
 
-    def call(self, node):
+    def call(self, node, target=None):
+        """An IR Call for a call expression, or the name of the variable holding the result when
+        the call was lowered to statements (``map``, ``filter``, ``functools.reduce``)."""
         o = self.src.origin(node)
         if any(isinstance(a, gast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             return self.star_call(node, o)
@@ -685,13 +688,13 @@ class Lowerer:
         if isinstance(f, gast.Name) and f.id not in self.locals and not node.keywords:
             special = self.src.resolve(f.id)
             if special is map and len(node.args) >= 2:
-                return self.map_call(node, o)
+                return self.map_call(node, o, target)
             if special is filter and len(node.args) == 2:
-                return self.filter_call(node, o)
+                return self.filter_call(node, o, target)
         chain0 = self._static_chain(f) if isinstance(f, gast.Attribute) else None
         if chain0 is not None and chain0[0] is functools.reduce and not node.keywords \
                 and len(node.args) in (2, 3):
-            return self.reduce_call(node, o)
+            return self.reduce_call(node, o, target)
         chain = self._static_chain(f) if isinstance(f, gast.Attribute) else None
         if isinstance(f, gast.Name) and f.id not in self.locals:
             callee = ir.Static(self.free(f.id, f), f.id)
@@ -707,7 +710,13 @@ class Lowerer:
             recv = []
         args = recv + [self.expr(a) for a in node.args]
         kwargs = [(k.arg, self.expr(k.value)) for k in node.keywords]
-        return ir.Call(callee, args, kwargs)
+        extra = {}
+        if isinstance(callee, ir.Dynamic) and callee.var in self.closures:
+            # a local closure reads the variables it captured when it is called
+            extra["captured"] = list(self.closures[callee.var])
+        elif isinstance(callee, ir.Static) and callee.obj is self.src.fn and self.src.data_cells:
+            extra["captured"] = list(self.src.data_cells)      # a closure calling itself
+        return ir.Call(callee, args, kwargs, extra=extra)
 
     def _static_chain(self, node):
         """(value, text) for an attribute chain rooted at a free name (``np.linalg.norm``)."""
@@ -748,7 +757,10 @@ class Lowerer:
                 self.namespace[v] = val
         for n in gast.walk(node):
             if isinstance(n, gast.Nonlocal) and set(n.names) & self.locals:
-                self._nonlocal_writers.append((set(n.names) & self.locals, o))
+                written = {m.id for m in gast.walk(node) if isinstance(m, gast.Name)
+                           and isinstance(m.ctx, gast.Store)}
+                if set(n.names) & self.locals & written:
+                    self._nonlocal_writers.append((set(n.names) & self.locals & written, o))
         lines = self.src.segment(node)
         call = ir.Call(ir.Static(runtime.make_closure, "closure"),
                        [ir.Const(tuple(captured))] + [self.name(v) for v in captured],
@@ -758,11 +770,12 @@ class Lowerer:
         if not isinstance(node, gast.Lambda) and node.name != target:
             self.unsupported(node, "a nested definition bound to another name")
         self.emit(ir.Assign(target, call, o))
+        self.closures[target] = [self.name(v) for v in captured]
         return target
 
     def comprehension(self, node, target, o):
         """``[e for x in xs if c]`` -> an explicit loop that appends (a dict/set display likewise)."""
-        result = target or self.tmp()
+        result = target if target and not isinstance(node, gast.SetComp) else self.tmp()
         is_dict = isinstance(node, gast.DictComp)
         if is_dict:
             self.emit(ir.Assign(result, ir.Call(ir.Static(runtime.build_dict, "build_dict"),
@@ -808,7 +821,7 @@ class Lowerer:
         self.locals -= added
         if isinstance(node, gast.SetComp):
             self.namespace["set"] = set
-            return self._call(ir.Call(ir.Static(set, "set"), [result]), None, o)
+            return self._call(ir.Call(ir.Static(set, "set"), [result]), target, o)
         return result
 
     def _fresh_name(self, base):
@@ -855,11 +868,11 @@ class Lowerer:
             kw = self._call(ir.Call(ir.Static(runtime.merge_dicts, "_rt.merge_dicts"), parts), None, o)
         return ir.Call(ir.Static(runtime.apply, "_rt.apply"), [callee, args, kw])
 
-    def map_call(self, node, o):
+    def map_call(self, node, o, target=None):
         # map(f, a, b) -> [f(x, y) for x, y in zip(a, b)]
         fn = self.expr(node.args[0])
         seqs = node.args[1:]
-        result = self.tmp()
+        result = target or self.tmp()
         self.emit(ir.Assign(result, ir.Call(ir.Static(runtime.build_list, "build_list"), []), o))
         names = [self.tmp() for _ in seqs]
         zipped = gast.Call(func=gast.Name(id="zip", ctx=gast.Load(), annotation=None,
@@ -879,9 +892,9 @@ class Lowerer:
         self.for_loop(tgt, zipped, body, o)
         return result
 
-    def filter_call(self, node, o):
+    def filter_call(self, node, o, target=None):
         fn = self.expr(node.args[0])
-        result = self.tmp()
+        result = target or self.tmp()
         self.emit(ir.Assign(result, ir.Call(ir.Static(runtime.build_list, "build_list"), []), o))
         name = self.tmp()
         self.locals.add(name)
@@ -897,7 +910,7 @@ class Lowerer:
                       node.args[1], body, o)
         return result
 
-    def reduce_call(self, node, o):
+    def reduce_call(self, node, o, target=None):
         # functools.reduce(f, xs[, init]) -> acc = init or xs[0]; for x in rest: acc = f(acc, x)
         fn = self.expr(node.args[0])
         seq = self.expr(node.args[1])

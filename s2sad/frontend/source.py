@@ -121,7 +121,9 @@ def get_function(obj):
         if inspect.ismethod(obj):
             obj = obj.__func__
             continue
-        if hasattr(obj, "__wrapped__"):
+        if hasattr(obj, "__wrapped__") and not inspect.isfunction(obj):
+            # a wrapper object (functools.lru_cache...): its Python function is underneath.  A
+            # wrapper *function* (functools.wraps) is differentiated itself: it may change values.
             obj = obj.__wrapped__
             continue
         break
@@ -136,7 +138,7 @@ def get_function(obj):
 def _parse(fn):
     where = f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}"
     try:
-        lines, _ = inspect.getsourcelines(fn)
+        lines, _ = inspect.getsourcelines(fn.__code__)    # the code itself, never __wrapped__
     except (OSError, TypeError) as e:
         raise SourceUnavailableError(
             f"cannot read the source of {fn.__qualname__} (defined at {where}): {e}",
@@ -148,15 +150,36 @@ def _parse(fn):
     except SyntaxError as e:
         raise SourceUnavailableError(f"cannot parse the source of {fn.__qualname__} at {where}: {e}")
     node = tree.body[0]
-    if isinstance(node, gast.Assign) or isinstance(node, gast.Expr):
-        # lambda in an assignment/expression: find the lambda on that line
-        lambdas = [n for n in gast.walk(node) if isinstance(n, gast.Lambda)]
+    if not isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)):
+        # a lambda: find the one this code object came from
+        lambdas = [n for n in gast.walk(tree) if isinstance(n, gast.Lambda)]
         if not lambdas:
             raise SourceUnavailableError(f"cannot find the definition of {fn.__qualname__} at {where}")
-        node = lambdas[0]
+        node = _pick_lambda(fn, lambdas, lines)
     elif not isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)):
         raise SourceUnavailableError(f"cannot find the definition of {fn.__qualname__} at {where}")
     return node, [l.rstrip("\n") for l in src.splitlines()]
+
+
+def _pick_lambda(fn, lambdas, lines):
+    """The lambda whose source span holds the columns of ``fn``'s code (Python 3.11+), else the
+    first whose parameter names match."""
+    code = fn.__code__
+    first = code.co_firstlineno
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    cols = set()
+    if hasattr(code, "co_positions"):
+        for ln, _, col, _ in code.co_positions():
+            if ln is not None and col is not None:
+                cols.add((ln - first + 1, col - indent))
+    names = list(code.co_varnames[:code.co_argcount])
+    best = [n for n in lambdas
+            if [a.id for a in n.args.posonlyargs + n.args.args] == names]
+    for n in best or lambdas:
+        for ln, col in cols:
+            if (n.lineno, n.col_offset) <= (ln, col) <= (n.end_lineno, n.end_col_offset):
+                return n
+    return (best or lambdas)[0]
 
 
 def source_line(file, line):

@@ -116,9 +116,14 @@ defrule(builtins.max, "*args, key=None", vjp={"args": "_rt.extremum_adjoint(g, a
 defrule(_r.identity, "x, /", vjp={"x": "g"}, kind="any")
 defrule(builtins.complex, "real=0.0, imag=0.0, /",
         vjp={"real": "_rt.real_part(g)", "imag": "_rt.imag_part(g)"}, kind="float")
-defzero(builtins.set, builtins.frozenset, builtins.any, builtins.all, builtins.enumerate,
-        builtins.zip, builtins.reversed, builtins.iter, builtins.next, builtins.open,
-        builtins.getattr, builtins.setattr, builtins.vars, builtins.dir, builtins.ord, builtins.chr)
+defzero(builtins.any, builtins.all, builtins.open, builtins.setattr, builtins.vars, builtins.dir,
+        builtins.ord, builtins.chr)
+defrule(builtins.zip, "*iterables, strict=False", vjp={"iterables": "_rt.zip_adjoint(g, iterables)"},
+        kind="any")
+defrule(builtins.enumerate, "iterable, start=0", vjp={"iterable": "_rt.enumerate_adjoint(g, iterable)"},
+        kind="any")
+defrule(builtins.reversed, "seq, /", vjp={"seq": "_rt.reversed_adjoint(g, seq)"}, kind="any")
+defrule(builtins.iter, "obj, /", vjp={"obj": "_rt.seq_adjoint(g, obj)"}, kind="any")
 
 # -- read-only methods of containers (dict.get, dict.items...) ---------------------------------------
 defcontainer("get", "self, key, default=None, /",
@@ -131,4 +136,5 @@ defcontainer("keys", "self, /", zero=True)
 defcontainer("index", "self, *args", zero=True)
 defcontainer("count", "self, *args", zero=True)
 defrule(functools.partial, "func, /, *args, **keywords",
-        vjp={"args": "_rt.partial_args_adjoint(g, n_args)"}, kind="any")
+        vjp={"args": "_rt.partial_args_adjoint(g, n_args)",
+             "keywords": "_rt.partial_keywords_adjoint(g)"}, kind="any")

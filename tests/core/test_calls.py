@@ -9,9 +9,6 @@ import s2sad
 from s2sad.cache import CACHE
 from core_util import check_grads, positive, randn
 
-_B2 = pytest.mark.xfail(reason="bug B2: differentiating a closure directly: its data cells become "
-                               "sweep parameters that the api does not pass (TypeError: "
-                               "f__fwd() missing positional argument)", strict=True)
 
 
 # -- keyword arguments, defaults, keyword-only -----------------------------------------------------
@@ -189,7 +186,6 @@ def make_closure(scale):
     return f
 
 
-@_B2
 def test_nested_function_with_closure_cells():
     f = make_closure(1.7)
     x = randn(3)
@@ -198,7 +194,6 @@ def test_nested_function_with_closure_cells():
                                rtol=1e-12)
 
 
-@_B2
 def test_closures_with_different_cells_give_their_own_derivatives():
     x = randn(3)
     g1 = s2sad.grad(make_closure(1.0))(x)
