@@ -81,3 +81,20 @@ def stack_machine(xs, w):
 def test_loop_carried_list_pop():
     xs = [0.5, -0.2, 1.1, 0.7]
     check_grads(stack_machine, (xs, 0.8), wrt=(0, 1))
+
+
+# == case: closure_sees_rebinding
+def rebinding(x, a):
+    def scaled(v):
+        return a * v
+    first = scaled(x)
+    a = a * a + 1.0              # the closure reads the new `a` at the next call
+    second = scaled(x)
+    return first * second
+
+
+def test_closure_sees_rebinding():
+    check_grads(rebinding, (0.7, 1.2), wrt=(0, 1))
+    x, a = 0.7, 1.2
+    b = a * a + 1.0
+    assert_close(s2sad.grad(rebinding, wrt=1)(x, a), x * x * (b + a * 2 * a))

@@ -205,3 +205,48 @@ def test_frozen_dataclass_config():
     g = check_obj_grad(schedule_loss, (w, cfg), 1, ["lr", "decay"])
     d = as_attr_dict(g, ["steps"])
     assert d["steps"] is None or d["steps"] == 0
+
+
+# == case: object_constructed_inside
+class Spring:
+    def __init__(self, k, rest):
+        self.k = k
+        self.rest = rest
+
+    def energy(self, x):
+        return 0.5 * self.k * (x - self.rest) ** 2
+
+
+def chain_energy(ks, positions):
+    springs = [Spring(k, 1.0) for k in ks]
+    return sum(s.energy(positions[i + 1] - positions[i]) for i, s in enumerate(springs))
+
+
+def test_object_constructed_inside():
+    ks = [1.2, 0.7, 2.0]
+    positions = [0.0, 1.3, 2.1, 3.4]
+    check_grads(chain_energy, (ks, positions), wrt=(0, 1))
+
+
+# == case: staticmethod_classmethod
+class Units:
+    factor = 2.54
+
+    @staticmethod
+    def square(x):
+        return x * x
+
+    @classmethod
+    def to_cm(cls, x):
+        return cls.factor * x
+
+
+def units_loss(x):
+    return np.sum(Units.square(Units.to_cm(x)))
+
+
+def test_staticmethod_classmethod():
+    r = rng(38)
+    x = r.standard_normal(3)
+    check_grads(units_loss, (x,))
+    assert_close(s2sad.grad(units_loss)(x), 2 * 2.54 ** 2 * x)

@@ -162,3 +162,29 @@ def test_generator_expression_into_max():
     scores = [0.3, 1.2, -0.4, 0.9]
     check_grads(margin, (scores, 2), wrt=0)
     assert_close(s2sad.grad(margin)(scores, 2), [0.0, 1.0, -1.0, 0.0])
+
+
+# == case: dict_comprehension
+def layer_norms(params):
+    norms = {name: np.sqrt(np.sum(w * w)) for name, w in params.items()}
+    return norms["W1"] + 2.0 * norms["W2"]
+
+
+def test_dict_comprehension():
+    r = rng(12)
+    params = {"W1": r.standard_normal((3, 2)), "W2": r.standard_normal(4)}
+    check_grads(layer_norms, (params,))
+    g = s2sad.grad(layer_norms)(params)
+    assert set(g) == {"W1", "W2"}
+    assert_close(g["W1"], params["W1"] / np.linalg.norm(params["W1"]))
+
+
+# == case: set_comprehension
+def distinct_scales(x, ks):
+    scales = {k % 3 for k in ks}          # an inactive set of ints
+    return sum(s * x * x for s in sorted(scales))
+
+
+def test_set_comprehension():
+    check_grads(distinct_scales, (1.3, [1, 4, 2, 5, 8]), wrt=0)
+    assert_close(s2sad.grad(distinct_scales)(1.3, [1, 4, 2, 5, 8]), 2 * 1.3 * (1 + 2))

@@ -207,3 +207,74 @@ def moving_average_loss(xs, k):
 def test_list_slicing_and_len():
     xs = [0.5, -1.0, 0.8, 1.4, -0.3, 0.2]
     check_grads(moving_average_loss, (xs, 3), wrt=0)
+
+
+# == case: list_argument_with_int_leaf
+def scaled_sum(items):
+    values, n = items[0], items[1]
+    return n * np.sum(values ** 2) + items[2] * 3.0
+
+
+def test_list_argument_with_int_leaf_gets_none_or_zero():
+    r = rng(21)
+    items = [r.standard_normal(3), 4, 0.5]
+    check_grads(scaled_sum, (items,))
+    g = s2sad.grad(scaled_sum)(items)
+    assert isinstance(g, list) and len(g) == 3
+    assert_close(g[0], 8 * items[0])
+    assert g[1] is None or g[1] == 0
+    assert_close(g[2], 3.0)
+
+
+# == case: dict_item_assignment_and_update
+def build_features(x, w):
+    feats = {}
+    feats["lin"] = w * x
+    feats["sq"] = x * x
+    feats.update({"cube": x ** 3, "sin": np.sin(w * x)})
+    feats["lin"] = feats["lin"] + 1.0
+    return sum(np.sum(v) for v in feats.values())
+
+
+def test_dict_item_assignment_and_update():
+    r = rng(25)
+    check_grads(build_features, (r.standard_normal(4), 0.6), wrt=(0, 1))
+
+
+# == case: star_args
+def weighted_total(scale, *terms):
+    return scale * sum(t * t for t in terms)
+
+
+def calls_weighted_total(a, b, c):
+    return weighted_total(a, b, c, b * c)
+
+
+def test_star_args_in_callee():
+    check_grads(calls_weighted_total, (0.5, 1.3, -0.8), wrt=(0, 1, 2))
+
+
+def test_star_args_differentiated_directly():
+    g = s2sad.grad(weighted_total, wrt=(0, 1))(0.5, 1.3, -0.8)
+    assert_close(g[0], 1.3 ** 2 + 0.8 ** 2)
+    assert_close(g[1], 2 * 0.5 * 1.3)
+
+
+# == case: star_kwargs
+def penalty(x, **weights):
+    total = 0.0
+    for name, w in weights.items():
+        if name == "l1":
+            total = total + w * np.sum(np.abs(x))
+        elif name == "l2":
+            total = total + w * np.sum(x * x)
+    return total
+
+
+def regularised(x, lam):
+    return np.sum(np.log1p(x * x)) + penalty(x, l1=0.1 * lam, l2=lam)
+
+
+def test_star_kwargs_in_callee():
+    r = rng(26)
+    check_grads(regularised, (r.standard_normal(5) + 0.05, 0.3), wrt=(0, 1))

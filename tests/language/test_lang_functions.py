@@ -174,3 +174,103 @@ def poly_eval(coeffs, x):
 def test_closure_over_parameter_list():
     coeffs = [0.4, -1.2, 0.7, 2.1]
     check_grads(poly_eval, (coeffs, 0.9), wrt=(0, 1))
+
+
+# == case: closure_reads_active_enclosing
+def make_loss(target):
+    def loss(w):
+        err = w - target
+        return np.sum(err * err)
+    return loss
+
+
+def scaled_norm(w, scale):
+    def inner(v):
+        return scale * np.sum(v ** 2)      # reads the active enclosing `scale`
+    return inner(w) + np.sum(np.sin(w))
+
+
+def test_closure_reads_enclosing_variables():
+    r = rng(1)
+    target = r.standard_normal(5)
+    loss = make_loss(target)
+    w = r.standard_normal(5)
+    check_grads(loss, (w,))
+    assert_close(s2sad.grad(loss)(w), 2 * (w - target))
+    check_grads(scaled_norm, (w, 1.7), wrt=(0, 1))
+
+
+# == case: closure_factory_composition
+def compose(*fs):
+    def composed(x):
+        for f in reversed(fs):
+            x = f(x)
+        return x
+    return composed
+
+
+def composed_loss(x, a):
+    h = compose(np.tanh, lambda v: a * v, np.sin)
+    return np.sum(h(x))
+
+
+def test_closure_factory_composition():
+    r = rng(8)
+    check_grads(composed_loss, (r.standard_normal(5), 1.4), wrt=(0, 1))
+
+
+# == case: decorated_helper
+def with_scale(factor):
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(x):
+            return factor * fn(x)
+        return wrapper
+    return deco
+
+
+@with_scale(2.5)
+def energy(x):
+    return np.sum(np.cos(x) * x)
+
+
+def decorated_user(x):
+    return energy(x) + energy(x * x)
+
+
+def test_decorated_helper():
+    r = rng(9)
+    check_grads(decorated_user, (r.standard_normal(4),))
+
+
+# == case: recursive_closure
+def series(x, n):
+    def term(k):
+        if k == 0:
+            return 1.0
+        return term(k - 1) * x / k
+    return sum(term(k) for k in range(n))
+
+
+def test_recursive_closure_exp_series():
+    check_grads(series, (0.8, 8), wrt=0)
+    g = s2sad.grad(series)(0.8, 8)
+    assert abs(g - sum(0.8 ** k / math.factorial(k) for k in range(7))) < 1e-8
+
+
+# == case: partial_binds_active_value
+def scaled_residual(x, a, b):
+    return (x * a - b) ** 2
+
+
+def partial_bound_active(a, b):
+    f = functools.partial(scaled_residual, a=a, b=b)   # active values bound in the partial
+    g = functools.partial(scaled_residual, 0.5, a)      # positional binding
+    return f(2.0) + g(b)                                # called with inactive / active args
+
+
+def test_partial_binds_active_value():
+    check_grads(partial_bound_active, (1.5, 0.4), wrt=(0, 1))
+    ga, gb = s2sad.grad(partial_bound_active, wrt=(0, 1))(1.5, 0.4)
+    assert_close(ga, 2 * (2.0 * 1.5 - 0.4) * 2.0 + 2 * (0.5 * 1.5 - 0.4) * 0.5)
+    assert_close(gb, -2 * (2.0 * 1.5 - 0.4) - 2 * (0.5 * 1.5 - 0.4))

@@ -274,3 +274,99 @@ def test_for_else():
     check_grads(first_crossing, ([0.1, 0.5, 1.4, 0.2], 1.0), wrt=(0, 1))   # break taken
     check_grads(first_crossing, ([0.1, 0.5, 0.4, 0.2], 1.0), wrt=(0, 1))   # else taken
     assert_close(s2sad.grad(first_crossing, wrt=1)([0.1, 0.5, 0.4, 0.2], 1.0), -0.2)
+
+
+# == case: nonlocal_read
+def make_counter_loss(scale):
+    calls = 0
+
+    def loss(x):
+        nonlocal calls
+        calls += 1                      # an inactive int: allowed
+        return scale * np.sum(x * x) + 0.0 * calls
+    return loss, lambda: calls
+
+
+def nonlocal_reader(x, a):
+    factor = a * 2.0
+
+    def inner(v):
+        nonlocal factor
+        return factor * v
+    return np.sum(inner(x) * x)
+
+
+def test_nonlocal_read():
+    r = rng(64)
+    x = r.standard_normal(3)
+    check_grads(nonlocal_reader, (x, 0.6), wrt=(0, 1))
+    loss, ncalls = make_counter_loss(1.5)
+    g = s2sad.grad(loss)(x)
+    assert_close(g, 3.0 * x)
+    assert ncalls() == 1
+
+
+# == case: augmented_assignment_all_targets
+class Box:
+    def __init__(self, v):
+        self.v = v
+
+
+def aug_everything(x, y):
+    a = x
+    a += y
+    a *= x
+    a -= 0.5 * y
+    a /= 1.5
+    a **= 2
+    box = Box(x)
+    box.v += y
+    box.v *= 2.0
+    arr = np.array([x, y, x * y])
+    arr[0] += y
+    arr[1:] *= x
+    arr[2] -= 1.0
+    lst = [x, y]
+    lst[1] += x
+    lst[0] *= lst[1]
+    d = {"k": y}
+    d["k"] += x * x
+    d["k"] /= 2.0
+    return a + box.v + np.sum(arr ** 2) + lst[0] + lst[1] + d["k"]
+
+
+def test_augmented_assignment_all_targets():
+    check_grads(aug_everything, (0.8, -1.3), wrt=(0, 1))
+
+
+def aug_arrays(W, x):
+    h = W @ x
+    h += 1.0
+    h *= h
+    h[0] -= x[0]
+    return np.sum(h)
+
+
+def test_augmented_assignment_arrays():
+    r = rng(65)
+    W, x = r.standard_normal((3, 3)), r.standard_normal(3)
+    W0, x0 = W.copy(), x.copy()
+    check_grads(aug_arrays, (W, x), wrt=(0, 1))
+    s2sad.grad(aug_arrays, wrt=(0, 1))(W, x)
+    np.testing.assert_array_equal(W, W0)     # inputs are not mutated
+    np.testing.assert_array_equal(x, x0)
+
+
+# == case: isinstance_and_type_dispatch
+def as_total(x):
+    if isinstance(x, (list, tuple)):
+        return sum(as_total(v) for v in x)
+    if isinstance(x, dict):
+        return sum(as_total(v) for v in x.values())
+    return np.sum(x ** 2)
+
+
+def test_isinstance_and_type_dispatch():
+    r = rng(67)
+    tree = [r.standard_normal(2), {"a": 0.5, "b": (1.3, r.standard_normal(3))}]
+    check_grads(as_total, (tree,))
