@@ -37,6 +37,20 @@ def lower_function(pyfunc):
     return fn
 
 
+def _stub_sites_dynamic(fn):
+    """In generated reverse code, ``f__fwd``/``f__bwd`` of derived callees are lazy stubs (no
+    source, no rule): make them dynamic sites, which :func:`~.forward.jvp_call` sees through."""
+    from .. import ir
+    from .forward import is_stub_sweep
+    for s in ir.walk(fn.body):
+        call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) else None
+        if isinstance(call, ir.Call) and isinstance(call.fn, ir.Static) and \
+                is_stub_sweep(call.fn.obj):
+            call.cls = "dynamic"
+            call.rule = None
+            call.info = {"diff_vars": call.reads()}
+
+
 def forward_derivative(pyfunc, mask, kinds):
     """The cached forward-mode :class:`~s2sad.codegen.build.Derivative` of ``pyfunc`` w.r.t. the
     parameters where ``mask`` is True; ``.jvp(*params, *tangents) -> (value, tangent)``."""
@@ -72,6 +86,7 @@ def build_forward(pyfunc, mask, param_kinds):
     fn = lower_function(pyfunc)
     wrt = [p for p, m in zip(fn.params, mask) if m]
     kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
+    _stub_sites_dynamic(fn)
     active, varied = forward_activity(fn, wrt)
     C.finish(fn, active, varied)
     namespace = dict(registry.NAMESPACE)

@@ -61,10 +61,24 @@ class ForwardEmitter:
         self.namespace = namespace
         self.consts = T.Consts(namespace)
         self.derived_namer = derived_namer        # (pyfunc, mask) -> jvp name
-        self.real = {v for v, k in kinds.items() if k == "f"}
-        self.real |= {d(v) for v in self.real}
         self.written = written_arrays(fn)
         self.n = 0
+        self.names = _all_names(fn)
+        self.tnames = {}
+        self.real = {v for v, k in kinds.items() if k == "f"}
+        self.real |= {self.d(v) for v in self.real}
+
+    def d(self, v):
+        """The tangent's name (``_d_x``), made unique where the function already uses it
+        (differentiating generated forward code)."""
+        name = self.tnames.get(v)
+        if name is None:
+            name, k = d(v), 1
+            while name in self.names or name in self.tnames.values():
+                k += 1
+                name = f"_d{k}{v}" if v.startswith("_") else f"_d{k}_{v}"
+            self.tnames[v] = name
+        return name
 
     def fresh(self, base):
         self.n += 1
@@ -104,7 +118,7 @@ class ForwardEmitter:
                 return None
             return "{" + ", ".join(f"{k!r}: {self.tangent_text(v, True)}" for k, v in op.items()) + "}"
         if self.is_active(op):
-            return d(op)
+            return self.d(op)
         return self.zero_text(op) if materialize else None
 
     # -- templates --------------------------------------------------------------------------
@@ -149,7 +163,7 @@ class ForwardEmitter:
                 continue
             if rule.fn is operator.getitem and isinstance(bound.get("idx"), ir.Index):
                 sub = T.index_subscript_text(bound["idx"], self.consts)
-                terms.append(T.parse_expr(f"{d(v)}[{sub}]"))
+                terms.append(T.parse_expr(f"{self.d(v)}[{sub}]"))
             elif p in rule.jvp:
                 terms.append(self.jvp_tree(rule, p, bound, target))
             else:
@@ -194,7 +208,7 @@ class ForwardEmitter:
                             f"{self.text(s.value)}", o)]
             if self.is_active(s.obj):
                 tv = self.tangent_text(s.value, True)
-                lines.append(T.Line(f"{d(s.obj)}[{T.index_subscript_text(s.index, c)}] = {tv}", o))
+                lines.append(T.Line(f"{self.d(s.obj)}[{T.index_subscript_text(s.index, c)}] = {tv}", o))
             return lines
         if isinstance(s, ir.ExprStmt):
             return self.expr_stmt(s)
@@ -202,7 +216,7 @@ class ForwardEmitter:
             sub = T.index_subscript_text(s.index, c)
             lines = [T.Line(f"del {self.text(s.obj)}[{sub}]", o)]
             if self.is_active(s.obj):
-                lines.append(T.Line(f"del {d(s.obj)}[{sub}]", o))
+                lines.append(T.Line(f"del {self.d(s.obj)}[{sub}]", o))
             return lines
         if isinstance(s, ir.Mutate):
             return self.mutate(s)
@@ -258,7 +272,7 @@ class ForwardEmitter:
         if not isinstance(v, ir.Call):
             lines = [T.Line(f"{t} = {self.text(v)}", o)]
             if t in self.active:
-                lines.append(T.Line(f"{d(t)} = {self.tangent_text(v, True)}", o))
+                lines.append(T.Line(f"{self.d(t)} = {self.tangent_text(v, True)}", o))
             return lines
         call = v
         if isinstance(call.fn, ir.Static) and call.fn.obj is runtime.make_closure:
@@ -269,20 +283,20 @@ class ForwardEmitter:
                 lines = [T.Line(text, org, raw=k > 0) for k, (text, org) in enumerate(src)]
             if t in self.active:       # a closure's tangent: {cell name: tangent of its data}
                 parts = [self.tangent_text(a, True) for a in call.args[1:]]
-                lines.append(T.Line(f"{d(t)} = _rt.build_dict({', '.join([self.text(call.args[0])] + parts)})", o))
+                lines.append(T.Line(f"{self.d(t)} = _rt.build_dict({', '.join([self.text(call.args[0])] + parts)})", o))
             return lines
         if isinstance(call.fn, ir.Static) and call.fn.obj is runtime.apply:
             f, a, kw = call.args
             if t in self.active and call.cls == "dynamic":
-                ft = f", {d(f)}" if self.is_active(f) else ""
-                return [T.Line(f"{t}, {d(t)} = _fw.jvp_apply({self.text(f)}, {self.text(a)}, "
+                ft = f", {self.d(f)}" if self.is_active(f) else ""
+                return [T.Line(f"{t}, {self.d(t)} = _fw.jvp_apply({self.text(f)}, {self.text(a)}, "
                                f"{self.tangent_text(a) or 'None'}, {self.text(kw)}, "
                                f"{self.tangent_text(kw) or 'None'}{ft})", o)]
             star = f"*{self.text(a)}" + ("" if isinstance(kw, ir.Const) and kw.value is None
                                          else f", **{self.text(kw)}")
             lines = [T.Line(f"{t} = {self.text(f)}({star})", o)]
             if t in self.active:
-                lines.append(T.Line(f"{d(t)} = {self.zero_text(t)}", o))
+                lines.append(T.Line(f"{self.d(t)} = {self.zero_text(t)}", o))
             return lines
         mirror = self.mirror_site(call)
         if mirror is not None:
@@ -293,36 +307,36 @@ class ForwardEmitter:
                 site = c.name_for(_OpaqueSite(call, o))
                 lines.append(T.Line(f"_rt.check_opaque({t}, {site})", o))
             if t in self.active:
-                lines.append(T.Line(f"{d(t)} = {self.zero_of_call(call, t)}", o))
+                lines.append(T.Line(f"{self.d(t)} = {self.zero_of_call(call, t)}", o))
             return lines
         if call.cls == "derived":
             args = call.info["callargs"]
             mask = tuple(self.is_active(a) for a in args)
             name = self.derived_namer(call.info["callee"], mask)
-            parts = [self.text(a) for a in args] + [d(a) for a, m in zip(args, mask) if m]
-            return [T.Line(f"{t}, {d(t)} = {name}({', '.join(parts)})", o)]
+            parts = [self.text(a) for a in args] + [self.d(a) for a, m in zip(args, mask) if m]
+            return [T.Line(f"{t}, {self.d(t)} = {name}({', '.join(parts)})", o)]
         if call.cls == "dynamic":
-            return [T.Line(f"{t}, {d(t)} = {self.dynamic_text(call)}", o)]
+            return [T.Line(f"{t}, {self.d(t)} = {self.dynamic_text(call)}", o)]
         # primitive
         if isinstance(call.fn, ir.Static) and call.fn.obj in _DISPLAYS:
             return [T.Line(f"{t} = {T.call_text(call, c)}", o),
-                    T.Line(f"{d(t)} = {self.zero_of_call(call, t)}", o)]
+                    T.Line(f"{self.d(t)} = {self.zero_of_call(call, t)}", o)]
         if isinstance(call.fn, ir.Static) and call.fn.obj is functools.partial:
             # a partial's tangent: (tangents of its arguments, tangents of its keywords)
             bound = call.info["bound"]
             ta = self.tangent_text(tuple(bound.get("args", ())), True)
             tk = self.tangent_text(dict(bound.get("keywords", {})), True)
-            return [T.Line(f"{t} = {T.call_text(call, c)}", o), T.Line(f"{d(t)} = ({ta}, {tk})", o)]
+            return [T.Line(f"{t} = {T.call_text(call, c)}", o), T.Line(f"{self.d(t)} = ({ta}, {tk})", o)]
         tan = self.primitive_tangent(call, t)
         primal = T.call_text(call, c)
         if t in call.reads():
             if _reads_name(tan, t):          # the tangent reads the old value: keep it apart
                 tmp = self.fresh("v")
                 tan = _rename(tan, t, tmp)
-                return [T.Line(f"{tmp} = {primal}", o), T.Line(f"{d(t)} = {tan}", o),
+                return [T.Line(f"{tmp} = {primal}", o), T.Line(f"{self.d(t)} = {tan}", o),
                         T.Line(f"{t} = {tmp}", o)]
-            return [T.Line(f"{d(t)} = {tan}", o), T.Line(f"{t} = {primal}", o)]
-        return [T.Line(f"{t} = {primal}", o), T.Line(f"{d(t)} = {tan}", o)]
+            return [T.Line(f"{self.d(t)} = {tan}", o), T.Line(f"{t} = {primal}", o)]
+        return [T.Line(f"{t} = {primal}", o), T.Line(f"{self.d(t)} = {tan}", o)]
 
     def zero_of_call(self, call, t):
         """The tangent of a value computed without active inputs (a display's is a display of
@@ -359,7 +373,7 @@ class ForwardEmitter:
         if isinstance(fn, ir.Dynamic) and self.is_active(fn.var):       # a closure over active data
             if not kw:
                 kw = ", None, None"
-            kw += f", {d(fn.var)}"
+            kw += f", {self.d(fn.var)}"
         return f"_fw.jvp_call({callee}, {argt}, {tant}{kw})"
 
     def mirror_site(self, call):
@@ -379,7 +393,7 @@ class ForwardEmitter:
             if target is None:
                 return [T.Line(text, o)]
             if target in self.active:
-                return [T.Line(f"{target}, {d(target)} = {text}", o)]
+                return [T.Line(f"{target}, {self.d(target)} = {text}", o)]
             return [T.Line(f"{target}, _ = {text}", o)]
         primal = T.call_text(call, c)
         if name in _ADDERS:
@@ -387,11 +401,11 @@ class ForwardEmitter:
                 if args else []
         else:
             targs = [self.text(a) for a in args]
-        tline = f"{d(recv)}.{name}({', '.join(targs)})"
+        tline = f"{self.d(recv)}.{name}({', '.join(targs)})"
         if target is None:
             return [T.Line(primal, o), T.Line(tline, o)]
         if target in self.active:
-            return [T.Line(f"{target} = {primal}", o), T.Line(f"{d(target)} = {tline}", o)]
+            return [T.Line(f"{target} = {primal}", o), T.Line(f"{self.d(target)} = {tline}", o)]
         return [T.Line(f"{target} = {primal}", o), T.Line(tline, o)]
 
     def mutate(self, s):
@@ -401,7 +415,7 @@ class ForwardEmitter:
         lines = [T.Line(f"{t} = {primal}" if t else primal, o)]
         if not self.is_active(obj):
             if t and t in self.active:
-                lines.append(T.Line(f"{d(t)} = {self.zero_text(t)}", o))
+                lines.append(T.Line(f"{self.d(t)} = {self.zero_text(t)}", o))
             return lines
         name = call.fn.name
         args = call.args[1:]
@@ -411,9 +425,9 @@ class ForwardEmitter:
             targs = [self.tangent_text(args[0], True)]
         else:
             targs = [self.text(a) for a in args]
-        tline = f"{d(obj)}.{name}({', '.join(targs)})"
+        tline = f"{self.d(obj)}.{name}({', '.join(targs)})"
         if t and t in self.active:
-            tline = f"{d(t)} = {tline}"
+            tline = f"{self.d(t)} = {tline}"
         lines.append(T.Line(tline, o))
         return lines
 
@@ -429,18 +443,29 @@ class ForwardEmitter:
             mask = tuple(self.is_active(a) for a in args)
             if any(mask):
                 name = self.derived_namer(call.info["callee"], mask)
-                parts = [self.text(a) for a in args] + [d(a) for a, m in zip(args, mask) if m]
+                parts = [self.text(a) for a in args] + [self.d(a) for a, m in zip(args, mask) if m]
                 return [T.Line(f"{name}({', '.join(parts)})", o)]
         return [T.Line(T.call_text(call, self.consts), o)]
 
     # -- driver -----------------------------------------------------------------------------
     def emit(self, name):
         fn = self.fn
-        params = list(fn.params) + [d(p) for p in self.wrt]
+        params = list(fn.params) + [self.d(p) for p in self.wrt]
         body = self.block(fn.body)
         triples = [(0, f"def {name}({', '.join(params)}):", None)]
         T.render(body, lambda h: [], triples, 1)
         return triples
+
+
+def _all_names(fn):
+    names = set(fn.params)
+    for s in ir.walk(fn.body):
+        names.update(s.reads())
+        for attr in ("target", "obj"):
+            v = getattr(s, attr, None)
+            if isinstance(v, str):
+                names.add(v)
+    return names
 
 
 class _Fold(_ast.NodeTransformer):
@@ -689,6 +714,33 @@ def _jvp_python(fn, args, targs, kwargs=None, tkwargs=None, top=False, ftan=None
     return dv.jvp(*args, *tans)
 
 
+def is_stub_sweep(obj):
+    """True for ``f__fwd``/``f__bwd`` of a derived callee inside generated reverse code."""
+    return isinstance(getattr(obj, "__self__", None), runtime.DerivedStub) or \
+        obj is runtime.DerivedStub.bwd
+
+
+def _jvp_stub(fn, args, targs):
+    """Forward mode through a derived callee's sweeps inside generated reverse code: the stub
+    picks the callee's generated ``__fwd``/``__bwd``, which are differentiated as Python code."""
+    if fn is runtime.DerivedStub.bwd:
+        (bwd, inner), g = args
+        ttape, tg = targs
+        tinner = ttape[1] if isinstance(ttape, tuple) else None
+        return _jvp_python(bwd, (inner, g), (tinner, tg))
+    stub = fn.__self__
+    from ..cache import reverse_derivative
+    cells = runtime._data_cells(stub.callee)
+    if cells:
+        from ..frontend.source import data_cell_values
+        args = tuple(data_cell_values(stub.callee, cells)) + tuple(args)
+        targs = (None,) * len(cells) + tuple(targs)
+    mask = (False,) * len(cells) + tuple(stub.mask)
+    d = reverse_derivative(stub.callee, mask, tuple(runtime.kind_of(a) for a in args))
+    (value, tape), (tv, ttape) = _jvp_python(d.fwd, tuple(args), tuple(targs))
+    return (value, (d.bwd, tape)), (tv, (None, ttape))
+
+
 def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None):
     """A call whose callee is only known at run time: returns (value, tangent).
 
@@ -697,6 +749,8 @@ def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None):
     kwargs = kwargs or {}
     tkwargs = tkwargs or {}
     self_ = getattr(fn, "__self__", None)
+    if isinstance(self_, runtime.DerivedStub) or fn is runtime.DerivedStub.bwd:
+        return _jvp_stub(fn, args, targs)
     if self_ is not None and not inspect.ismodule(self_) and hasattr(fn, "__name__"):
         return jvp_method(self_, None, fn.__name__, args, targs, kwargs, tkwargs)
     if _is_python(fn):
