@@ -2,7 +2,7 @@
 import numpy as np
 
 import s2sad
-from lang_helpers import check_grads, rng, assert_close
+from lang_helpers import check_grads, rng, assert_close, line_of
 
 
 # == case: array_mutated_after_use
@@ -98,3 +98,49 @@ def test_closure_sees_rebinding():
     x, a = 0.7, 1.2
     b = a * a + 1.0
     assert_close(s2sad.grad(rebinding, wrt=1)(x, a), x * x * (b + a * 2 * a))
+
+
+# == case: list_alias_mutation
+def alias_append(x):
+    a = [x]
+    b = a                      # same list
+    b.append(x * x)
+    c = list(a)                # a copy
+    c.append(100.0 * x)
+    return sum(a) + 0.5 * sum(c)
+
+
+def test_list_alias_mutation():
+    # either the right number or a clear refusal naming the alias and the line
+    try:
+        g = s2sad.grad(alias_append)(0.6)
+    except s2sad.S2SADError as e:
+        assert "alias" in str(e) and "`b`" in str(e), str(e)
+        assert f"{__file__}:{line_of(alias_append, 'b.append')}" in str(e), str(e)
+    else:
+        assert_close(g, 1.5 * (1 + 2 * 0.6) + 50.0)
+        check_grads(alias_append, (0.6,))
+
+
+# == case: nested_function_appends_to_enclosing_list
+def collect(xs, w):
+    out = []
+
+    def emit(v):
+        out.append(w * v)      # mutates the enclosing list (no nonlocal needed)
+    for x in xs:
+        emit(x * x)
+    return sum(out)
+
+
+def test_nested_function_appends_to_enclosing_list():
+    xs = [0.3, -1.1, 0.8]
+    # either the right numbers or a clear refusal naming `out` and the line
+    try:
+        g = s2sad.grad(collect, wrt=1)(xs, 0.9)
+    except s2sad.S2SADError as e:
+        assert "`out`" in str(e), str(e)
+        assert f"{__file__}:{line_of(collect, 'out.append')}" in str(e), str(e)
+    else:
+        assert_close(g, sum(v * v for v in xs))
+        check_grads(collect, (xs, 0.9), wrt=(0, 1))

@@ -230,3 +230,20 @@ def skip_bad(xs, w):
 def test_try_in_loop_with_continue():
     xs = [0.5, -1.0, 2.0, -0.3, 1.1]
     check_grads(skip_bad, (xs, 0.8), wrt=(0, 1))
+
+
+# == case: with_suppress_and_nullcontext
+def tolerant(x, k):
+    out = k * x
+    with contextlib.suppress(KeyError):
+        out = out + {"a": 1.0}["b"] * x     # KeyError: the rest of the block is skipped
+    with contextlib.nullcontext():
+        out = out * x
+    return np.sum(out)
+
+
+def test_with_suppress_and_nullcontext():
+    r = rng(53)
+    x = r.standard_normal(4)
+    check_grads(tolerant, (x, 1.4), wrt=(0, 1))
+    assert_close(s2sad.grad(tolerant)(x, 1.4), 2 * 1.4 * x)
