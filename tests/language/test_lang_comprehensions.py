@@ -188,3 +188,17 @@ def distinct_scales(x, ks):
 def test_set_comprehension():
     check_grads(distinct_scales, (1.3, [1, 4, 2, 5, 8]), wrt=0)
     assert_close(s2sad.grad(distinct_scales)(1.3, [1, 4, 2, 5, 8]), 2 * 1.3 * (1 + 2))
+
+
+# == case: materialised_zip
+def pair_energy(ws, ms):
+    pairs = list(zip(ws, ms))
+    triples = tuple(zip(ws, ms, reversed(ms)))
+    return sum(w * m * m for w, m in pairs) + sum(a * c for a, _, c in triples)
+
+
+def test_materialised_zip():
+    ws, ms = [0.3, 0.7, -0.4], [2.0, 5.0, 1.5]
+    check_grads(pair_energy, (ws, ms), wrt=(0, 1))
+    gw = s2sad.grad(pair_energy)(ws, ms)
+    assert_close(gw, [m * m + c for m, c in zip(ms, reversed(ms))])

@@ -370,3 +370,15 @@ def test_isinstance_and_type_dispatch():
     r = rng(67)
     tree = [r.standard_normal(2), {"a": 0.5, "b": (1.3, r.standard_normal(3))}]
     check_grads(as_total, (tree,))
+
+
+# == case: walrus_operator
+def walrus(xs, c):
+    kept = [y for x in xs if (y := c * x * x) > 0.1]
+    if (n := len(kept)) > 0:
+        return sum(kept) / n
+    return c
+
+
+def test_walrus_operator():
+    check_grads(walrus, ([0.2, 0.9, -1.1, 0.05], 1.3), wrt=(0, 1))
