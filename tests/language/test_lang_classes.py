@@ -250,3 +250,36 @@ def test_staticmethod_classmethod():
     x = r.standard_normal(3)
     check_grads(units_loss, (x,))
     assert_close(s2sad.grad(units_loss)(x), 2 * 2.54 ** 2 * x)
+
+
+# == case: inheritance_and_super
+class Activation:
+    def __call__(self, x):
+        return self.f(x)
+
+
+class Softplus(Activation):
+    def __init__(self, beta):
+        self.beta = beta
+
+    def f(self, x):
+        return np.log1p(np.exp(self.beta * x)) / self.beta
+
+
+class ScaledSoftplus(Softplus):
+    def __init__(self, beta, scale):
+        super().__init__(beta)
+        self.scale = scale
+
+    def f(self, x):
+        return self.scale * super().f(x)
+
+
+def act_loss(x, beta, scale):
+    act = ScaledSoftplus(beta, scale)
+    return np.sum(act(x))
+
+
+def test_inheritance_and_super():
+    r = rng(37)
+    check_grads(act_loss, (r.standard_normal(5), 1.3, 0.7), wrt=(0, 1, 2))

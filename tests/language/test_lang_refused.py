@@ -125,3 +125,26 @@ def test_refuse_global_augassign_active():
         s2sad.grad(accumulate_global)(np.array([0.5, 1.5]))
     _assert_refused(ei, ["global"], [line_of(accumulate_global, "STATE +="),
                                      line_of(accumulate_global, "global STATE")])
+
+
+# == case: refuse_generator_method_in_class
+class Batches:
+    def __init__(self, data):
+        self.data = data
+
+    def __iter__(self):
+        for row in self.data:
+            yield row
+
+
+def batch_loss(X):
+    return sum(np.sum(row ** 2) for row in Batches(X))
+
+
+def test_refuse_generator_method_in_class():
+    X = rng(70).standard_normal((3, 2))
+    with pytest.raises(s2sad.S2SADError) as ei:
+        s2sad.grad(batch_loss)(X)
+    _assert_refused(ei, ["yield", "generator", "__iter__"],
+                    [line_of(Batches.__iter__, "yield"), line_of(Batches.__iter__, "def "),
+                     line_of(batch_loss, "Batches(X)")])
