@@ -17,13 +17,13 @@ import itertools
 import numpy as np
 
 from . import runtime
-from .api import _Spec, _run, _scalar_seed, _finish_grads
+from .api import _run, _scalar_seed, vjp
 from .cache import CACHE, reverse_derivative
 from .codegen import text as T
 from .codegen.build_forward import forward_derivative
 from .codegen.forward import _jvp_python, materialize, zeros_like
 from .codegen.load import GeneratedModule
-from .errors import NonScalarOutputError, WrtError
+from .errors import NonScalarOutputError, S2SADError, WrtError
 from .frontend.source import get_function
 
 __all__ = ["jvp", "forward_source", "jacfwd", "jacrev", "jacobian", "hessian", "hvp",
@@ -46,18 +46,50 @@ def jvp(f, primals, tangents):
     return value, materialize(tout, value)
 
 
+def _wrt(f, wrt):
+    """(positions of the positional arguments named by ``wrt``, whether ``wrt`` was single)."""
+    fn = get_function(f)
+    names = [p.name for p in inspect.signature(fn).parameters.values()
+             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if inspect.ismethod(f):
+        names = names[1:]
+    single = not isinstance(wrt, (tuple, list))
+    out = []
+    for w in ([wrt] if single else list(wrt)):
+        if isinstance(w, bool) or not isinstance(w, (int, str)):
+            raise WrtError(f"wrt={w!r}: give a parameter index or name")
+        if isinstance(w, str):
+            if w not in names:
+                raise WrtError(f"wrt={w!r} is not a parameter of {fn.__qualname__}{tuple(names)}",
+                               fix=f"use one of {names}")
+            w = names.index(w)
+        elif not -len(names) <= w < len(names):
+            raise WrtError(f"wrt={w} but {fn.__qualname__} has {len(names)} positional "
+                           f"parameter(s): {names}")
+        out.append(w % len(names))
+    return out, single
+
+
 def forward_source(f, wrt=0, *example_args):
     """The generated forward-mode module for ``f`` with respect to ``wrt`` (an index, a name, or
     a tuple of them).  Built for array arguments unless example arguments are given."""
-    spec = _Spec(f, wrt)
-    n = len(spec.params)
-    mask = tuple(i in spec.wrt for i in range(n))
+    fn = get_function(f)
+    positions, _ = _wrt(f, wrt)
+    cells = runtime._data_cells(fn)
+    nparams = len(inspect.signature(fn).parameters) + len(cells)
+    off = len(cells) + (1 if inspect.ismethod(f) else 0)
+    mask = tuple((i - off) in positions and i >= off for i in range(nparams))
     if example_args:
-        args = spec.bind(example_args, {})
-        kinds = tuple(runtime.kind_of(a) for a in args)
+        args = list(example_args)
+        if inspect.ismethod(f):
+            args = [f.__self__] + args
+        if cells:
+            from .frontend.source import data_cell_values
+            args = list(data_cell_values(fn, cells)) + args
+        kinds = tuple(runtime.kind_of(a) for a in args) + ("a",) * (nparams - len(args))
     else:
-        kinds = ("a",) * n
-    return forward_derivative(spec.pyfunc, mask, kinds).source
+        kinds = ("a",) * nparams
+    return forward_derivative(fn, mask, kinds).source
 
 
 # -- Jacobians ------------------------------------------------------------------------------------
@@ -77,33 +109,25 @@ def _basis(x):
         yield e
 
 
-def _wrt_positions(spec):
-    return [i - spec.offset for i in spec.wrt]
-
-
 def _assemble(cols, in_shape, out_shape, by_column):
     """Stack per-input (columns) or per-output (rows) slices into out_shape + in_shape."""
     cols = [np.asarray(c) for c in cols]
     if by_column:
-        arr = np.stack(cols, axis=-1) if cols else np.zeros(out_shape + (0,))
+        arr = np.stack(cols, axis=-1) if cols else np.zeros(tuple(out_shape) + (0,))
         return arr.reshape(tuple(out_shape) + tuple(in_shape))
-    arr = np.stack(cols, axis=0) if cols else np.zeros((0,) + in_shape)
+    arr = np.stack(cols, axis=0) if cols else np.zeros((0,) + tuple(in_shape))
     return arr.reshape(tuple(out_shape) + tuple(in_shape))
-
-
-def _result(spec, parts):
-    return parts[0] if spec.single else tuple(parts)
 
 
 def jacfwd(f, wrt=0):
     """``jacfwd(f, wrt)(*args)``: the Jacobian by forward mode, one ``jvp`` per input element.
     Shape: output shape + input shape (a tuple of Jacobians for a tuple ``wrt``)."""
-    spec = _Spec(f, wrt)
+    positions, single = _wrt(f, wrt)
 
-    @functools.wraps(spec.pyfunc)
+    @functools.wraps(get_function(f))
     def jac(*args):
         out = []
-        for pos in _wrt_positions(spec):
+        for pos in positions:
             x = args[pos]
             cols, value = [], None
             for e in _basis(x):
@@ -114,41 +138,39 @@ def jacfwd(f, wrt=0):
             if value is None:
                 value = f(*args)
             out.append(_assemble(cols, np.shape(x), np.shape(value), True))
-        return _result(spec, out)
+        return out[0] if single else tuple(out)
     return jac
 
 
 def jacrev(f, wrt=0):
-    """``jacrev(f, wrt)(*args)``: the Jacobian by reverse mode, one pullback per output element."""
-    spec = _Spec(f, wrt)
+    """``jacrev(f, wrt)(*args)``: the Jacobian by reverse mode, one pullback per output element
+    (the forward sweep runs again for each: its tape is consumed by the reverse sweep)."""
+    positions, single = _wrt(f, wrt)
 
-    @functools.wraps(spec.pyfunc)
-    def jac(*args, **kwargs):
-        full = spec.bind(args, kwargs)
-        d = spec.derivative(full, spec.wrt)
-        value, tape = _run(d.fwd, *full)
-        rows = [[] for _ in spec.wrt]
+    @functools.wraps(get_function(f))
+    def jac(*args):
+        value = f(*args)
+        rows = [[] for _ in positions]
         for e in _basis(value):
-            # the tape is consumed by the reverse sweep (stacks are popped): record it again
-            value, tape = _run(d.fwd, *full)
-            grads = _finish_grads(_run(d.bwd, tape, e), full, spec.wrt)
-            for r, g in zip(rows, grads):
-                r.append(g)
-        out = [_assemble(r, np.shape(full[i]), np.shape(value), False)
-               for r, i in zip(rows, spec.wrt)]
-        return _result(spec, out)
+            _, pull = vjp(f, *args)
+            cts = pull(e)
+            for r, pos in zip(rows, positions):
+                r.append(cts[pos] if cts[pos] is not None else zeros_like(args[pos]))
+        out = [_assemble(r, np.shape(args[pos]), np.shape(value), False)
+               for r, pos in zip(rows, positions)]
+        return out[0] if single else tuple(out)
     return jac
 
 
 def jacobian(f, wrt=0):
     """The Jacobian of ``f``, by forward mode when the inputs are smaller than the output and by
     reverse mode otherwise."""
-    spec = _Spec(f, wrt)
+    positions, _ = _wrt(f, wrt)
     fwd, rev = jacfwd(f, wrt), jacrev(f, wrt)
 
-    @functools.wraps(spec.pyfunc)
+    @functools.wraps(get_function(f))
     def jac(*args):
-        n_in = sum(_flat_size(args[p]) for p in _wrt_positions(spec))
+        n_in = sum(_flat_size(args[p]) for p in positions)
         n_out = _flat_size(f(*args))
         return fwd(*args) if n_in < n_out else rev(*args)
     return jac
@@ -164,29 +186,33 @@ def grad_function(f, wrt=0, *example_args):
     ``example_args``.  Its source is readable and registered like every generated module, so s2sad
     can differentiate it again: ``jvp`` of it is a Hessian-vector product, and ``grad`` of one of
     its scalar outputs a second derivative."""
-    spec = _Spec(f, wrt)
-    args = spec.bind(example_args, {})
-    mask = tuple(i in spec.wrt for i in range(len(args)))
-    kinds = tuple(runtime.kind_of(a) for a in args)
-    key = (spec.pyfunc.__code__, spec.pyfunc.__closure__, id(spec.pyfunc.__globals__), mask, kinds,
-           spec.single)
+    fn = get_function(f)
+    positions, single = _wrt(f, wrt)
+    sig = inspect.signature(fn)
+    params = list(sig.parameters)
+    if inspect.ismethod(f) or runtime._data_cells(fn) or \
+            any(p.kind != p.POSITIONAL_OR_KEYWORD for p in sig.parameters.values()) or \
+            len(example_args) != len(params):
+        raise S2SADError(f"second derivatives of {fn.__qualname__}: s2sad builds them for plain "
+                         f"functions called with all their positional arguments (no closures over "
+                         f"data, methods, *args/**kwargs, or defaults left out)",
+                         fix="wrap the call in a plain function of the arguments")
+    mask = tuple(i in positions for i in range(len(params)))
+    kinds = tuple(runtime.kind_of(a) for a in example_args)
+    key = (fn.__code__, id(fn.__globals__), mask, kinds, single)
     g = _GRAD_FUNCTIONS.get(key)
     if g is not None:
         return g
-    d = reverse_derivative(spec.pyfunc, mask, kinds)
-    name = spec.pyfunc.__name__ if spec.pyfunc.__name__.isidentifier() else "f"
-    params = list(spec.params)
+    d = reverse_derivative(fn, mask, kinds)
+    name = fn.__name__ if fn.__name__.isidentifier() else "f"
     fwd_name, bwd_name = f"{name}__fwd", f"{name}__bwd"
     o = d.ir.origin
     body = [
         (1, f"_r, _tape = {fwd_name}({', '.join(params)})", o),
         (1, f"_g = {bwd_name}(_tape, 1.0)", o),
+        (1, "return _g[0]" if single else "return _g", o),
     ]
-    if spec.single:
-        body.append((1, "return _g[0]", o))
-    else:
-        body.append((1, "return _g", o))
-    triples = [(0, f"# s2sad: the gradient of {spec.pyfunc.__qualname__} ({o.short()}) with "
+    triples = [(0, f"# s2sad: the gradient of {fn.__qualname__} ({o.short()}) with "
                    f"respect to {', '.join(d.wrt)}", None), (0, "", None),
                (0, f"def {name}__grad({', '.join(params)}):", None)] + body
     lines = T.format_lines(triples)
@@ -201,37 +227,33 @@ def grad_function(f, wrt=0, *example_args):
 def hvp(f, wrt=0):
     """``hvp(f, wrt)(*args, v)``: the Hessian of the scalar ``f`` (w.r.t. argument ``wrt``) times
     ``v``, by forward mode over the generated reverse sweep."""
-    spec = _Spec(f, wrt)
-    if not spec.single:
+    positions, single = _wrt(f, wrt)
+    if not single:
         raise WrtError("hvp takes a single wrt (an index or a name)")
 
-    @functools.wraps(spec.pyfunc)
+    @functools.wraps(get_function(f))
     def hv(*args):
         *primal, v = args
-        full = spec.bind(tuple(primal), {})
         g = grad_function(f, wrt, *primal)
-        pos = spec.wrt[0]
-        tans = [None] * len(full)
-        tans[pos] = v
-        _, t = jvp(g, tuple(full[spec.offset:]) if spec.offset else tuple(full),
-                   tuple(tans[spec.offset:]) if spec.offset else tuple(tans))
-        return t
+        tans = [None] * len(primal)
+        tans[positions[0]] = v
+        return jvp(g, tuple(primal), tuple(tans))[1]
     return hv
 
 
 def hessian(f, wrt=0):
     """``hessian(f, wrt)(*args)``: the Hessian of a scalar function, shape x.shape + x.shape."""
-    spec = _Spec(f, wrt)
+    positions, _ = _wrt(f, wrt)
     h = hvp(f, wrt)
+    fn = get_function(f)
 
-    @functools.wraps(spec.pyfunc)
+    @functools.wraps(fn)
     def hess(*args):
-        value = f(*args)
-        _scalar_seed(value, spec.pyfunc)
-        x = args[_wrt_positions(spec)[0]]
+        _scalar_seed(f(*args), fn)
+        x = args[positions[0]]
         cols = [h(*args, e) for e in _basis(x)]
         return _assemble(cols, np.shape(x), np.shape(x), True)
     return hess
 
 
-CACHE, get_function, itertools, zeros_like, NonScalarOutputError  # noqa: B018
+CACHE, itertools, NonScalarOutputError  # noqa: B018

@@ -808,7 +808,9 @@ def jvp_apply(fn, args, targs, kwargs, tkwargs, ftan=None):
     """``fn(*args, **kwargs)`` (a call with starred arguments) with the tangents of the argument
     tuple and keyword dict."""
     args = tuple(args)
-    targs = tuple(targs) if targs is not None and not runtime.is_zero(targs) else (None,) * len(args)
+    if targs is None or (type(targs) is float and targs == 0.0):
+        targs = (None,) * len(args)
+    targs = tuple(targs)
     kwargs = dict(kwargs or {})
     tkwargs = dict(tkwargs) if isinstance(tkwargs, dict) else {}
     return jvp_call(fn, args, targs, kwargs, tkwargs, ftan)
