@@ -133,7 +133,9 @@ def _run(fn, *args):
         sys.setrecursionlimit(_RECURSION_LIMIT)
     try:
         return fn(*args)
-    except S2SADError:
+    except S2SADError as e:
+        if e.origin is None:
+            _locate(e)
         raise
     except Exception as e:
         _annotate(e)
@@ -141,6 +143,21 @@ def _run(fn, *args):
     finally:
         if old < _RECURSION_LIMIT:
             sys.setrecursionlimit(old)
+
+
+def _locate(e):
+    """Give an S2SADError raised at run time (no origin yet) the user's line it came from."""
+    from .codegen.load import origin_of
+    tb = e.__traceback__
+    origin = None
+    while tb is not None:
+        o = origin_of(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        if o is not None:
+            origin = o
+        tb = tb.tb_next
+    if origin is not None and e.args:
+        e.origin = origin
+        e.args = (f"{origin.where()}: {e.args[0]}\n    {origin.text}",) + tuple(e.args[1:])
 
 
 def _annotate(e):

@@ -75,20 +75,22 @@ def static_cells_key(pyfunc):
 CACHE = DerivativeCache()
 
 
-def reverse_derivative(pyfunc, mask, kinds):
-    """The cached reverse-mode :class:`~s2sad.codegen.build.Derivative` of ``pyfunc``."""
-    key = CACHE.key(pyfunc, "reverse", mask, kinds)
+def reverse_derivative(pyfunc, mask, kinds, mode="reverse"):
+    """The cached reverse-mode :class:`~s2sad.codegen.build.Derivative` of ``pyfunc``.
+
+    ``mode="init"`` differentiates an ``__init__`` as a constructor: its output is ``self``."""
+    key = CACHE.key(pyfunc, mode, mask, kinds)
     d = CACHE._store.get(key)
     if d is not None:
         if d.fresh():
             return d
         CACHE.discard(key, d)
-    return CACHE.get(key, lambda: _build_reverse(pyfunc, mask, kinds))
+    return CACHE.get(key, lambda: _build_reverse(pyfunc, mask, kinds, mode == "init"))
 
 
-def _build_reverse(pyfunc, mask, kinds):
+def _build_reverse(pyfunc, mask, kinds, constructor=False):
     from .codegen.build import build_reverse
-    return build_reverse(pyfunc, mask, kinds, _namer_factory)
+    return build_reverse(pyfunc, mask, kinds, _namer_factory, constructor=constructor)
 
 
 def _namer_factory(namespace, own_key, own_names):

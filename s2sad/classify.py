@@ -87,7 +87,7 @@ def classify_call(call, kinds, origin):
     call.info = {}
     if isinstance(fn, ir.Static):
         obj = fn.obj
-        if obj is runtime.apply:
+        if obj is runtime.apply or obj is runtime.init_into:
             call.cls = "dynamic"
             call.info["diff_vars"] = call.reads()
             return
@@ -126,6 +126,14 @@ def classify_call(call, kinds, origin):
             call.info["callee"] = obj
             call.info["callargs"] = callargs
             call.info["diff_vars"] = [v for a in callargs for v in ir.operand_vars(a)]
+            return
+        if inspect.ismethod(obj) and _is_user_function(obj.__func__):
+            call.cls = "dynamic"                 # a classmethod / bound method read statically
+            call.info["diff_vars"] = call.reads()
+            return
+        if isinstance(obj, type) and runtime.constructible(obj):
+            call.cls = "dynamic"                 # a user class: its __init__ is differentiated
+            call.info["diff_vars"] = call.reads()
             return
         call.cls = "opaque"
         call.info["diff_vars"] = []
@@ -211,9 +219,13 @@ def check_mutation(fn, varied):
     aliases = _copy_aliases(fn)
     reads = {}
     for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign) and isinstance(s.value, str):
+            continue                              # a copy only passes the object on
         for v in s.reads():
             reads[v] = reads.get(v, 0) + 1
-    params = set(fn.params)
+    from .frontend.analysis import written_arrays
+    views = _view_sources(fn)
+    params = set(fn.params) - {getattr(fn, "constructed", None)}
     for s in ir.walk(fn.body):
         if isinstance(s, ir.SetItem) and isinstance(s.obj, str):
             hot = any(v in varied for v in ir.operand_vars(s.value))
@@ -237,11 +249,36 @@ def check_mutation(fn, varied):
                      else f"work on a copy (e.g. `{p} = {p}.copy()` or `list({p})`) and return the "
                           f"result, or return the new value instead of storing it"))
         others = sorted(v for v in group if v != obj and reads.get(v))
+        if getattr(s, "attr", None):
+            # an object taken out of a container and changed: the container still holds it
+            others += sorted(c for c in views.get(obj, ()) if reads.get(c) and c not in others)
         if others:
+            other = f"`{others[0]}`" if not others[0].startswith("_") else \
+                "the list, tuple or dict it was taken from"
             raise UnsupportedSyntaxError(
-                f"`{obj}` is changed in place while `{others[0]}` refers to the same object; "
+                f"`{obj}` is changed in place while {other} refers to the same object; "
                 f"s2sad does not follow derivatives through such aliases", origin=s.origin,
-                fix=f"make a copy (`{obj} = list({others[0]})` or `.copy()`) before changing it")
+                fix=f"make a copy (`{obj} = {obj}.copy()`, `list(...)`, `copy.copy(...)`) before "
+                    f"changing it, or build a new object")
+
+
+def _view_sources(fn):
+    """var -> containers it was read out of (``p = ps[i]``), following copies."""
+    src = {}
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign) and isinstance(s.value, ir.Call) and \
+                isinstance(s.value.fn, ir.Static) and s.value.fn.obj is operator.getitem and \
+                isinstance(s.value.args[0], str):
+            src.setdefault(s.target, set()).add(s.value.args[0])
+    changed = True
+    while changed:
+        changed = False
+        for s in ir.walk(fn.body):
+            if isinstance(s, ir.Assign) and isinstance(s.value, str) and s.value in src:
+                before = len(src.get(s.target, ()))
+                src.setdefault(s.target, set()).update(src[s.value])
+                changed |= len(src[s.target]) != before
+    return src
 
 
 def check_closures(fn, varied):
@@ -258,7 +295,9 @@ def check_closures(fn, varied):
     for s in ir.walk(fn.body):
         if isinstance(s, ir.Assign) and isinstance(s.value, ir.Call) and \
                 isinstance(s.value.fn, ir.Static) and s.value.fn.obj is runtime.make_closure:
-            changing = [v for v in s.value.args[1:] if isinstance(v, str) and v in varied and
+            keys = s.value.args[0].value
+            changing = [v for key, v in zip(keys, s.value.args[1:])
+                        if not key.endswith("=") and isinstance(v, str) and v in varied and
                         (defs.get(v, 0) > 1 or v in in_loop)]
             if not changing:
                 continue
@@ -274,8 +313,9 @@ def check_closures(fn, varied):
                 if call is not None and call.fn.var == var and var not in \
                         [x for op in call.args for x in ir.operand_vars(op)]:
                     continue
+                what = "a lambda" if var.startswith("_") else f"the function `{var}`"
                 raise UnsupportedSyntaxError(
-                    f"the function `{var}` reads `{changing[0]}`, which changes after the function "
+                    f"{what} reads `{changing[0]}`, which changes after the function "
                     f"is made, and it is passed on or stored: Python calls it with the latest value "
                     f"(late binding), which s2sad does not differentiate", origin=t.origin,
                     fix=f"bind the value when the function is made, e.g. "

@@ -210,8 +210,10 @@ class Mutate(Stmt):
 
 
 class With(Stmt):
-    """``with ctx [as var], ...: body``; items are (context operand, variable name or None)."""
+    """``with ctx [as var], ...: body``; items are (context operand, variable name or None).
+    (A context manager may swallow an exception, so the body is replayed like a try body.)"""
     __slots__ = ("items", "body", "origin")
+    handlers, orelse, finalbody = (), (), ()
 
     def __init__(self, items, body, origin):
         self.items, self.body, self.origin = items, body, origin

@@ -4,9 +4,14 @@ Generated sweeps use ``0.0`` as the zero adjoint of a value whose adjoint has no
 (Python's float zero adds to any float or complex scalar or array, NumPy or CuPy, without changing
 its dtype); containers use tuples/lists/dicts of adjoints with ``None`` for leaves that carry none.
 """
+import functools as _functools
 import numbers
+import types as _types
 
 import numpy as np
+
+_FunctionType = _types.FunctionType
+_partial = _functools.partial
 
 _SCALARS = (float, int, complex, bool)
 
@@ -423,7 +428,28 @@ def differentiable(v):
     dt = getattr(v, "dtype", None)
     if dt is not None and hasattr(v, "shape"):
         return dt.kind in "fc"
+    if t is _FunctionType:
+        return _closure_differentiable(v)
+    if t is _partial:
+        return differentiable(v.args) or differentiable(v.keywords)
     return _object_differentiable(v)
+
+
+def _closure_differentiable(fn, depth=0):
+    """A closure carries a derivative when a value it captured does."""
+    if not fn.__closure__ or depth > 4:
+        return False
+    for c in fn.__closure__:
+        try:
+            x = c.cell_contents
+        except ValueError:
+            continue
+        if type(x) is _FunctionType:
+            if x is not fn and _closure_differentiable(x, depth + 1):
+                return True
+        elif differentiable(x):
+            return True
+    return False
 
 
 def _object_differentiable(v, depth=0):
@@ -669,6 +695,15 @@ def call(fn, *args, **kwargs):
             return ans, None
         return ans, ("rule", rule, rule.bind((self_,) + args, kwargs), ans, True, len(args),
                      list(kwargs))
+    if fn is init_into:
+        cls, obj = args[0], args[1]
+        base = super(cls, obj).__init__
+        func = getattr(base, "__func__", None)
+        if func is not None and _is_python(func):
+            _, rec = _call_derived(func, args[2:], kwargs, self_=obj, mode="init")
+            return obj, ("init_into", rec)
+        base(*args[2:], **kwargs)
+        return obj, None
     if isinstance(fn, functools.partial):
         value, rec = call(fn.func, *(fn.args + args), **{**fn.keywords, **kwargs})
         return value, ("partial", rec, len(fn.args), list(fn.keywords), len(args), list(kwargs))
@@ -690,6 +725,11 @@ def call(fn, *args, **kwargs):
             ans = fn(*args, **kwargs)
             names = [f.name for f in dataclasses.fields(fn) if f.init]
             return ans, ("dataclass", names, len(args), list(kwargs))
+        init = fn.__init__
+        if _is_python(init) and any(differentiable(a) for a in args + tuple(kwargs.values())):
+            obj = fn.__new__(fn)
+            _, rec = _call_derived(init, args, kwargs, self_=obj, mode="init")
+            return obj, rec
     elif not inspect.isroutine(fn) and hasattr(type(fn), "__call__") and \
             _is_python(getattr(type(fn).__call__, "__func__", type(fn).__call__)):
         # a callable object (a model with __call__)
@@ -737,7 +777,16 @@ def is_user_code(fn):
     return "site-packages" not in f and "dist-packages" not in f
 
 
-def _call_derived(fn, args, kwargs, self_=None):
+def constructible(cls):
+    """A class whose construction s2sad differentiates: a user __init__, or a plain dataclass."""
+    import dataclasses
+    if dataclasses.is_dataclass(cls) and not hasattr(cls, "__post_init__"):
+        return True
+    init = getattr(cls, "__init__", None)
+    return init is not None and _is_python(init)
+
+
+def _call_derived(fn, args, kwargs, self_=None, mode="reverse"):
     import inspect
     from .cache import reverse_derivative
     nself = 0
@@ -746,13 +795,16 @@ def _call_derived(fn, args, kwargs, self_=None):
         nself = 1
     code = fn.__code__
     names = None
+    defaulted = ()
     if kwargs or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or \
             (fn.__defaults__ and len(args) < code.co_argcount) or fn.__kwdefaults__:
         sig = inspect.signature(fn, follow_wrapped=False)
         ba = sig.bind(*args, **kwargs)
+        given = set(ba.arguments)
         ba.apply_defaults()
         names = list(ba.arguments)
         vals = list(ba.arguments.values())
+        defaulted = tuple(n for n in names if n not in given)
     else:
         vals = list(args)
     cellnames = _data_cells(fn)
@@ -763,10 +815,10 @@ def _call_derived(fn, args, kwargs, self_=None):
     full = tuple(cells) + tuple(vals)
     mask = tuple(differentiable(a) for a in full)
     kinds = tuple(kind_of(a) for a in full)
-    d = reverse_derivative(fn, mask, kinds)
+    d = reverse_derivative(fn, mask, kinds, mode)
     value, tape = d.fwd(*full)
     return value, ("derived", d, tape, mask, names, list(kwargs), len(cells), cellnames, nself,
-                   len(args) - nself)
+                   len(args) - nself, defaulted)
 
 
 def pull(rec, g):
@@ -804,12 +856,16 @@ def pull(rec, g):
             return _z(pos[0]), tuple(_z(v) for v in pos[1:]), kw
         return 0.0, tuple(_z(v) for v in pos), kw
     if kind == "derived":
-        _, d, tape, mask, names, kwnames, ncells, cellnames, nself, npos = rec
+        _, d, tape, mask, names, kwnames, ncells, cellnames, nself, npos, defaulted = rec
         grads = iter(d.bwd(tape, g))
         full = [_z(next(grads)) if m else 0.0 for m in mask]
         cells = full[:ncells]
         vals = full[ncells:]
         callee = {n: v for n, v in zip(cellnames, cells)} if ncells else 0.0
+        if defaulted:
+            callee = dict(callee) if isinstance(callee, dict) else {}
+            for n in defaulted:
+                callee[f"{n}="] = vals[names.index(n)]
         if nself:
             callee = vals[0]
         if names is None:
@@ -820,6 +876,8 @@ def pull(rec, g):
         pos, kw = [], {}
         params = sig.parameters
         for n in names[nself:]:
+            if n in defaulted:
+                continue
             p = params.get(n)
             if p is not None and p.kind == p.VAR_POSITIONAL:
                 pos.extend(by_name[n] if not is_zero(by_name[n]) else ())
@@ -839,6 +897,9 @@ def pull(rec, g):
         c, a, k = pull(inner, g)
         callee = {"func": c, "args": tuple(a[:npart]), "keywords": {n: k.get(n, 0.0) for n in pkw}}
         return callee, tuple(a[npart:npart + nargs]), {n: k.get(n, 0.0) for n in kwnames}
+    if kind == "init_into":
+        c, a, k = pull(rec[1], g)
+        return 0.0, (0.0, c) + tuple(a), k
     if kind == "attr":
         return {rec[1]: g}, (), {}
     if kind == "self":
@@ -1005,8 +1066,9 @@ def zip_adjoint(g, iterables):
     n = len(iterables)
     if is_zero(g):
         return (0.0,) * n
-    cols = [[0.0] * len(it) if hasattr(it, "__len__") else [] for it in iterables]
-    for k, row in enumerate(g):
+    rows = list(g)
+    cols = [[0.0] * (len(it) if hasattr(it, "__len__") else len(rows)) for it in iterables]
+    for k, row in enumerate(rows):
         parts_ = parts(row, n)
         for j in range(n):
             if k < len(cols[j]):
@@ -1023,4 +1085,44 @@ def enumerate_adjoint(g, iterable):
 def reversed_adjoint(g, seq):
     if is_zero(g):
         return 0.0
-    return seq_adjoint(list(g)[::-1], seq)
+    g = list(g)
+    g = g + [0.0] * (len(seq) - len(g)) if hasattr(seq, "__len__") else g
+    return seq_adjoint(g[::-1], seq)
+
+
+def seq(x):
+    """What a ``for`` loop walks by index: lists, tuples and arrays as they are; a dict's keys,
+    dict views, sets, generators and iterators as a list."""
+    t = type(x)
+    if t is list or t is tuple or t is range or (hasattr(x, "shape") and hasattr(x, "dtype")):
+        return x
+    if t is dict:
+        return list(x)
+    if hasattr(x, "__dict__") and not isinstance(x, type) and _object_differentiable(x):
+        import inspect
+        from .errors import UnsupportedSyntaxError
+        it = getattr(t, "__iter__", None)
+        gen = " (a generator function, `yield`)" if it is not None and \
+            inspect.isgeneratorfunction(it) else ""
+        raise UnsupportedSyntaxError(
+            f"a loop walks over an object of class {t.__name__} that holds values carrying "
+            f"derivatives; s2sad cannot follow its __iter__{gen}",
+            fix="loop over the object's list or array attribute instead")
+    return list(x)
+
+
+def seq_adjoint_of(g, x):
+    """Adjoint of :func:`seq`: the same list adjoint (a dict's keys carry none)."""
+    if isinstance(x, dict):
+        return 0.0
+    if is_zero(g):
+        return 0.0
+    if isinstance(x, tuple) and isinstance(g, list):
+        return tuple(g)
+    return g
+
+
+def init_into(cls, obj, *args, **kwargs):
+    """``super().__init__(*args)`` inside ``cls.__init__``; returns the object it filled in."""
+    super(cls, obj).__init__(*args, **kwargs)
+    return obj

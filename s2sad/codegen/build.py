@@ -40,10 +40,15 @@ class Derivative:
         return True
 
 
-def lower_function(pyfunc):
+def lower_function(pyfunc, constructor=False):
     src = FunctionSource(pyfunc)
     fn = lower(src)
     jumps.structure(fn)
+    if constructor:
+        # an __init__ differentiated as a constructor returns the object it filled in
+        self_param = fn.params[len(src.data_cells)]
+        fn.body[-1] = ir.Return(self_param, fn.body[-1].origin)
+        fn.constructed = self_param
     return fn
 
 
@@ -58,12 +63,12 @@ def _sites(fn):
     return out
 
 
-def build_reverse(pyfunc, mask, param_kinds, namer_factory):
+def build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False):
     """Build the reverse-mode derivative of ``pyfunc`` w.r.t. the parameters where ``mask`` is True.
 
     ``param_kinds`` gives each parameter's value kind ('f', 'a', 'c', 'i', '?');
     ``namer_factory(namespace)`` returns the function that names (and binds) derived callees."""
-    fn = lower_function(pyfunc)
+    fn = lower_function(pyfunc, constructor)
     wrt = [p for p, m in zip(fn.params, mask) if m]
     kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
     active, varied = analysis.activity(fn, wrt)

@@ -154,10 +154,10 @@ class ReverseEmitter:
             drop_ub = {o for o in ops if isinstance(o, str)}
         elif rule.broadcast:
             # elementwise op with one array operand and constants: the array keeps its shape
-            arrays = [o for o in ops if isinstance(o, str) and self.kinds.get(o) != "f"]
-            if len(arrays) == 1 and all(isinstance(o, ir.Const) or o in self.real
-                                        for o in ops if isinstance(o, (str, ir.Const)) and o != arrays[0]):
-                drop_ub = {arrays[0]}
+            arrays = {o for o in ops if isinstance(o, str) and self.kinds.get(o) != "f"}
+            if len(arrays) == 1 and all(isinstance(o, ir.Const) or o in self.real or o in arrays
+                                        for o in ops if isinstance(o, (str, ir.Const))):
+                drop_ub = set(arrays)
         tree = T.substitute(tree, mapping)
         real = self.real | ({_ANS} if self.kinds.get(target) == "f" else set())
         tree = T.simplify(tree, real_names=real, drop_unbroadcast_for=drop_ub)
@@ -187,9 +187,7 @@ class ReverseEmitter:
             return self.rev_loop(s, st)
         if isinstance(s, ir.Mutate):
             return self.rev_mutate(s, st)
-        if isinstance(s, ir.With):
-            return self.rev_block(s.body, st)
-        if isinstance(s, ir.Try):
+        if isinstance(s, (ir.With, ir.Try)):
             return self.rev_try(s, st)
         if isinstance(s, ir.DelItem):
             return self.rev_delitem(s, st)
@@ -365,7 +363,8 @@ class ReverseEmitter:
         # the try body: statement k ran to its end only if progress passed it
         body_items = []
         prog = None
-        if s.handlers:
+        is_with = isinstance(s, ir.With)
+        if s.handlers or is_with:
             prog = self.site_names.setdefault(("p", id(s)), self.fresh("p"))
         for k in reversed(range(len(s.body))):
             stmt = s.body[k]
@@ -387,6 +386,13 @@ class ReverseEmitter:
             body_items.append(T.Nest(f"if {prog} > {k}:", o, lines,
                                      T.Nest(f"elif {prog} == {k}:", o, partial + not_run,
                                             not_run or None)))
+        if is_with:
+            if not body_items:
+                self.site_names.pop(("p", id(s)), None)
+                return []
+            self.synthetic[prog] = "name" if self.depth == 0 else "stack"
+            self.read(s, "post", prog)
+            return [T.Hook(id(s), "pops", o)] + body_items
         if not s.handlers:
             return final + else_lines + body_items
         which = self.site_names.setdefault(("h", id(s)), self.fresh("h"))
@@ -589,7 +595,14 @@ class ReverseEmitter:
             return [T.Line(f"{s.target} = {text}" if s.target else text, o)]
         if isinstance(s, ir.With):
             items = ", ".join(T.operand_text(x, c) + (f" as {v}" if v else "") for x, v in s.items)
-            return [T.Nest(f"with {items}:", o, self.fwd_block(s.body))]
+            prog = self.site_names.get(("p", id(s)))
+            if not prog:
+                return [T.Nest(f"with {items}:", o, self.fwd_block(s.body))]
+            body = []
+            for k, stmt in enumerate(s.body):
+                body.extend(self.fwd_block([stmt]))
+                body.append(T.Line(f"{prog} = {k + 1}", o))
+            return [T.Line(f"{prog} = 0", o), T.Nest(f"with {items}:", o, body)]
         if isinstance(s, ir.Try):
             return self.fwd_try(s)
         if isinstance(s, ir.ExprStmt):

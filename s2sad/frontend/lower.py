@@ -65,6 +65,8 @@ def _scope_nodes(node):
             continue
         if isinstance(n, (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)):
             todo.append(n.generators[0].iter)
+            # an assignment expression inside a comprehension binds in the enclosing function
+            todo.extend(m.target for m in gast.walk(n) if isinstance(m, gast.NamedExpr))
             continue
         todo.extend(gast.iter_child_nodes(n))
 
@@ -218,6 +220,8 @@ class Lowerer:
             if isinstance(v, gast.Call):
                 if self._mutation(v, None, o):
                     return
+                if self._super_init(v, o):
+                    return
                 call = self.call(v)
                 if isinstance(call, str):               # lowered to statements (map, reduce...)
                     return
@@ -292,6 +296,24 @@ class Lowerer:
                     self.unsupported(t, f"`del` of {type(t).__name__}")
         else:
             self.unsupported(node)
+
+    def _super_init(self, call, o):
+        """``super().__init__(...)`` in a constructor: the base class fills in the same object,
+        which the IR makes explicit (``self = init_into(__class__, self, ...)``)."""
+        f = call.func
+        if not (isinstance(f, gast.Attribute) and f.attr == "__init__" and
+                isinstance(f.value, gast.Call) and isinstance(f.value.func, gast.Name) and
+                f.value.func.id == "super" and not f.value.args and
+                "__class__" in self.src.closure and self.params):
+            return False
+        if any(isinstance(a, gast.Starred) for a in call.args) or call.keywords:
+            return False
+        first = self.params[len(self.src.data_cells)]
+        cls = self.src.closure["__class__"]
+        self.namespace["__class__"] = cls
+        args = [ir.Const(cls, "__class__"), first] + [self.expr(a) for a in call.args]
+        self._call(ir.Call(ir.Static(runtime.init_into, "_rt.init_into"), args), first, o)
+        return True
 
     def name(self, n):
         return self.renames.get(n, n)
@@ -429,6 +451,10 @@ class Lowerer:
             return
         # for a, b in zip(...), for i, x in enumerate(...), for x in reversed(seq), for x in seq
         seqs, enum, rev = self._sequence_parts(it)
+        # iterate by index over something indexable: dict views, sets, generators, dicts
+        # (their keys) become lists; lists, tuples and arrays pass through
+        seqs = [sq if isinstance(sq, ir.Const) and isinstance(sq.value, (list, tuple)) else
+                self._call(ir.Call(ir.Static(runtime.seq, "_rt.seq"), [sq]), None, o) for sq in seqs]
         k = self.tmp()
         lens = []
         for sq in seqs:
@@ -590,6 +616,10 @@ class Lowerer:
                               self._opt(node.upper), self._opt(node.step)]), target, o)
         if isinstance(node, gast.JoinedStr):
             return self._finish(self._fstring(node), target, o)
+        if isinstance(node, gast.NamedExpr):
+            name = self.name(node.target.id)
+            self.expr(node.value, target=name)
+            return self._finish(name, target, o) if target and target != name else name
         self.unsupported(node)
 
     def _fstring(self, node):
@@ -685,6 +715,14 @@ class Lowerer:
         if any(isinstance(a, gast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             return self.star_call(node, o)
         f = node.func
+        if isinstance(f, gast.Name) and f.id == "super" and not node.args and \
+                f.id not in self.locals and "__class__" in self.src.closure and self.params:
+            # zero-argument super() needs the class cell; spell it out
+            self.namespace["super"] = super
+            self.namespace["__class__"] = self.src.closure["__class__"]
+            first = self.params[len(self.src.data_cells)]
+            return ir.Call(ir.Static(super, "super"),
+                           [ir.Const(self.src.closure["__class__"], "__class__"), first])
         if isinstance(f, gast.Name) and f.id not in self.locals and not node.keywords:
             special = self.src.resolve(f.id)
             if special is map and len(node.args) >= 2:
@@ -762,8 +800,19 @@ class Lowerer:
                 if set(n.names) & self.locals & written:
                     self._nonlocal_writers.append((set(n.names) & self.locals & written, o))
         lines = self.src.segment(node)
+        # default values are taken when the function is made: they count as captured values,
+        # named "param=" (the emitted definition evaluates them again, as Python would)
+        a = node.args
+        pos = a.posonlyargs + a.args
+        keys, vals = list(captured), [self.name(v) for v in captured]
+        for arg, d in list(zip(pos[len(pos) - len(a.defaults):], a.defaults)) + \
+                [(k, d) for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]:
+            op = self.expr(d)
+            if isinstance(op, str):
+                keys.append(f"{arg.id}=")
+                vals.append(op)
         call = ir.Call(ir.Static(runtime.make_closure, "closure"),
-                       [ir.Const(tuple(captured))] + [self.name(v) for v in captured],
+                       [ir.Const(tuple(keys))] + vals,
                        extra={"source": lines, "lambda": isinstance(node, gast.Lambda),
                               "name": getattr(node, "name", None)})
         target = self.name(target)

@@ -28,7 +28,13 @@ def xp(*xs):
 
 
 def asarray(x, like=None):
+    """``x`` as an array of the array module of ``like`` (arrays are returned as they are; a
+    NumPy scalar joins ``like``'s module when that is CuPy)."""
     if hasattr(x, "shape") and hasattr(x, "dtype"):
+        if like is not None and isinstance(x, np.generic):
+            m = xp(like)
+            if m is not np:
+                return m.asarray(x)
         return x
     return xp(like).asarray(x)
 
@@ -40,6 +46,14 @@ def cj(x):
 def shape(x):
     s = getattr(x, "shape", None)
     return tuple(s) if s is not None else np.shape(x)
+
+
+def _inverse(perm):
+    """The inverse of a permutation, as a tuple of Python ints (NumPy and CuPy transposes)."""
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[int(p)] = i
+    return tuple(inv)
 
 
 def ndim(x):
@@ -124,9 +138,10 @@ def norm_axes(axis, nd):
     return (int(axis) % nd if nd else 0,)
 
 
-def expand(g, xshape, axis, keepdims):
-    """Reshape the result of a reduction over ``axis`` so it broadcasts against ``xshape``."""
-    g = asarray(g)
+def expand(g, xshape, axis, keepdims, like=None):
+    """Reshape the result of a reduction over ``axis`` so it broadcasts against ``xshape``
+    (a scalar ``g`` becomes an array of the array module of ``like``)."""
+    g = asarray(g, like=like)
     if keepdims:
         return g
     axes = norm_axes(axis, len(xshape))
@@ -142,12 +157,12 @@ def count(xshape, axis):
 # -- reductions ---------------------------------------------------------------------------------
 def sum(g, a, axis=None, keepdims=False):
     """Adjoint of ``np.sum(a, axis, keepdims)``: g copied along the reduced axes."""
-    return full_like(expand(g, shape(a), axis, _flag(keepdims)), a)
+    return full_like(expand(g, shape(a), axis, _flag(keepdims), like=a), a)
 
 
 def mean(g, a, axis=None, keepdims=False):
     n = count(shape(a), axis)
-    return full_like(expand(g, shape(a), axis, _flag(keepdims)) / n, a)
+    return full_like(expand(g, shape(a), axis, _flag(keepdims), like=a) / n, a)
 
 
 def _others_product(a, axes):
@@ -166,24 +181,24 @@ def _others_product(a, axes):
     right = m.flip(m.concatenate([one, m.cumprod(m.flip(flat, -1)[..., :-1], axis=-1)], axis=-1),
                    -1)
     other = (left * right).reshape(t.shape)
-    return other.transpose(np.argsort(perm))
+    return other.transpose(_inverse(perm))
 
 
 def prod(g, a, axis=None, keepdims=False):
     """Adjoint of ``np.prod``: g times the product of the other elements (exact with zeros)."""
     a = asarray(a)
     axes = norm_axes(axis, a.ndim)
-    ge = expand(g, a.shape, axis, _flag(keepdims))
-    return like(ge * cj(_others_product(a, axes)), a) if a.ndim else like(asarray(g), a)
+    ge = expand(g, a.shape, axis, _flag(keepdims), like=a)
+    return like(ge * cj(_others_product(a, axes)), a) if a.ndim else like(asarray(g, like=a), a)
 
 
 def extremum(g, ans, a, axis=None, keepdims=False):
     """Adjoint of max/min: g shared evenly among the elements equal to the extremum."""
     a = asarray(a)
-    ans_e = expand(ans, a.shape, axis, _flag(keepdims))
+    ans_e = expand(ans, a.shape, axis, _flag(keepdims), like=a)
     mask = (a == ans_e)
     n = mask.sum(axis=norm_axes(axis, a.ndim), keepdims=True)
-    ge = expand(g, a.shape, axis, _flag(keepdims))
+    ge = expand(g, a.shape, axis, _flag(keepdims), like=a)
     return like(mask * (ge / n), a)
 
 
@@ -192,7 +207,7 @@ def var(g, a, axis=None, ddof=0, keepdims=False, mean=None):
     n = count(a.shape, axis)
     mu = a.mean(axis=norm_axes(axis, a.ndim), keepdims=True) if mean is None or mean is _NoValue \
         else mean
-    ge = expand(g, a.shape, axis, _flag(keepdims))
+    ge = expand(g, a.shape, axis, _flag(keepdims), like=a)
     return like(ge * (2.0 / (n - ddof)) * (a - mu), a)
 
 
@@ -200,8 +215,8 @@ def std(g, ans, a, axis=None, ddof=0, keepdims=False):
     a = asarray(a)
     n = count(a.shape, axis)
     mu = a.mean(axis=norm_axes(axis, a.ndim), keepdims=True)
-    ge = expand(g, a.shape, axis, _flag(keepdims))
-    se = expand(ans, a.shape, axis, _flag(keepdims))
+    ge = expand(g, a.shape, axis, _flag(keepdims), like=a)
+    se = expand(ans, a.shape, axis, _flag(keepdims), like=a)
     return like(ge * (a - mu) / ((n - ddof) * se), a)
 
 
@@ -316,8 +331,8 @@ def imag(g, val):
     """Adjoint of ``np.imag``: i g for complex input, zero for real."""
     dt = getattr(val, "dtype", None)
     if isinstance(val, complex) or (dt is not None and dt.kind == "c"):
-        return like(1j * asarray(g), val)
-    return like(0 * asarray(g), val)
+        return like(1j * asarray(g, like=val), val)
+    return like(0 * asarray(g, like=val), val)
 
 
 def angle(g, z, deg=False):
@@ -326,7 +341,7 @@ def angle(g, z, deg=False):
     m = xp(z_)
     scale = 180.0 / math.pi if deg else 1.0
     if z_.dtype.kind != "c":
-        return like(0 * asarray(g) * z_, z)
+        return like(0 * asarray(g, like=z_) * z_, z)
     az2 = (z_ * z_.conj()).real
     safe = m.where(az2 == 0, 1, az2)
     return like(g * scale * 1j * z_ / safe * (az2 != 0), z)
@@ -402,10 +417,10 @@ def tensordot(g, a, b, axes, which):
     if which == 0:
         r = m.tensordot(g, cj(b_), axes=(list(range(nfa, g.ndim)), free_b))
         cur = free_a + [ax_a[ax_b.index(j)] for j in sorted(ax_b)]
-        return like(r.transpose(np.argsort(cur)), a)
+        return like(r.transpose(_inverse(cur)), a)
     r = m.tensordot(cj(a_), g, axes=(free_a, list(range(nfa))))
     cur = [ax_b[ax_a.index(i)] for i in sorted(ax_a)] + free_b
-    return like(r.transpose(np.argsort(cur)), b)
+    return like(r.transpose(_inverse(cur)), b)
 
 
 def dot(g, a, b, which):
@@ -918,19 +933,19 @@ def vector_norm(g, ans, x, axis=None, keepdims=False, ord=2):
     keep = [i for i in range(x_.ndim) if i not in axes]
     t = x_.transpose(keep + list(axes))
     t = t.reshape(t.shape[:len(keep)] + (-1,))
-    ge = expand(g, x_.shape, axes, keepdims).transpose(keep + list(axes))
+    ge = expand(g, x_.shape, axes, keepdims, like=x_).transpose(keep + list(axes))
     ge = ge.reshape(ge.shape[:len(keep)] + (1,))
-    ne = expand(ans, x_.shape, axes, keepdims).transpose(keep + list(axes))
+    ne = expand(ans, x_.shape, axes, keepdims, like=x_).transpose(keep + list(axes))
     ne = ne.reshape(ne.shape[:len(keep)] + (1,))
     r = _vector_norm(ge, ne, t, ord, (t.ndim - 1,), True)
     shp = [x_.shape[i] for i in keep + list(axes)]
-    return like(r.reshape(shp).transpose(np.argsort(keep + list(axes))), x)
+    return like(r.reshape(shp).transpose(_inverse(keep + list(axes))), x)
 
 
 def _vector_norm(g, ans, x, ord, axes, keepdims):
     m = xp(x)
-    ge = expand(g, x.shape, axes, keepdims)
-    ne = expand(ans, x.shape, axes, keepdims)
+    ge = expand(g, x.shape, axes, keepdims, like=x)
+    ne = expand(ans, x.shape, axes, keepdims, like=x)
     ax = m.abs(x)
     sgn = m.sign(x)
     if ord is None or ord == 2:
@@ -952,9 +967,9 @@ def _vector_norm(g, ans, x, ord, axes, keepdims):
 def _matrix_norm(g, ans, x, ord, axes, keepdims):
     m = xp(x)
     r0, c0 = axes
-    ge = expand(g, x.shape, axes, keepdims)
+    ge = expand(g, x.shape, axes, keepdims, like=x)
     if ord is None or ord == "fro":
-        ne = expand(ans, x.shape, axes, keepdims)
+        ne = expand(ans, x.shape, axes, keepdims, like=x)
         safe = m.where(ne == 0, 1, ne)
         return m.where(ne == 0, 0, ge * x / safe)
     if ord in (1, -1, np.inf, -np.inf):
@@ -962,7 +977,7 @@ def _matrix_norm(g, ans, x, ord, axes, keepdims):
         sum_axis = r0 if ord in (1, -1) else c0
         other = c0 if ord in (1, -1) else r0
         s = m.abs(x).sum(axis=sum_axis, keepdims=True)
-        ne = expand(ans, x.shape, axes, keepdims)
+        ne = expand(ans, x.shape, axes, keepdims, like=x)
         mask = s == ne
         n = mask.sum(axis=other, keepdims=True)
         return ge * m.sign(x) * mask / n
@@ -1531,9 +1546,9 @@ def logsumexp(g, ans, a, axis=None, b=None, keepdims=False, which=0):
     m = xp(a)
     a_ = asarray(a)
     ge = expand(g, a_.shape if b is None else np.broadcast_shapes(a_.shape, np.shape(b)),
-                axis, keepdims)
+                axis, keepdims, like=a_)
     le = expand(ans, a_.shape if b is None else np.broadcast_shapes(a_.shape, np.shape(b)),
-                axis, keepdims)
+                axis, keepdims, like=a_)
     e = m.exp(a_ - le)
     if which == 1:
         return _rt.unbroadcast(ge * e, b)
@@ -1713,7 +1728,7 @@ def prod_tangent(t, a, axis=None, keepdims=False):
 
 def extremum_tangent(t, ans, a, axis=None, keepdims=False):
     a = asarray(a)
-    ans_e = expand(ans, a.shape, axis, _flag(keepdims))
+    ans_e = expand(ans, a.shape, axis, _flag(keepdims), like=a)
     mask = (a == ans_e)
     n = mask.sum(axis=norm_axes(axis, a.ndim), keepdims=True)
     return _reduce_tangent(t * mask / n, a, axis, keepdims)
@@ -1782,7 +1797,7 @@ def logsumexp_tangent(t, ans, a, axis=None, b=None, keepdims=False, which=0):
     m = xp(a)
     a_ = asarray(a)
     full = a_.shape if b is None else np.broadcast_shapes(a_.shape, np.shape(b))
-    le = expand(ans, full, axis, keepdims)
+    le = expand(ans, full, axis, keepdims, like=a_)
     e = m.exp(a_ - le)
     if which == 0 and b is not None:
         e = e * b

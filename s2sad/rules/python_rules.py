@@ -93,8 +93,10 @@ defrule(builtins.sum, "iterable, /, start=0",
         vjp={"iterable": "_rt.sum_adjoint(g, iterable)", "start": f"{ub}(g, start)"}, kind="any")
 
 # -- array attributes --------------------------------------------------------------------------------
-defattr("T", vjp={"self": "g.T"}, jvp={"self": "t.T"}, view=True)
-defattr("mT", vjp={"self": "np.swapaxes(g, -1, -2)"}, jvp={"self": "np.swapaxes(t, -1, -2)"}, view=True)
+# .T / .mT belong to the permute family: on CuPy arrays their adjoints run as the permute kernel
+defattr("T", vjp={"self": "_adj.transpose(g, self, None)"}, jvp={"self": "t.T"}, view=True)
+defattr("mT", vjp={"self": "_adj.swapaxes(g, self, -1, -2)"}, jvp={"self": "np.swapaxes(t, -1, -2)"},
+        view=True)
 defattr("real", vjp={"self": "_rt.real_adjoint(g, self)"}, jvp={"self": "t.real"}, view=True)
 defattr("imag", vjp={"self": "_rt.imag_adjoint(g, self)"}, jvp={"self": "t.imag"}, view=True)
 
@@ -138,3 +140,6 @@ defcontainer("count", "self, *args", zero=True)
 defrule(functools.partial, "func, /, *args, **keywords",
         vjp={"args": "_rt.partial_args_adjoint(g, n_args)",
              "keywords": "_rt.partial_keywords_adjoint(g)"}, kind="any")
+defrule(_r.seq, "x, /", vjp={"x": "_rt.seq_adjoint_of(g, x)"}, kind="any", view=True,
+        name="loop sequence")
+defrule(builtins.super, "cls, obj, /", vjp={"obj": "g"}, kind="any", view=True)

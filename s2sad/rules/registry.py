@@ -190,6 +190,27 @@ def defrule(fn, params=None, *, vjp=None, joint=None, jvp=None, forbid=None, vie
     return rule
 
 
+def defalias(fn, rule, name=None, subst=None):
+    """Declare that callee ``fn`` has the same derivative as ``rule`` (e.g. ``cupy.tanh`` and
+    ``np.tanh``); returns the new :class:`Rule`.  ``subst`` maps template text to replace (e.g.
+    ``{"_sp.": "_csp."}`` to call CuPy's special functions instead of SciPy's)."""
+    import copy
+    new = copy.copy(rule)
+    new.fn = fn
+    new.name = name or _callee_name(fn)
+    if subst:
+        def sub(text):
+            for a, b in subst.items():
+                text = text.replace(a, b)
+            return text
+        new.vjp = {k: sub(v) for k, v in rule.vjp.items()}
+        new.jvp = {k: sub(v) for k, v in rule.jvp.items()}
+        new.joint = (rule.joint[0], sub(rule.joint[1])) if rule.joint else None
+        new._parsed, new._compiled = {}, {}
+    _RULES[_key(fn)] = new
+    return new
+
+
 def defzero(*fns, params=None):
     """Declare callees whose outputs carry no derivative (``np.floor``, ``np.argmax``...)."""
     for fn in fns:
