@@ -8,10 +8,12 @@
 from .errors import (S2SADError, UnsupportedSyntaxError, SourceUnavailableError, OpaqueCalleeError,
                      NonScalarOutputError, WrtError, RuleError, DeviceMismatchError)
 from .api import differentiate, grad, value_and_grad, vjp
+from .transforms import jvp, jacfwd, jacrev, jacobian, hessian, hvp
 from .rules.registry import defrule, defzero, defmethod
 
 __version__ = "0.1.0"
 
-__all__ = ["differentiate", "grad", "value_and_grad", "vjp", "defrule", "defzero", "defmethod",
+__all__ = ["differentiate", "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian",
+           "hessian", "hvp", "defrule", "defzero", "defmethod",
            "S2SADError", "UnsupportedSyntaxError", "SourceUnavailableError", "OpaqueCalleeError",
            "NonScalarOutputError", "WrtError", "RuleError", "DeviceMismatchError"]

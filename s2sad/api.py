@@ -11,6 +11,7 @@ from .cache import CACHE, reverse_derivative
 from .errors import NonScalarOutputError, S2SADError, WrtError
 from .frontend.source import get_function
 from .ir import Origin
+from .kernels.device import guard_arguments
 
 _RECURSION_LIMIT = 20000
 
@@ -102,6 +103,7 @@ class _Spec:
     def derivative(self, args, wrt, check=True):
         """(derivative, full argument list) for bound ``args``; ``wrt`` holds (parameter index,
         element of *args or None) pairs."""
+        guard_arguments(self.pyfunc.__qualname__, args, self.params)   # NumPy/CuPy mixed: clear error
         full = self.full_args(args)
         nc = len(full) - len(args)
         mask = [False] * len(full)
@@ -273,12 +275,25 @@ class Differentiable:
         return self._last
 
     def adjoint_source(self, *args, **kwargs):
-        """The generated module (forward and reverse sweeps) as Python source."""
+        """The generated module (forward and reverse sweeps) as Python source; for
+        ``@differentiate(mode="forward")`` the tangent module."""
+        if self._mode == "forward":
+            return self.forward_source(*args)
         return self.derivative(*args, **kwargs).source
 
     def explain(self, *args, **kwargs):
         """Every call site: file:line, its class, and the rule or function chosen."""
         return explain_derivative(self.derivative(*args, **kwargs))
+
+    def jvp(self, primals, tangents):
+        """Forward mode: ``(value, tangent of the output)`` for tangents of the inputs."""
+        from . import transforms
+        return transforms.jvp(self._fn, primals, tangents)
+
+    def forward_source(self, *args):
+        """The generated forward-mode (tangent) module as Python source."""
+        from . import transforms
+        return transforms.forward_source(self._fn, self._wrt, *args)
 
 
 def explain_derivative(d):
@@ -305,31 +320,61 @@ def differentiate(fn=None, *, wrt=0, mode="reverse"):
     return Differentiable(fn, wrt, mode)
 
 
+def _grad_of(fn):
+    """(f, wrt) when ``fn`` is a gradient function s2sad returned (``grad(f)``), else None."""
+    return getattr(fn, "__s2sad_grad_of__", None)
+
+
+def _concrete(fn, args):
+    """A function s2sad can read for ``fn`` called with ``args``: the gradient functions s2sad
+    returns are replaced by a generated, readable gradient function (so grad(grad(f)) works)."""
+    inner = _grad_of(fn)
+    if inner is None:
+        return fn
+    from .transforms import grad_function
+    f, w = inner
+    return grad_function(_concrete(f, args), w, *args)
+
+
+def _mark(wrapper, fn, wrt, kind):
+    """Give a returned gradient function its name and docs, not ``__wrapped__`` (which would make
+    s2sad differentiate ``fn`` instead of its gradient)."""
+    try:
+        functools.update_wrapper(wrapper, get_function(fn) if _grad_of(fn) is None else fn,
+                                 updated=())
+    except Exception:
+        pass
+    wrapper.__dict__.pop("__wrapped__", None)
+    wrapper.__s2sad_grad_of__ = (fn, wrt) if kind == "grad" else None
+    return wrapper
+
+
 def value_and_grad(fn, wrt=0):
     """``value_and_grad(f, wrt)(*args) -> (value, gradient)``; a tuple of gradients for a tuple wrt."""
-    spec = _Spec(fn, wrt)
+    spec = _Spec(fn, wrt) if _grad_of(fn) is None else None
 
-    @functools.wraps(spec.pyfunc)
     def vg(*args, **kwargs):
-        v, g = _value_and_grad(spec, args, kwargs, spec.wrt)
-        return v, (g[0] if spec.single else tuple(g))
-    return vg
+        s = spec if spec is not None else _Spec(_concrete(fn, args), wrt)
+        v, g = _value_and_grad(s, args, kwargs, s.wrt)
+        return v, (g[0] if s.single else tuple(g))
+    return _mark(vg, fn, wrt, "value_and_grad")
 
 
 def grad(fn, wrt=0):
-    """``grad(f, wrt)(*args)``: the gradient of a scalar function (a tuple for a tuple wrt)."""
+    """``grad(f, wrt)(*args)``: the gradient of a scalar function (a tuple for a tuple wrt).
+
+    The result can be differentiated again: ``grad(grad(f))``."""
     vg = value_and_grad(fn, wrt)
 
-    @functools.wraps(vg)
     def g(*args, **kwargs):
         return vg(*args, **kwargs)[1]
-    return g
+    return _mark(g, fn, wrt, "grad")
 
 
 def vjp(fn, *args, **kwargs):
     """``value, pullback = vjp(f, *args)``; ``pullback(ct)`` returns one adjoint per positional
     argument (``None`` for arguments that carry no derivative)."""
-    spec = _Spec(fn, 0)
+    spec = _Spec(_concrete(fn, args), 0)
     full = spec.bind(args, kwargs)
     npos = len(args)
     where = [spec.locate(i) for i in range(npos)]

@@ -495,10 +495,11 @@ class DerivedStub:
         self.callee, self.mask, self._last = callee, mask, None
         self._cells = _data_cells(callee)
 
-    def fwd(self, *args):
+    def resolve(self, args):
+        """(derivative, the sweep's arguments) for a call with ``args``."""
         if self._cells:
             from .frontend.source import data_cell_values
-            args = tuple(data_cell_values(self.callee, self._cells)) + args
+            args = tuple(data_cell_values(self.callee, self._cells)) + tuple(args)
             mask = (False,) * len(self._cells) + self.mask
         else:
             mask = self.mask
@@ -510,6 +511,10 @@ class DerivedStub:
             from .cache import reverse_derivative
             d = reverse_derivative(self.callee, mask, kinds)
             self._last = (kinds, d)
+        return d, args
+
+    def fwd(self, *args):
+        d, args = self.resolve(args)
         value, tape = d.fwd(*args)
         return value, (d.bwd, tape)
 
@@ -695,6 +700,15 @@ def call(fn, *args, **kwargs):
             return ans, None
         return ans, ("rule", rule, rule.bind((self_,) + args, kwargs), ans, True, len(args),
                      list(kwargs))
+    if isinstance(self_, DerivedStub) and getattr(fn, "__func__", None) is DerivedStub.fwd:
+        # generated code calling a derived callee, itself being differentiated: see through
+        d, full = self_.resolve(args)
+        (value, inner), rec = _call_derived(d.fwd, full, {})
+        return (value, (d.bwd, inner)), ("stubfwd", rec, len(full) - len(args))
+    if fn is DerivedStub.bwd:
+        (bwd, inner), g = args
+        value, rec = _call_derived(bwd, (inner, g), {})
+        return value, ("stubbwd", rec)
     if fn is init_into:
         cls, obj = args[0], args[1]
         base = super(cls, obj).__init__
@@ -897,6 +911,14 @@ def pull(rec, g):
         c, a, k = pull(inner, g)
         callee = {"func": c, "args": tuple(a[:npart]), "keywords": {n: k.get(n, 0.0) for n in pkw}}
         return callee, tuple(a[npart:npart + nargs]), {n: k.get(n, 0.0) for n in kwnames}
+    if kind == "stubfwd":
+        gv, gt = parts(g, 2)
+        g_inner = 0.0 if is_zero(gt) else parts(gt, 2)[1]
+        c, a, k = pull(rec[1], (gv, g_inner))
+        return 0.0, tuple(a[rec[2]:]), k
+    if kind == "stubbwd":
+        c, a, k = pull(rec[1], g)
+        return 0.0, ((0.0, a[0]), a[1]), k
     if kind == "init_into":
         c, a, k = pull(rec[1], g)
         return 0.0, (0.0, c) + tuple(a), k

@@ -16,10 +16,11 @@ loop back-edges) an adjoint that exists on one side only is set to ``0.0`` on th
 """
 import ast as _ast
 import operator as _operator
+import threading
 
 from .. import ir, runtime
 from ..errors import UnsupportedSyntaxError
-from ..frontend.analysis import (defined_in, definitions, read_in, top_level_defs,
+from ..frontend.analysis import (bound_names, defined_in, definitions, read_in, top_level_defs,
                                  upward_exposed, written_arrays)
 from . import text as T
 
@@ -37,9 +38,23 @@ class _State:
         return _State(self.defined)
 
 
+_TAKEN = threading.local()   # .names: variables of the function being emitted (this thread)
+
+
+def _fresh(prefix, v):
+    taken = getattr(_TAKEN, "names", ())
+    name = f"{prefix}{v}" if v.startswith("_") else f"{prefix}_{v}"
+    k = 2
+    while name in taken:
+        name = f"{prefix}{k}{v}" if v.startswith("_") else f"{prefix}{k}_{v}"
+        k += 1
+    return name
+
+
 def b(v):
-    """The adjoint's name: ``_b_x`` for ``x``, ``_b_4`` for ``_4``, ``_b_r`` for ``_r``."""
-    return f"_b{v}" if v.startswith("_") else f"_b_{v}"
+    """The adjoint's name: ``_b_x`` for ``x``, ``_b_4`` for ``_4``, ``_b_r`` for ``_r``; when the
+    function already has a variable of that name (differentiating generated code), ``_b2_x``..."""
+    return _fresh("_b", v)
 
 
 class ReverseEmitter:
@@ -63,8 +78,12 @@ class ReverseEmitter:
         self.index_only = _index_only_vars(fn)
 
     def fresh(self, base):
-        self.n += 1
-        return f"_{base}{self.n}"
+        taken = getattr(_TAKEN, "names", ())
+        while True:
+            self.n += 1
+            name = f"_{base}{self.n}"
+            if name not in taken:
+                return name
 
     # -- reads ------------------------------------------------------------------------------
     def read(self, stmt, when, var):
@@ -756,6 +775,10 @@ class ReverseEmitter:
     # -- driver -----------------------------------------------------------------------------
     def emit(self, fwd_name, bwd_name):
         fn = self.fn
+        names = set(fn.params)
+        for st_ in ir.walk(fn.body):
+            names.update(bound_names(st_))
+        _TAKEN.names = names
         ret = fn.body[-1]
         assert isinstance(ret, ir.Return)
         st = _State()
@@ -772,14 +795,17 @@ class ReverseEmitter:
         fwd += self.fwd_block(fn.body)
         grads = [b(p) if p in st.defined else "0.0" for p in self.wrt]
         names = self.tape_names()
+        tape = "_tape"
+        while tape in _TAKEN.names:
+            tape = "_" + tape
         head = []
         if names:
-            head.append(T.Line(", ".join(names) + ("," if len(names) == 1 else "") + " = _tape", None))
+            head.append(T.Line(", ".join(names) + ("," if len(names) == 1 else "") + f" = {tape}", None))
         bwd = head + rev + [T.Line("return (" + ", ".join(grads) + ("," if len(grads) == 1 else "")
                                    + ")", None)]
         out_name = out_var or "_r"
         fwd_src = self.render_function(f"def {fwd_name}({', '.join(fn.params)}):", fwd, o)
-        bwd_src = self.render_function(f"def {bwd_name}(_tape, {b(out_name)}):", bwd, o)
+        bwd_src = self.render_function(f"def {bwd_name}({tape}, {b(out_name)}):", bwd, o)
         return fwd_src, bwd_src
 
     def expand(self, hook):
@@ -801,7 +827,7 @@ _COMPOUND = (ir.If, ir.For, ir.While, ir.Try, ir.With)
 
 def stack(v):
     """The list a variable's saved values are pushed on: ``_s_x`` for ``x``, ``_s_4`` for ``_4``."""
-    return f"_s{v}" if v.startswith("_") else f"_s_{v}"
+    return _fresh("_s", v)
 
 
 def _index_only_vars(fn):

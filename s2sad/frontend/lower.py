@@ -140,8 +140,13 @@ class Lowerer:
 
     # -- helpers ----------------------------------------------------------------------------
     def tmp(self):
-        self.counter += 1
-        return f"_{self.counter}"
+        """A fresh temporary ``_N`` (never a name the function already uses: generated code has
+        such names, and s2sad differentiates generated code too)."""
+        while True:
+            self.counter += 1
+            name = f"_{self.counter}"
+            if name not in self.locals:
+                return name
 
     def emit(self, stmt):
         self.block.append(stmt)
@@ -874,8 +879,11 @@ class Lowerer:
         return result
 
     def _fresh_name(self, base):
-        self.counter += 1
-        return f"{base}_{self.counter}"
+        while True:
+            self.counter += 1
+            name = f"{base}_{self.counter}"
+            if name not in self.locals:
+                return name
 
     def star_args(self, elts, o):
         """``(a, *xs, b)`` -> ``_rt.star_args((a,), xs, (b,))``: a tuple whose adjoint splits back."""
