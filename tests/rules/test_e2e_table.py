@@ -15,6 +15,7 @@ The direct dot-product test of the rule templates is tests/rules/test_numpy_rule
 adds what only the pipeline does: binding of literals and keywords at call sites, list / tuple
 displays as arguments, the tape, accumulation, unbroadcasting, results that are tuples.
 """
+import inspect
 import zlib
 
 import numpy as np
@@ -314,3 +315,152 @@ def _pid(i, p):
 @pytest.mark.parametrize("f,args", PROGRAMS, ids=[_pid(i, p) for i, p in enumerate(PROGRAMS)])
 def test_program(f, args):
     check_grads(f, args)
+
+
+# -- keywords that change the value: initial=, fill values, include_initial= ----------------------
+BUGS.update({
+    "B2": "bug B2: np.full / np.full_like are declared zero-derivative: an active fill value "
+          "gets gradient 0",
+    "B3": "bug B3: np.sum(x, initial=s) with an active s: gradient wrt s is 0",
+    "B4": "bug B4: np.prod(x, initial=c): the gradient misses the factor c",
+    "B5": "bug B5: np.max(x, initial=c) with c above the max: nan gradient (0 ties)",
+})
+
+
+def full_active(s):
+    return np.sum(np.full((3,), s) * np.arange(1.0, 4.0))
+
+
+def full_like_active(x, s):
+    return np.sum(np.full_like(x, s) * x)
+
+
+def sum_initial_active(x, s):
+    return np.sum(x, initial=s) * s
+
+
+def sum_initial_const(x):
+    return np.sum(x ** 2, axis=0, initial=1.5).prod()
+
+
+def prod_initial(x):
+    return np.prod(x, axis=1, initial=2.0).sum()
+
+
+def prod_initial_method(x):
+    return x.prod(axis=0, initial=0.5).sum()
+
+
+def max_initial_some_rows(x):
+    return np.max(x, axis=1, initial=1.4).sum()
+
+
+def max_initial_above(x):
+    return np.max(x, initial=10.0) + np.sum(x)
+
+
+def min_initial_active(x, s):
+    return np.min(x, axis=0, initial=s).sum()
+
+
+def cumulative_sum_include_initial(x):
+    return np.sum(np.cumulative_sum(x, axis=1, include_initial=True) ** 2)
+
+
+_pos = _r(3, 4, lo=0.5, hi=1.5, seed=11)
+KEYWORD_PROGRAMS = [
+    pytest.param(full_active, (0.7,), marks=xfail("B2")),
+    pytest.param(full_like_active, (_pos, 0.7), marks=xfail("B2")),
+    pytest.param(sum_initial_active, (_pos, 0.3), marks=xfail("B3")),
+    (sum_initial_const, (_pos,)),
+    pytest.param(prod_initial, (_pos,), marks=xfail("B4")),
+    pytest.param(prod_initial_method, (_pos,), marks=xfail("B4")),
+    pytest.param(max_initial_some_rows, (_pos,), marks=xfail("B5")),
+    pytest.param(max_initial_above, (_pos,), marks=xfail("B5")),
+    pytest.param(min_initial_active, (_pos, 0.6), marks=xfail("B5")),
+]
+
+
+@pytest.mark.parametrize("f,args", KEYWORD_PROGRAMS,
+                         ids=[_pid(i, p) for i, p in enumerate(KEYWORD_PROGRAMS)])
+def test_value_changing_keywords(f, args):
+    """Right, or refused with the user's line: never a silently wrong gradient."""
+    try:
+        check_grads(f, args)
+    except s2sad.S2SADError as e:
+        assert "test_e2e_table.py" in str(e), str(e)
+
+
+def test_cumulative_sum_include_initial():
+    """include_initial=True: differentiated, or refused naming the call and its line."""
+    try:
+        check_grads(cumulative_sum_include_initial, (_pos,))
+    except s2sad.S2SADError as e:
+        msg = str(e)
+        assert "test_e2e_table.py" in msg and "cumulative_sum" in msg, msg
+
+
+# -- NumPy functions without a rule: a clear refusal, never a silent zero --------------------------
+def np_average(x):
+    return np.average(x, axis=1, weights=np.arange(1.0, 5.0)).sum()
+
+
+def np_cov(x):
+    return np.cov(x).sum()
+
+
+def np_median(x):
+    return np.median(x, axis=1).sum()
+
+
+def np_nansum(x):
+    return np.nansum(x * 2.0)
+
+
+def np_interp(x):
+    return np.interp(0.3, [0.0, 1.0], x[0, :2])
+
+
+def np_nan_to_num(x):
+    return np.sum(np.nan_to_num(x))
+
+
+def np_add_reduce(x):
+    return np.add.reduce(x, axis=0).sum()
+
+
+def np_fft(x):
+    return np.abs(np.fft.fft(x[0])).sum()
+
+
+def np_pinv(x):
+    return np.linalg.pinv(x).sum()
+
+
+def np_convolve(x):
+    return np.convolve(x[0], x[1]).sum()
+
+
+def np_select(x):
+    return np.sum(np.select([x > 1.0], [x * 2.0], default=x))
+
+
+def np_trapezoid(x):
+    return np.trapezoid(x, dx=0.1, axis=1).sum()
+
+
+NO_RULE = [np_average, np_cov, np_median, np_nansum, np_interp, np_nan_to_num, np_add_reduce,
+           np_fft, np_pinv, np_convolve, np_select, np_trapezoid]
+
+
+@pytest.mark.parametrize("f", NO_RULE, ids=[f.__name__ for f in NO_RULE])
+def test_numpy_function_without_rule(f):
+    """Today each of these is refused (OpaqueCalleeError naming the line and how to declare a
+    rule); once a rule exists, it must be right."""
+    try:
+        check_grads(f, (_pos,))
+    except s2sad.errors.OpaqueCalleeError as e:
+        msg = str(e)
+        src, first = inspect.getsourcelines(f)
+        assert f"test_e2e_table.py:{first + 1}" in msg, msg
+        assert "defrule" in msg, msg
