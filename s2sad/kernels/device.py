@@ -31,27 +31,67 @@ def device_of(x):
     return "cpu"
 
 
-def _walk(args, prefix, out):
+def _walk(args, prefix, out, names=None):
     for i, a in enumerate(args):
         t = type(a)
+        label = (names[i] if names is not None and i < len(names) else str(i)) if not prefix \
+            else f"{prefix}[{i!r}]"
         if t is _NDARRAY:
-            out.append((f"{prefix}{i}" if not prefix else f"{prefix}[{i}]", "cpu"))
+            out.append((label, "cpu"))
         elif t is list or t is tuple:
-            _walk(a, f"{prefix}{i}" if not prefix else f"{prefix}[{i}]", out)
+            _walk(a, label, out)
+        elif t is dict:
+            _walk_dict(a, label, out)
         elif t.__module__.startswith("cupy") and hasattr(a, "device"):
-            out.append((f"{prefix}{i}" if not prefix else f"{prefix}[{i}]", device_of(a)))
+            out.append((label, device_of(a)))
 
 
-def check_devices(fn_name, args, kwargs=None):
+def _walk_dict(d, prefix, out):
+    for k, a in d.items():
+        t = type(a)
+        label = f"{prefix}[{k!r}]"
+        if t is _NDARRAY:
+            out.append((label, "cpu"))
+        elif t is list or t is tuple:
+            _walk(a, label, out)
+        elif t.__module__.startswith("cupy") and hasattr(a, "device"):
+            out.append((label, device_of(a)))
+
+
+def _has_cupy(args, depth=0):
+    for a in args:
+        t = type(a)
+        if t.__module__.startswith("cupy"):
+            return True
+        if depth < 2 and (t is list or t is tuple) and _has_cupy(a, depth + 1):
+            return True
+        if depth < 2 and t is dict and _has_cupy(a.values(), depth + 1):
+            return True
+    return False
+
+
+def guard_arguments(fn_name, args, names=None):
+    """The device guard at the entry of a derivative: raise :class:`DeviceMismatchError` when the
+    user's arguments mix NumPy and CuPy arrays (or arrays on two GPUs), naming the parameters.
+
+    Cheap for CPU calls: one ``type(a).__module__`` test per argument (lists, tuples and dicts
+    looked into), no CuPy import; the full check runs only when a CuPy array is present."""
+    if not _has_cupy(args):
+        return None
+    return check_devices(fn_name, args, names=names)
+
+
+def check_devices(fn_name, args, kwargs=None, names=None):
     """Raise :class:`DeviceMismatchError` when ``args`` mix devices; return the common device.
 
-    ``args`` is the positional argument list of a call of ``fn_name`` (lists and tuples inside it,
-    such as the array list of ``concatenate``, are looked into one level deep and named
-    ``0[2]``); ``kwargs`` optionally a dict of keyword arguments.  Python scalars and other
-    non-array values are ignored.  Returns ``"cpu"``, ``"cuda:N"`` or ``None`` (no arrays).
+    ``args`` is the positional argument list of a call of ``fn_name`` (lists, tuples and dicts
+    inside it, such as the array list of ``concatenate``, are looked into and named ``0[2]``);
+    ``kwargs`` optionally a dict of keyword arguments; ``names`` optionally the parameter names
+    to use instead of positions.  Python scalars and other non-array values are ignored.  Returns
+    ``"cpu"``, ``"cuda:N"`` or ``None`` (no arrays).
     """
     seen = []
-    _walk(args, "", seen)
+    _walk(args, "", seen, names)
     if kwargs:
         for k, v in kwargs.items():
             sub = []
@@ -71,9 +111,10 @@ def check_devices(fn_name, args, kwargs=None):
     desc = "; ".join(f"{d}: argument{'s' if len(p) > 1 else ''} {', '.join(p)}"
                      for d, p in groups.items())
     gpu = [d for d in groups if d != "cpu"]
+    what = "arguments" if names is not None else "positions"
     if "cpu" in groups:
         fix = (f"move every array to the same device before calling {fn_name}: "
-               f"cupy.asarray(x) for the NumPy arguments (positions {', '.join(groups['cpu'])}), "
+               f"cupy.asarray(x) for the NumPy arguments ({what} {', '.join(groups['cpu'])}), "
                f"or cupy.asnumpy(x) for the CuPy ones")
     else:
         fix = (f"copy the arrays to one GPU first, e.g. inside `with cupy.cuda.Device({gpu[0][5:]}):` "
