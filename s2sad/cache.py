@@ -57,12 +57,31 @@ class DerivativeCache:
         return len(self._store)
 
 
+_WRITTEN_CELLS = {}
+
+
+def _written_cells(code):
+    """Closure variables the code writes (``nonlocal x; x = ...``): the derivative refers to
+    those cells themselves, so it belongs to one closure instance."""
+    w = _WRITTEN_CELLS.get(code)
+    if w is None:
+        import dis
+        w = _WRITTEN_CELLS[code] = frozenset(
+            i.argval for i in dis.get_instructions(code)
+            if i.opname in ("STORE_DEREF", "DELETE_DEREF") and i.argval in code.co_freevars)
+    return w
+
+
 def static_cells_key(pyfunc):
     if not pyfunc.__closure__:
         return ()
     from .frontend.source import split_closure
     static, _ = split_closure(pyfunc)
     out = []
+    written = _written_cells(pyfunc.__code__)
+    if written:
+        cells = dict(zip(pyfunc.__code__.co_freevars, pyfunc.__closure__))
+        out.extend(("cell", n, id(cells[n]), _Holder(cells[n])) for n in sorted(written))
     for name, v in static.items():
         try:
             hash(v)
@@ -115,3 +134,17 @@ def _namer_factory(namespace, own_key, own_names):
         names[k] = (fwd, bwd)
         return names[k]
     return namer
+
+
+class _Holder:
+    """Keeps a closure cell alive inside a cache key (cells are unhashable; keys use its id)."""
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __eq__(self, other):
+        return isinstance(other, _Holder) and other.obj is self.obj

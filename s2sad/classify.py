@@ -76,9 +76,15 @@ def _result_kind(call, kinds):
             return "?"
         if k == "getitem":
             return "a" if arg_kinds and arg_kinds[0] == "a" else "?"
-        return {"array": "a", "float": "f", "any": "?", "container": "c", "int": "i"}.get(k, "?")
+        return {"array": "a", "float": "f", "any": "?", "container": "c", "int": "i",
+                "complex": "z"}.get(k, "?")
     if cls == "zero":
-        return "i" if isinstance(call.fn, ir.Attr) else "?"
+        if isinstance(call.fn, ir.Attr):
+            return "i"
+        mod = getattr(getattr(rule, "fn", None), "__module__", None) or ""
+        if isinstance(call.fn, ir.Static) and (mod.startswith("numpy") or mod.startswith("cupy")):
+            return "a"                  # np.zeros, np.empty_like, np.argmax...: arrays
+        return "?"
     return "?"
 
 
@@ -193,8 +199,23 @@ def classify_call(call, kinds, origin):
     call.info["diff_vars"] = call.reads()
 
 
-def _copy_aliases(fn):
-    """Classes of variables bound to the same object by plain copies (``b = a``)."""
+def _positions(fn):
+    """Statement -> (index in program order, ids of the loops around it)."""
+    pos = {}
+
+    def walk(block, loops):
+        for s in block:
+            pos[id(s)] = (len(pos), loops)
+            inner = loops | {id(s)} if isinstance(s, (ir.For, ir.While)) else loops
+            for b in ir.children(s):
+                walk(b, inner)
+    walk(fn.body, frozenset())
+    return pos
+
+
+def _copy_aliases(fn, before=None, pos=None):
+    """Classes of variables bound to the same object by plain copies (``b = a``).  With
+    ``before`` (a statement), only copies that can run before it count."""
     parent = {}
 
     def find(a):
@@ -203,6 +224,11 @@ def _copy_aliases(fn):
         return a
     for s in ir.walk(fn.body):
         if isinstance(s, ir.Assign) and isinstance(s.value, str):
+            if before is not None:
+                i, loops = pos[id(s)]
+                j, wloops = pos[id(before)]
+                if i > j and not (loops & wloops):
+                    continue
             ra, rb = find(s.target), find(s.value)
             if ra != rb:
                 parent[ra] = rb
@@ -218,7 +244,8 @@ def check_mutation(fn, varied):
     """Refuse in-place writes s2sad cannot differentiate correctly: writes of values that carry a
     derivative into a parameter (the caller's object), and writes through one name into a list or
     array that another name still refers to."""
-    aliases = _copy_aliases(fn)
+    pos = _positions(fn)
+    all_aliases = _copy_aliases(fn)
     reads = {}
     for s in ir.walk(fn.body):
         if isinstance(s, ir.Assign) and isinstance(s.value, str):
@@ -239,7 +266,7 @@ def check_mutation(fn, varied):
             continue
         if not hot:
             continue
-        group = aliases.get(obj, {obj})
+        group = all_aliases.get(obj, {obj})
         if group & params:
             p = sorted(group & params)[0]
             what = f"`{p}.{s.attr}`" if getattr(s, "attr", None) else f"the argument `{p}`"
@@ -250,7 +277,20 @@ def check_mutation(fn, varied):
                 fix=(f"return the new value instead of storing it on `{p}`" if getattr(s, "attr", None)
                      else f"work on a copy (e.g. `{p} = {p}.copy()` or `list({p})`) and return the "
                           f"result, or return the new value instead of storing it"))
+        group = _copy_aliases(fn, s, pos).get(obj, {obj})
         others = sorted(v for v in group if v != obj and reads.get(v))
+        made = defining_call(fn, obj)
+        is_view = made is not None and (
+            (made.rule is not None and made.rule.view) or
+            (isinstance(made.fn, (ir.Attr, ir.Method)) and made.fn.name in _VIEW_NAMES))
+        if is_view and not getattr(s, "attr", None) and any(isinstance(a, str) for a in made.args):
+            src = next(a for a in made.args if isinstance(a, str))
+            how = made.rule.name if made.rule is not None else f".{made.fn.name}"
+            raise UnsupportedSyntaxError(
+                f"this line writes into `{obj}`, a view of `{src}` (made by {how}); "
+                f"s2sad does not follow writes through views", origin=s.origin,
+                fix=f"write into `{src}` itself with an index (e.g. `{src}[...] = ...`), or make "
+                    f"`{obj}` a copy")
         if getattr(s, "attr", None):
             # an object taken out of a container and changed: the container still holds it
             others += sorted(c for c in views.get(obj, ()) if reads.get(c) and c not in others)
@@ -262,6 +302,18 @@ def check_mutation(fn, varied):
                 f"s2sad does not follow derivatives through such aliases", origin=s.origin,
                 fix=f"make a copy (`{obj} = {obj}.copy()`, `list(...)`, `copy.copy(...)`) before "
                     f"changing it, or build a new object")
+
+
+_VIEW_NAMES = {"T", "mT", "real", "imag", "reshape", "view", "transpose", "swapaxes", "squeeze",
+               "ravel", "diagonal", "__getitem__"}
+
+
+def defining_call(fn, var):
+    """The call that binds ``var``, when exactly one statement binds it."""
+    found = [s for s in ir.walk(fn.body) if isinstance(s, ir.Assign) and s.target == var]
+    if len(found) == 1 and isinstance(found[0].value, ir.Call):
+        return found[0].value
+    return None
 
 
 def _view_sources(fn):
@@ -393,6 +445,17 @@ def finish(fn, active, varied):
             continue
         varied_args = [v for v in call.reads() if v in varied]
         call.info["varied_args"] = varied_args
+        if call.cls == "primitive" and call.rule.forbid and varied_args:
+            _check_forbid(call, s.origin)
+        if isinstance(s, ir.ExprStmt) and call.cls == "opaque" and varied_args:
+            name = call.fn.text if isinstance(call.fn, ir.Static) else f".{call.fn.name}" \
+                if isinstance(call.fn, (ir.Method, ir.Attr)) else "this call"
+            raise UnsupportedSyntaxError(
+                f"`{name}(...)` is called for its effect on values that carry a derivative, and "
+                f"s2sad has no rule for it (it may change an array in place, which s2sad cannot "
+                f"see)", origin=s.origin,
+                fix="compute the new value with an expression and assign it (e.g. `y = np.where(...)`"
+                    ", `y[idx] = v`), or declare a rule with s2sad.defrule")
         if call.cls == "opaque" and not varied_args:
             call.info["base_cls"] = call.cls
             call.cls = "inactive"
@@ -409,24 +472,26 @@ def finish(fn, active, varied):
                 call.info["base_cls"] = call.cls
                 call.cls = "inactive"
                 continue
-        if call.cls == "primitive" and call.rule.forbid:
-            bound = call.info["bound"]
-            for p, allowed in call.rule.forbid.items():
-                v = bound.get(p)
-                if isinstance(v, (str, ir.Index, tuple, dict)):
-                    ok = False
-                else:
-                    val = v.value if isinstance(v, ir.Const) else v
-                    try:
-                        ok = val is allowed or bool(val == allowed)
-                    except Exception:
-                        ok = False
-                if not ok:
-                    raise RuleError(
-                        f"{call.rule.name}(..., {p}=...) is not supported on a value that carries "
-                        f"a derivative", origin=s.origin,
-                        fix=f"drop {p}= (s2sad supports only {p}={allowed!r} here) and write the "
-                            f"computation without it")
+
+
+def _check_forbid(call, origin):
+    bound = call.info["bound"]
+    for p, allowed in call.rule.forbid.items():
+        v = bound.get(p)
+        if isinstance(v, (str, ir.Index, tuple, dict)):
+            ok = False
+        else:
+            val = v.value if isinstance(v, ir.Const) else v
+            try:
+                ok = val is allowed or bool(val == allowed)
+            except Exception:
+                ok = False
+        if not ok:
+            raise RuleError(
+                f"{call.rule.name}(..., {p}=...) is not supported on a value that carries "
+                f"a derivative", origin=origin,
+                fix=f"drop {p}= (s2sad supports only {p}={allowed!r} here) and write the "
+                    f"computation without it")
 
 
 def site_description(call):

@@ -111,10 +111,13 @@ def add(a, b):
     if b is None:
         return a
     ta = type(a)
-    if ta is tuple or ta is list:
+    if ta is tuple or ta is list or isinstance(a, tuple):
         if type(b) is float and b == 0.0:
             return a
-        return ta(add(x, y) for x, y in zip(a, b))
+        vals = [add(x, y) for x, y in zip(a, b)]
+        if hasattr(a, "_fields"):
+            return ta(*vals)
+        return ta(vals)
     if ta is dict:
         if type(b) is float and b == 0.0:
             return a
@@ -204,13 +207,15 @@ def _basic_index(idx):
 def getitem_adjoint(g, x, idx):
     """Adjoint of ``x[idx]``: zeros shaped like x with ``g`` placed (added for repeats) at idx."""
     if isinstance(x, (tuple, list)):
-        out = [None] * len(x)
+        out = [0.0] * len(x)
         if isinstance(idx, slice):
             for k, v in zip(range(*idx.indices(len(x))), g):
                 out[k] = v
         else:
             out[idx] = g
-        return type(x)(out) if isinstance(x, tuple) else out
+        if isinstance(x, tuple):
+            return type(x)(*out) if hasattr(x, "_fields") else type(x)(out)
+        return out
     if isinstance(x, dict):
         return {idx: g}
     xp = array_module(x)
@@ -261,15 +266,29 @@ def setitem_adjoint(g, idx):
 
 
 def setitem_value_adjoint(g, idx, v):
-    """Adjoint of ``x[idx] = v`` for ``v``: ``g[idx]`` summed down to v's shape, as a copy."""
+    """Adjoint of ``x[idx] = v`` for ``v``: ``g[idx]`` summed down to v's shape, as a copy.  With
+    repeated fancy indices only the last write to an element survives, so only it gets ``g``."""
     if is_zero(g):
         return 0.0
+    if hasattr(g, "shape") and not _basic_index(idx):
+        return _setitem_fancy_adjoint(g, idx, v)
     if isinstance(g, (list, dict)):
         try:
             return _z(g[idx])
         except (KeyError, IndexError):
             return 0.0
     return unbroadcast(g[idx].copy() if hasattr(g[idx], "copy") else g[idx], v)
+
+
+def _setitem_fancy_adjoint(g, idx, v):
+    xp = array_module(g)
+    # which positions of the index expression write last to their element
+    marker = xp.zeros(g.shape, dtype=np.int64)
+    sel = g[idx]
+    ids = xp.arange(1, sel.size + 1, dtype=np.int64).reshape(sel.shape)
+    marker[idx] = ids                       # the last write wins, as in NumPy
+    winner = marker[idx] == ids
+    return unbroadcast(xp.where(winner, sel, 0), v)
 
 
 def snap(v):
@@ -381,6 +400,8 @@ def imag_adjoint(g, x):
     dt = getattr(x, "dtype", None)
     if dt is not None and dt.kind == "c":
         return (1j * g).astype(dt) if hasattr(g, "astype") else 1j * g
+    if isinstance(x, complex):
+        return 1j * g
     return 0.0 * g
 
 
@@ -405,14 +426,18 @@ def sum_adjoint(g, iterable):
 # -- kinds of run-time values (the build is specialised on them) ----------------------------------
 def kind_of(v):
     t = type(v)
-    if t is float or t is complex:
+    if t is float:
         return "f"
+    if t is complex:
+        return "z"
     if t is int or t is bool or v is None or t is str:
         return "i"
     if t is tuple or t is list or t is dict:
         return "c"
     if hasattr(v, "dtype") and hasattr(v, "shape"):
         return "a"
+    if isinstance(v, (tuple, list, dict)):
+        return "c"
     return "?"
 
 
@@ -421,9 +446,9 @@ def differentiable(v):
     t = type(v)
     if t is float or t is complex:
         return True
-    if t is tuple or t is list:
+    if t is tuple or t is list or isinstance(v, (tuple, list)):
         return any(differentiable(x) for x in v)
-    if t is dict:
+    if t is dict or isinstance(v, dict):
         return any(differentiable(x) for x in v.values())
     dt = getattr(v, "dtype", None)
     if dt is not None and hasattr(v, "shape"):
@@ -695,6 +720,13 @@ def call(fn, *args, **kwargs):
         # a method of a NumPy/CuPy array
         from .rules.registry import lookup_method
         rule = lookup_method(fn.__name__)
+        if rule is None and any(differentiable(a) for a in args + tuple(kwargs.values())):
+            from .errors import OpaqueCalleeError
+            raise OpaqueCalleeError(
+                f"the array method .{fn.__name__}() has no derivative rule and is called with "
+                f"values that carry a derivative (it may change the array in place)",
+                fix="compute the new value with an expression and assign it, or declare a rule "
+                    "with s2sad.defmethod")
         ans = fn(*args, **kwargs)
         if rule is None or rule.zero:
             return ans, None
@@ -733,6 +765,9 @@ def call(fn, *args, **kwargs):
         return ans, ("rule", rule, rule.bind(args, kwargs), ans, False, len(args), list(kwargs))
     if _is_python(fn):
         return _call_derived(fn, args, kwargs)
+    if isinstance(fn, type) and issubclass(fn, tuple) and hasattr(fn, "_fields"):
+        ans = fn(*args, **kwargs)              # a named tuple built from its fields
+        return ans, ("namedtuple", len(args), list(kwargs), list(fn._fields))
     if isinstance(fn, type):
         import dataclasses
         if dataclasses.is_dataclass(fn) and not hasattr(fn, "__post_init__"):
@@ -924,6 +959,15 @@ def pull(rec, g):
         return 0.0, (0.0, c) + tuple(a), k
     if kind == "attr":
         return {rec[1]: g}, (), {}
+    if kind == "namedtuple":
+        _, nargs, kwnames, fields = rec
+        vals = parts(g, len(fields))
+        return 0.0, tuple(vals[:nargs]), {k: vals[fields.index(k)] for k in kwnames}
+    if kind == "nt_attr":
+        _, k, n, typ = rec
+        vals = [0.0] * n
+        vals[k] = g
+        return typ(*vals), (), {}
     if kind == "self":
         return g, (), {}
     if kind == "dataclass":
@@ -959,9 +1003,14 @@ _ZERO_PULL = _ZeroPull()
 
 
 def attr(obj, name):
-    """Attribute read on a value of unknown type: arrays use the attribute rules, objects give
-    their attribute's adjoint back as ``{name: adjoint}``, properties are differentiated."""
-    if hasattr(obj, "dtype") and hasattr(obj, "shape"):
+    """Attribute read on a value of unknown type: arrays (and Python numbers) use the attribute
+    rules, named tuples give their field's adjoint back in place, objects give their attribute's
+    adjoint back as ``{name: adjoint}``, properties are differentiated."""
+    if isinstance(obj, tuple) and hasattr(obj, "_fields") and name in obj._fields:
+        value = getattr(obj, name)
+        k = obj._fields.index(name)
+        return value, ("nt_attr", k, len(obj), type(obj)) if differentiable(value) else None
+    if (hasattr(obj, "dtype") and hasattr(obj, "shape")) or type(obj) in (float, complex):
         value = getattr(obj, name)
         from .rules.registry import lookup_attr
         rule = lookup_attr(name)

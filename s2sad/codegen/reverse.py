@@ -174,7 +174,7 @@ class ReverseEmitter:
         elif rule.broadcast:
             # elementwise op with one array operand and constants: the array keeps its shape
             arrays = {o for o in ops if isinstance(o, str) and self.kinds.get(o) != "f"}
-            if len(arrays) == 1 and all(isinstance(o, ir.Const) or o in self.real or o in arrays
+            if len(arrays) == 1 and all(_real_const(o) or o in self.real or o in arrays
                                         for o in ops if isinstance(o, (str, ir.Const))):
                 drop_ub = set(arrays)
         tree = T.substitute(tree, mapping)
@@ -866,6 +866,10 @@ def _is_scalar_operand(o, kinds):
     if isinstance(o, ir.Const):
         return isinstance(o.value, (int, float, bool)) or o.value is None
     return kinds.get(o) in ("f", "i")
+
+
+def _real_const(o):
+    return isinstance(o, ir.Const) and (isinstance(o.value, (int, float, bool)) or o.value is None)
 
 
 class _OpaqueSite:

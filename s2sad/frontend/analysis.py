@@ -20,7 +20,7 @@ def kind_of_value(v):
     if hasattr(v, "dtype") and hasattr(v, "shape"):
         return "a"
     if t is complex:
-        return "f"
+        return "z"
     return "?"
 
 

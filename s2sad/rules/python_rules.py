@@ -31,13 +31,15 @@ defrule(operator.pow, "a, b, /",
 defrule(builtins.pow, "base, exp, mod=None, /",
         vjp={"base": f"{ub}(_rt.pow_base_adjoint(g, base, exp), base)",
              "exp": f"{ub}(_rt.pow_exponent_adjoint(g, ans, base), exp)"},
+        jvp={"base": "t * exp * base ** (exp - 1)", "exp": "t * ans * _rt.safe_log(base)"},
         forbid={"mod": None}, **B)
 defrule(operator.mod, "a, b, /",
         vjp={"a": f"{ub}(g, a)", "b": f"{ub}(-g * (a // b), b)"}, jvp={"a": "t", "b": "-t * (a // b)"}, **B)
 defrule(operator.neg, "a, /", vjp={"a": "-g"}, jvp={"a": "-t"}, kind="same")
 defrule(operator.pos, "a, /", vjp={"a": "g"}, jvp={"a": "t"}, kind="same")
-defrule(builtins.abs, "x, /", vjp={"x": "_rt.abs_adjoint(g, x)"}, jvp={"x": "_rt.abs_tangent(t, x)"},
-        kind="same")
+defrule(builtins.abs, "x, /", vjp={"x": "_rt.abs_adjoint(g, x)"},
+        jvp={"x": "(x.conjugate() * t).real / abs(x) if type(x) is complex and x != 0 "
+                  "else _rt.abs_tangent(t, x)"}, kind="same")
 defrule(builtins.float, "x=0.0, /", vjp={"x": "_rt.real_like(g, x)"}, jvp={"x": "t"}, kind="float")
 defzero(operator.floordiv, operator.lt, operator.le, operator.gt, operator.ge, operator.eq,
         operator.ne, operator.not_, operator.is_, operator.is_not, operator.contains, _r.not_in,
@@ -79,18 +81,22 @@ defrule(math.log, "x, base=math.e, /",
         vjp={"x": "g / (x * math.log(base))", "base": "-g * ans / (base * math.log(base))"},
         jvp={"x": "t / (x * math.log(base))", "base": "-t * ans / (base * math.log(base))"}, **F)
 defrule(math.pow, "x, y, /",
-        vjp={"x": "_rt.pow_base_adjoint(g, x, y)", "y": "_rt.pow_exponent_adjoint(g, ans, x)"}, **F)
+        vjp={"x": "_rt.pow_base_adjoint(g, x, y)", "y": "_rt.pow_exponent_adjoint(g, ans, x)"},
+        jvp={"x": "t * y * x ** (y - 1)", "y": "t * ans * _rt.safe_log(x)"}, **F)
 defrule(math.atan2, "y, x, /",
         vjp={"y": "g * x / (x * x + y * y)", "x": "-g * y / (x * x + y * y)"},
         jvp={"y": "t * x / (x * x + y * y)", "x": "-t * y / (x * x + y * y)"}, **F)
-defrule(math.hypot, "*coordinates", vjp={"coordinates": "_rt.hypot_adjoint(g, ans, coordinates)"}, **F)
-defrule(math.copysign, "x, y, /", vjp={"x": "g * math.copysign(1.0, x) * math.copysign(1.0, y)"}, **F)
+defrule(math.hypot, "*coordinates", vjp={"coordinates": "_rt.hypot_adjoint(g, ans, coordinates)"},
+        jvp={"coordinates": "_fw.hypot_tangent(t, ans, coordinates)"}, **F)
+defrule(math.copysign, "x, y, /", vjp={"x": "g * math.copysign(1.0, x) * math.copysign(1.0, y)"},
+        jvp={"x": "t * math.copysign(1.0, x) * math.copysign(1.0, y)"}, **F)
 defzero(math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite, math.isclose,
         math.factorial, math.comb, math.perm, math.gcd)
 
 # -- builtins over sequences ------------------------------------------------------------------------
 defrule(builtins.sum, "iterable, /, start=0",
-        vjp={"iterable": "_rt.sum_adjoint(g, iterable)", "start": f"{ub}(g, start)"}, kind="any")
+        vjp={"iterable": "_rt.sum_adjoint(g, iterable)", "start": f"{ub}(g, start)"},
+        jvp={"iterable": "_fw.sum_tangent(t, iterable, ans)", "start": "_fw.bcast(t, ans)"}, kind="any")
 
 # -- array attributes --------------------------------------------------------------------------------
 # .T / .mT belong to the permute family: on CuPy arrays their adjoints run as the permute kernel
@@ -104,42 +110,52 @@ defattr("imag", vjp={"self": "_rt.imag_adjoint(g, self)"}, jvp={"self": "t.imag"
 defrule(_r.make_closure, "names, *values", vjp={"values": "_rt.dict_parts(g, names)"}, kind="any",
         name="closure")
 defrule(_r.star_args, "*segments", vjp={"segments": "_rt.star_args_adjoint(g, segments)"},
-        kind="container", name="starred arguments")
+        jvp={"segments": "_fw.star_args_tangent(t, segments)"}, kind="container", name="starred arguments")
 defrule(builtins.list, "iterable=(), /", vjp={"iterable": "_rt.seq_adjoint(g, iterable)"},
-        kind="container")
+        jvp={"iterable": "_fw.seq_tangent(t, iterable, ans)"}, kind="container")
 defrule(builtins.tuple, "iterable=(), /", vjp={"iterable": "_rt.seq_adjoint(g, iterable)"},
-        kind="container")
+        jvp={"iterable": "_fw.seq_tangent(t, iterable, ans)"}, kind="container")
 defrule(builtins.sorted, "iterable, /, *, key=None, reverse=False",
-        vjp={"iterable": "_rt.sorted_adjoint(g, iterable, key, reverse)"}, kind="container")
+        vjp={"iterable": "_rt.sorted_adjoint(g, iterable, key, reverse)"},
+        jvp={"iterable": "_fw.sorted_tangent(t, iterable, key, reverse)"}, kind="container")
 defrule(builtins.min, "*args, key=None", vjp={"args": "_rt.extremum_adjoint(g, args, key, min)"},
-        kind="any")
+        jvp={"args": "_fw.extremum_tangent(t, args, key, min)"}, kind="any")
 defrule(builtins.max, "*args, key=None", vjp={"args": "_rt.extremum_adjoint(g, args, key, max)"},
-        kind="any")
-defrule(_r.identity, "x, /", vjp={"x": "g"}, kind="any")
+        jvp={"args": "_fw.extremum_tangent(t, args, key, max)"}, kind="any")
+defrule(_r.identity, "x, /", vjp={"x": "g"}, jvp={"x": "t"}, kind="any")
 defrule(builtins.complex, "real=0.0, imag=0.0, /",
-        vjp={"real": "_rt.real_part(g)", "imag": "_rt.imag_part(g)"}, kind="float")
+        vjp={"real": "_rt.real_part(g)", "imag": "_rt.imag_part(g)"},
+        jvp={"real": "t + 0j", "imag": "1j * t"}, kind="complex")
 defzero(builtins.any, builtins.all, builtins.open, builtins.setattr, builtins.vars, builtins.dir,
         builtins.ord, builtins.chr)
 defrule(builtins.zip, "*iterables, strict=False", vjp={"iterables": "_rt.zip_adjoint(g, iterables)"},
-        kind="any")
+        jvp={"iterables": "_fw.zip_tangent(t, iterables)"}, kind="any")
 defrule(builtins.enumerate, "iterable, start=0", vjp={"iterable": "_rt.enumerate_adjoint(g, iterable)"},
-        kind="any")
-defrule(builtins.reversed, "seq, /", vjp={"seq": "_rt.reversed_adjoint(g, seq)"}, kind="any")
-defrule(builtins.iter, "obj, /", vjp={"obj": "_rt.seq_adjoint(g, obj)"}, kind="any")
+        jvp={"iterable": "_fw.enumerate_tangent(t, iterable)"}, kind="any")
+defrule(builtins.reversed, "seq, /", vjp={"seq": "_rt.reversed_adjoint(g, seq)"},
+        jvp={"seq": "_fw.reversed_tangent(t, seq)"}, kind="any")
+defrule(builtins.iter, "obj, /", vjp={"obj": "_rt.seq_adjoint(g, obj)"},
+        jvp={"obj": "iter(_fw._elems(t, obj))"}, kind="any")
 
 # -- read-only methods of containers (dict.get, dict.items...) ---------------------------------------
 defcontainer("get", "self, key, default=None, /",
              vjp={"self": "_rt.dict_get_adjoint(g, self, key)", "default": "_rt.dict_default_adjoint(g, self, key)"},
+             jvp={"self": "_fw.get_tangent(t, self, key, ans)",
+                  "default": "_fw.default_tangent(t, self, key, ans)"},
              kind="any")
-defcontainer("values", "self, /", vjp={"self": "_rt.values_adjoint(g, self)"}, kind="any")
-defcontainer("items", "self, /", vjp={"self": "_rt.items_adjoint(g, self)"}, kind="any")
-defcontainer("copy", "self, /", vjp={"self": "g"}, kind="container")
+defcontainer("values", "self, /", vjp={"self": "_rt.values_adjoint(g, self)"},
+             jvp={"self": "_fw.values_tangent(t, self)"}, kind="any")
+defcontainer("items", "self, /", vjp={"self": "_rt.items_adjoint(g, self)"},
+             jvp={"self": "_fw.items_tangent(t, self)"}, kind="any")
+defcontainer("copy", "self, /", vjp={"self": "g"}, jvp={"self": "_fw.copy_tangent(t, self)"},
+             kind="container")
 defcontainer("keys", "self, /", zero=True)
 defcontainer("index", "self, *args", zero=True)
 defcontainer("count", "self, *args", zero=True)
 defrule(functools.partial, "func, /, *args, **keywords",
         vjp={"args": "_rt.partial_args_adjoint(g, n_args)",
              "keywords": "_rt.partial_keywords_adjoint(g)"}, kind="any")
-defrule(_r.seq, "x, /", vjp={"x": "_rt.seq_adjoint_of(g, x)"}, kind="any", view=True,
+defrule(_r.seq, "x, /", vjp={"x": "_rt.seq_adjoint_of(g, x)"},
+        jvp={"x": "_fw.seq_tangent(t, x, ans)"}, kind="any", view=True,
         name="loop sequence")
-defrule(builtins.super, "cls, obj, /", vjp={"obj": "g"}, kind="any", view=True)
+defrule(builtins.super, "cls, obj, /", vjp={"obj": "g"}, jvp={"obj": "t"}, kind="any", view=True)
