@@ -12,8 +12,11 @@ Two kernels:
   to one flat destination buffer in ONE launch: each block finds its segment by binary search in the
   table's cumulative block counts.  Used for every concat adjoint/tangent (all inputs of one
   destination dtype in one launch) and for permutations that keep the innermost axis.
-* ``tiled``: a shared-memory tile transpose (``T x (T+1)``, several elements per thread) for
-  permutations that move the innermost axis; remaining axes are batched.
+* ``tiled``: a shared-memory tile transpose (``T x (T+1)``, 64 x 64 by default, each of 32 x 4
+  threads moving 2 x 16 elements) for permutations that move the innermost axis; remaining axes
+  are batched.  Interior tiles take a path without bounds tests, so each thread issues all its
+  loads (and all its read-modify-writes) back to back; addresses advance by precomputed steps.
+  float16 moves through float32 tiles and arithmetic.
 
 Several destination arrays in one launch: on CuPy the destination (or source) buffer is a flat
 view spanning the address range of all the arrays involved (device addresses share one space), so
@@ -33,9 +36,9 @@ from .device import is_cupy, check_devices
 CONFIG = {
     "tpb": 128,        # threads per block, segments kernel (tuned on H200: 128x8 best of 4)
     "ept": 8,          # elements per thread, segments kernel
-    "tile": 32,        # tile edge, tiled kernel (32 or 64)
-    "tile_tx": 32,     # block x, tiled kernel
-    "tile_by": 8,      # block y, tiled kernel
+    "tile": 64,        # tile edge, tiled kernel (H200, 8192² float32 swap, TB/s by (tile, block y):
+    "tile_tx": 32,     #   (32, 8) 2.20, (64, 8) 2.17, (64, 16) 1.88, (64, 4) 2.53; each thread
+    "tile_by": 4,      #   moves (tile / tile_tx) x (tile / tile_by) elements: 2 x 16 here)
     "max_grid": 1 << 20,
     "pointers": True,  # raw-pointer entry points on the GPU (falls back to arrays if they fail to build)
     "table_cache": 256,
@@ -194,7 +197,7 @@ def _segments_kernel(st, dt, D, acc, pointers):
 
 
 def _tiled_kernel(rdt, V, DB, acc, T, pointers):
-    TX, BY = min(CONFIG["tile_tx"], T), CONFIG["tile_by"]
+    TX, BY = min(CONFIG["tile_tx"], T), min(CONFIG["tile_by"], T)
     key = ("tile", rdt, V, DB, acc, T, TX, BY, pointers)
     k = _kernels.get(key)
     if k is not None:
@@ -205,16 +208,17 @@ def _tiled_kernel(rdt, V, DB, acc, T, pointers):
             return k
         _nb()
         from numba.cuda.np.numpy_support import from_dtype
-        CT = _compute(rdt, rdt)
+        CT = _compute(rdt, rdt)          # float16 moves through float32 arithmetic and tiles
         CTN = from_dtype(np.dtype(CT))
         OT = rdt.type
         ACC = acc
-        NY, NX = T // BY, T // TX
-        SHAPE = (V, T, T + 1)   # compile-time constant shape of the shared tile
-        M = 11 + 3 * DB
+        NY, NX = T // BY, T // TX        # each thread moves NY x NX elements (x V components)
+        SHAPE = (V, T, T + 1)            # compile-time shape of the shared tile (+1: no bank conflicts)
+        TT = T
 
         def body(src, dst, meta):
             # meta: n_a, n_l, nt_a, nt_l, s_a, s_l, d_a, d_l, src_off, dst_off, nblocks, (shape, ss, ds)*DB
+            # a: the source's fast axis (loads coalesce along it), l: the destination's fast axis.
             tile = cuda.shared.array(SHAPE, CTN)
             tx = cuda.threadIdx.x
             ty = cuda.threadIdx.y
@@ -227,6 +231,11 @@ def _tiled_kernel(rdt, V, DB, acc, T, pointers):
             d_a = meta[6]
             d_l = meta[7]
             nblocks = meta[10]
+            # per-thread steps between the elements a thread moves (strength-reduced addressing)
+            sx = TX * s_a
+            sy = BY * s_l
+            dx = TX * d_l
+            dy = BY * d_a
             b = cuda.blockIdx.x
             while b < nblocks:
                 tl = b % nt_l
@@ -242,30 +251,50 @@ def _tiled_kernel(rdt, V, DB, acc, T, pointers):
                     bb = q
                     so += c * meta[12 + 3 * j]
                     do += c * meta[13 + 3 * j]
-                for iy in range(NY):          # load: coalesced along a (the source's fast axis)
-                    ll = ty + iy * BY
-                    il = tl * T + ll
-                    for ix in range(NX):
-                        la = tx + ix * TX
-                        ia = ta * T + la
-                        if il < n_l and ia < n_a:
-                            p = so + ia * s_a + il * s_l
+                a0 = ta * TT
+                l0 = tl * TT
+                full = a0 + TT <= n_a and l0 + TT <= n_l
+                # load: thread (tx, ty) reads a = a0 + tx + ix*TX, l = l0 + ty + iy*BY
+                p0 = so + (a0 + tx) * s_a + (l0 + ty) * s_l
+                if full:                  # interior tile: no bounds tests, loads issued together
+                    for iy in range(NY):
+                        for ix in range(NX):
+                            p = p0 + iy * sy + ix * sx
                             for c in range(V):
-                                tile[c, ll, la] = CT(src[p + c])
+                                tile[c, ty + iy * BY, tx + ix * TX] = CT(src[p + c])
+                else:
+                    for iy in range(NY):
+                        il = l0 + ty + iy * BY
+                        for ix in range(NX):
+                            ia = a0 + tx + ix * TX
+                            if il < n_l and ia < n_a:
+                                p = p0 + iy * sy + ix * sx
+                                for c in range(V):
+                                    tile[c, ty + iy * BY, tx + ix * TX] = CT(src[p + c])
                 cuda.syncthreads()
-                for iy in range(NY):          # store: coalesced along l (the destination's fast axis)
-                    la = ty + iy * BY
-                    ia = ta * T + la
-                    for ix in range(NX):
-                        ll = tx + ix * TX
-                        il = tl * T + ll
-                        if il < n_l and ia < n_a:
-                            p = do + ia * d_a + il * d_l
+                # store: thread (tx, ty) writes l = l0 + tx + ix*TX, a = a0 + ty + iy*BY
+                q0 = do + (a0 + ty) * d_a + (l0 + tx) * d_l
+                if full:
+                    for iy in range(NY):
+                        for ix in range(NX):
+                            p = q0 + iy * dy + ix * dx
                             for c in range(V):
                                 if ACC:
-                                    dst[p + c] = OT(CT(dst[p + c]) + tile[c, ll, la])
+                                    dst[p + c] = OT(CT(dst[p + c]) + tile[c, tx + ix * TX, ty + iy * BY])
                                 else:
-                                    dst[p + c] = OT(tile[c, ll, la])
+                                    dst[p + c] = OT(tile[c, tx + ix * TX, ty + iy * BY])
+                else:
+                    for iy in range(NY):
+                        ia = a0 + ty + iy * BY
+                        for ix in range(NX):
+                            il = l0 + tx + ix * TX
+                            if il < n_l and ia < n_a:
+                                p = q0 + iy * dy + ix * dx
+                                for c in range(V):
+                                    if ACC:
+                                        dst[p + c] = OT(CT(dst[p + c]) + tile[c, tx + ix * TX, ty + iy * BY])
+                                    else:
+                                        dst[p + c] = OT(tile[c, tx + ix * TX, ty + iy * BY])
                 cuda.syncthreads()
                 b += cuda.gridDim.x
 
@@ -914,7 +943,7 @@ def _launch_tiled(g, out, shape, sst, dstr, a, l, V, rdt, acc, gpu):
         kernel, pointers = _get(_tiled_kernel, rdt, V, DB, acc, T)
     else:
         kernel, pointers = _tiled_kernel(rdt, V, DB, acc, T, False), False
-    TX, BY = min(CONFIG["tile_tx"], T), CONFIG["tile_by"]
+    TX, BY = min(CONFIG["tile_tx"], T), min(CONFIG["tile_by"], T)
     grid = min(nblocks, CONFIG["max_grid"])
     if gpu:
         dm = _device_table(meta)

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import runtime as _rt
 from ..errors import RuleError
+from ..kernels.device import _has_cupy, check_devices as _check_devices
 
 _NoValue = getattr(np, "_NoValue", None)
 
@@ -414,6 +415,16 @@ def tensordot(g, a, b, axes, which):
     free_a = [i for i in range(a_.ndim) if i not in ax_a]
     free_b = [i for i in range(b_.ndim) if i not in ax_b]
     nfa = len(free_a)
+    if m is not np and (not free_b if which == 0 else not free_a):
+        # no axis to contract (inner products of vectors): an outer product; CuPy's tensordot
+        # refuses empty axis lists with zero-dimensional operands
+        if which == 0:
+            r = g.reshape(g.shape + (1,) * b_.ndim) * cj(b_)
+            cur = free_a + [ax_a[ax_b.index(j)] for j in sorted(ax_b)]
+            return like(r.transpose(_inverse(cur)), a)
+        r = cj(a_).reshape(a_.shape + (1,) * g.ndim) * g
+        cur = [ax_b[ax_a.index(i)] for i in sorted(ax_a)] + free_b
+        return like(r.transpose(_inverse(cur)), b)
     if which == 0:
         r = m.tensordot(g, cj(b_), axes=(list(range(nfa, g.ndim)), free_b))
         cur = free_a + [ax_a[ax_b.index(j)] for j in sorted(ax_b)]
@@ -1306,14 +1317,23 @@ def _permute_adjoint_np(g, axes):
     return asarray(g).transpose(np.argsort(axes)).copy()
 
 
-def concat_adjoint(g, arrays, axis=0):
+def _guard(name, g, x):
+    """Device guard of the concat/permute adjoints: the cotangent and the inputs on one device
+    (nothing to do, and no CuPy import, when no CuPy array is present)."""
+    if _has_cupy((g, x)):
+        _check_devices(f"the adjoint of {name}", (g, x), names=("cotangent", "input"))
+
+
+def concat_adjoint(g, arrays, axis=0, name="concatenate"):
     """Adjoints of ``concatenate(arrays, axis)``: one per input, None for integer/bool inputs."""
+    _guard(name, g, arrays)
     fn = _kernels()[0]
     res = fn(g, arrays, axis)
     return tuple(None if r is None else like(r, a) for r, a in zip(res, arrays))
 
 
-def permute_adjoint(g, axes):
+def permute_adjoint(g, axes, a=None, name="transpose"):
+    _guard(name, g, a)
     return _kernels()[1](g, tuple(int(a) for a in axes))
 
 
@@ -1465,7 +1485,7 @@ def transpose(g, a, axes=None):
     elif isinstance(axes, (tuple, list)) and len(axes) == 1 and isinstance(axes[0], (tuple, list)):
         axes = tuple(axes[0])
     axes = tuple(int(x) % nd for x in axes)
-    return like(permute_adjoint(asarray(g, like=a), axes), a)
+    return like(permute_adjoint(asarray(g, like=a), axes, a, "transpose"), a)
 
 
 def moveaxis(g, a, source, destination):
@@ -1477,7 +1497,7 @@ def moveaxis(g, a, source, destination):
     order = [n for n in range(nd) if n not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
-    return like(permute_adjoint(asarray(g, like=a), tuple(order)), a)
+    return like(permute_adjoint(asarray(g, like=a), tuple(order), a, "moveaxis"), a)
 
 
 def swapaxes(g, a, axis1, axis2):
@@ -1485,7 +1505,7 @@ def swapaxes(g, a, axis1, axis2):
     axes = list(range(nd))
     i, j = axis1 % nd, axis2 % nd
     axes[i], axes[j] = axes[j], axes[i]
-    return like(permute_adjoint(asarray(g, like=a), tuple(axes)), a)
+    return like(permute_adjoint(asarray(g, like=a), tuple(axes), a, "swapaxes"), a)
 
 
 def rollaxis(g, a, axis, start=0):
@@ -1498,7 +1518,7 @@ def rollaxis(g, a, axis, start=0):
     if axis != start:
         axes.remove(axis)
         axes.insert(start, axis)
-    return like(permute_adjoint(asarray(g, like=a), tuple(axes)), a)
+    return like(permute_adjoint(asarray(g, like=a), tuple(axes), a, "rollaxis"), a)
 
 
 def matrix_transpose(g, x):
