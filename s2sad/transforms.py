@@ -34,8 +34,9 @@ __all__ = ["jvp", "forward_source", "jacfwd", "jacrev", "jacobian", "hessian", "
 def jvp(f, primals, tangents):
     """``(f(*primals), J tangents)``: ``primals`` and ``tangents`` are tuples with one entry per
     positional argument (``None``, or zeros, for arguments that carry no tangent)."""
-    fn = get_function(f)
     primals, tangents = tuple(primals), tuple(tangents)
+    f = _concrete(f, primals)
+    fn = get_function(f)
     if len(tangents) != len(primals):
         raise TypeError(f"jvp: {len(tangents)} tangent(s) for {len(primals)} argument(s) of "
                         f"{fn.__qualname__}")
@@ -46,13 +47,36 @@ def jvp(f, primals, tangents):
     return value, materialize(tout, value)
 
 
-def _wrt(f, wrt):
-    """(positions of the positional arguments named by ``wrt``, whether ``wrt`` was single)."""
+def _concrete(f, args):
+    """``f`` itself, or for a gradient function s2sad returned (``s2sad.grad(g)``) the generated,
+    readable gradient function that s2sad can differentiate (:func:`grad_function`)."""
+    from .api import _concrete as concrete
+    return concrete(f, tuple(args))
+
+
+def _names(f):
+    """Names of the positional parameters of ``f`` (those of the underlying function for a
+    gradient function s2sad returned)."""
+    from .api import _grad_of
+    inner = _grad_of(f)
+    if inner is not None:
+        return _names(inner[0])
     fn = get_function(f)
     names = [p.name for p in inspect.signature(fn).parameters.values()
              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if inspect.ismethod(f):
-        names = names[1:]
+    return names[1:] if inspect.ismethod(f) else names
+
+
+def _wrt(f, wrt):
+    """(positions of the positional arguments named by ``wrt``, whether ``wrt`` was single)."""
+    from .api import _grad_of
+    inner = _grad_of(f)
+    label = f"the gradient of {getattr(inner[0], '__qualname__', 'f')}" if inner is not None \
+        else get_function(f).__qualname__
+    return _positions(label, _names(f), wrt)
+
+
+def _positions(label, names, wrt):
     single = not isinstance(wrt, (tuple, list))
     out = []
     for w in ([wrt] if single else list(wrt)):
@@ -60,11 +84,11 @@ def _wrt(f, wrt):
             raise WrtError(f"wrt={w!r}: give a parameter index or name")
         if isinstance(w, str):
             if w not in names:
-                raise WrtError(f"wrt={w!r} is not a parameter of {fn.__qualname__}{tuple(names)}",
+                raise WrtError(f"wrt={w!r} is not a parameter of {label}{tuple(names)}",
                                fix=f"use one of {names}")
             w = names.index(w)
         elif not -len(names) <= w < len(names):
-            raise WrtError(f"wrt={w} but {fn.__qualname__} has {len(names)} positional "
+            raise WrtError(f"wrt={w} but {label} has {len(names)} positional "
                            f"parameter(s): {names}")
         out.append(w % len(names))
     return out, single
@@ -73,6 +97,13 @@ def _wrt(f, wrt):
 def forward_source(f, wrt=0, *example_args):
     """The generated forward-mode module for ``f`` with respect to ``wrt`` (an index, a name, or
     a tuple of them).  Built for array arguments unless example arguments are given."""
+    from .api import _grad_of
+    if _grad_of(f) is not None:
+        if not example_args:
+            raise S2SADError("forward_source of a gradient function s2sad returned: give example "
+                             "arguments (its generated code is specialised on their kinds)",
+                             fix="forward_source(s2sad.grad(f), 0, *args)")
+        f = _concrete(f, example_args)
     fn = get_function(f)
     positions, _ = _wrt(f, wrt)
     cells = runtime._data_cells(fn)
@@ -186,6 +217,7 @@ def grad_function(f, wrt=0, *example_args):
     ``example_args``.  Its source is readable and registered like every generated module, so s2sad
     can differentiate it again: ``jvp`` of it is a Hessian-vector product, and ``grad`` of one of
     its scalar outputs a second derivative."""
+    f = _concrete(f, example_args)
     fn = get_function(f)
     positions, single = _wrt(f, wrt)
     sig = inspect.signature(fn)

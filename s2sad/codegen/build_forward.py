@@ -7,34 +7,18 @@ import numpy as np
 from .. import classify as C
 from .. import runtime
 from ..cache import CACHE
-from ..frontend import jumps
 from ..frontend.analysis import written_arrays
-from ..frontend.lower import Lowerer
-from ..frontend.source import FunctionSource
 from ..rules import registry
-from ..rules import runtime_rules  # noqa: F401  (until the registry loads it: see /tmp/forward_hooks.md)
 from . import text as T
 from .build import Derivative, _sites
+from .build import lower_function as _lower
 from .forward import ForwardEmitter, ForwardStub, forward_activity
 from .load import GeneratedModule
 
 
-class _Lowerer(Lowerer):
-    """The lowering, with temporaries that never reuse a name the function already binds
-    (generated code has variables named ``_1``, ``_2``...)."""
-
-    def tmp(self):
-        while True:
-            self.counter += 1
-            name = f"_{self.counter}"
-            if name not in self.locals:
-                return name
-
-
-def lower_function(pyfunc):
-    fn = _Lowerer(FunctionSource(pyfunc)).lower_function()
-    jumps.structure(fn)
-    return fn
+def lower_function(pyfunc, constructor=False):
+    """The IR of ``pyfunc`` (an ``__init__`` lowered as a constructor returns ``self``)."""
+    return _lower(pyfunc, constructor)
 
 
 def _stub_sites_dynamic(fn):
@@ -51,14 +35,17 @@ def _stub_sites_dynamic(fn):
             call.info = {"diff_vars": call.reads()}
 
 
-def forward_derivative(pyfunc, mask, kinds):
+def forward_derivative(pyfunc, mask, kinds, init=False):
     """The cached forward-mode :class:`~s2sad.codegen.build.Derivative` of ``pyfunc`` w.r.t. the
-    parameters where ``mask`` is True; ``.jvp(*params, *tangents) -> (value, tangent)``."""
-    key = CACHE.key(pyfunc, "forward", tuple(mask), tuple(kinds))
+    parameters where ``mask`` is True; ``.jvp(*params, *tangents) -> (value, tangent)``.
+    ``init``: an ``__init__`` differentiated as a constructor (its output is ``self``)."""
+    key = CACHE.key(pyfunc, "forward-init" if init else "forward", tuple(mask), tuple(kinds))
     dv = CACHE._store.get(key)
     if dv is not None:
-        return dv
-    return CACHE.get(key, lambda: build_forward(pyfunc, tuple(mask), tuple(kinds)))
+        if dv.fresh():
+            return dv
+        CACHE.discard(key, dv)
+    return CACHE.get(key, lambda: build_forward(pyfunc, tuple(mask), tuple(kinds), init))
 
 
 def _namer(namespace, own_key, own_name):
@@ -81,9 +68,9 @@ def _namer(namespace, own_key, own_name):
     return namer
 
 
-def build_forward(pyfunc, mask, param_kinds):
+def build_forward(pyfunc, mask, param_kinds, init=False):
     """Build ``f__jvp`` for ``pyfunc`` with respect to the parameters where ``mask`` is True."""
-    fn = lower_function(pyfunc)
+    fn = lower_function(pyfunc, init)
     wrt = [p for p, m in zip(fn.params, mask) if m]
     kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
     _stub_sites_dynamic(fn)

@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import ir, runtime
 from ..errors import OpaqueCalleeError, RuleError, UnsupportedSyntaxError
-from ..frontend.analysis import activity, written_arrays
+from ..frontend.analysis import diff_reads, written_arrays
 from . import text as T
 from .reverse import _OpaqueSite, _is_scalar_operand
 
@@ -45,10 +45,79 @@ def d(v):
 
 
 # -- activity -------------------------------------------------------------------------------------
+_IN_PLACE = {"append", "extend", "insert", "pop", "update", "setdefault", "sort", "remove",
+             "clear", "popitem", "reverse"}
+
+
+def _in_place_call(s):
+    """(receiver, call) for a container method that changes its receiver and is not a ``Mutate``
+    statement (``d.update(k=v)``, ``d.setdefault(k, v)``, ``xs.sort()``), else None."""
+    call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) else None
+    if isinstance(call, ir.Call) and isinstance(call.fn, ir.Method) and call.fn.name in _IN_PLACE \
+            and call.args and isinstance(call.args[0], str):
+        return call.args[0], call
+    return None
+
+
 def forward_activity(fn, wrt):
     """Active variables: varied by ``wrt`` and useful for the output (the reverse emitter's
-    analysis; list/dict mutation by ``Mutate`` statements included)."""
-    return activity(fn, wrt)
+    analysis, :func:`~s2sad.frontend.analysis.activity`), with two more ways a value is used:
+
+    * a container method that changes its receiver (``d.update(k=v)``, ``xs.sort()``) makes the
+      receiver varied by its arguments, and its arguments useful when the receiver is;
+    * a user function or method called for its effect with varied arguments uses them: its forward
+      derivative is built, so that what it does with them (a write into an argument) is refused
+      or followed, never silently dropped."""
+    stmts = list(ir.walk(fn.body))
+    varied = set(wrt)
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            if isinstance(s, ir.Assign) and s.target not in varied:
+                if any(v in varied for v in diff_reads(s)):
+                    varied.add(s.target)
+                    changed = True
+            elif isinstance(s, ir.SetItem) and isinstance(s.obj, str) and s.obj not in varied:
+                if any(v in varied for v in ir.operand_vars(s.value)):
+                    varied.add(s.obj)
+                    changed = True
+            elif isinstance(s, ir.Mutate):
+                if s.obj not in varied and any(v in varied for v in s.call.reads()):
+                    varied.add(s.obj)
+                    changed = True
+                if s.target and s.target not in varied and s.obj in varied:
+                    varied.add(s.target)
+                    changed = True
+            ip = _in_place_call(s)
+            if ip is not None and ip[0] not in varied and any(v in varied for v in ip[1].reads()):
+                varied.add(ip[0])
+                changed = True
+    useful = set()
+    for s in stmts:
+        if isinstance(s, ir.Return):
+            useful.update(ir.operand_vars(s.value))
+        if isinstance(s, ir.ExprStmt) and s.call.cls in ("derived", "dynamic"):
+            useful.update(v for v in s.call.reads() if v in varied)
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            new = ()
+            if isinstance(s, ir.Assign) and s.target in useful:
+                new = diff_reads(s)
+            elif isinstance(s, ir.SetItem) and s.obj in useful:
+                new = ir.operand_vars(s.value)
+            elif isinstance(s, ir.Mutate) and (s.obj in useful or (s.target and s.target in useful)):
+                new = s.call.reads()
+            ip = _in_place_call(s)
+            if ip is not None and ip[0] in useful:
+                new = list(new) + ip[1].reads()
+            new = [v for v in new if v not in useful]
+            if new:
+                useful.update(new)
+                changed = True
+    return varied & useful, varied
 
 
 # -- the emitter ----------------------------------------------------------------------------------
@@ -67,6 +136,8 @@ class ForwardEmitter:
         self.tnames = {}
         self.real = {v for v, k in kinds.items() if k == "f"}
         self.real |= {self.d(v) for v in self.real}
+        self.closure_keys = _closure_keys(fn)
+        self.origin = fn.origin
 
     def d(self, v):
         """The tangent's name (``_d_x``), made unique where the function already uses it
@@ -175,7 +246,10 @@ class ForwardEmitter:
                                       f"{self.tangent_text(bound.get(p), True)}, {target}, {args})"))
         tree = terms[0]
         for t in terms[1:]:
-            tree = _ast.BinOp(tree, _ast.Add(), t)
+            if rule.kind in ("container", "any"):     # the output may be a list: add elementwise
+                tree = _ast.Call(T.parse_expr("_rt.add"), [tree, t], [])
+            else:
+                tree = _ast.BinOp(tree, _ast.Add(), t)
         tree = _ast.fix_missing_locations(_Fold().visit(tree))
         text = T.unparse(tree)
         if self.needs_broadcast(rule, bound) and not (len(terms) > 1 and not fallback):
@@ -192,18 +266,17 @@ class ForwardEmitter:
         return out
 
     def stmt(self, s):
-        o = s.origin
+        o = self.origin = s.origin
         c = self.consts
         if isinstance(s, ir.Assign):
             return self.assign(s)
         if isinstance(s, ir.SetItem):
             if s.attr:
-                if self.is_active(s.obj):
-                    raise UnsupportedSyntaxError(
-                        f"forward mode does not yet follow attribute writes `.{s.attr} = ...` on a "
-                        f"value that carries a derivative", origin=o,
-                        fix="use reverse mode (s2sad.grad / s2sad.vjp) for this function")
-                return [T.Line(f"{self.text(s.obj)}.{s.attr} = {self.text(s.value)}", o)]
+                lines = [T.Line(f"{self.text(s.obj)}.{s.attr} = {self.text(s.value)}", o)]
+                if self.is_active(s.obj):     # an object's tangent: {attribute: tangent}
+                    lines.append(T.Line(f"{self.d(s.obj)} = _fw.set_attr({self.d(s.obj)}, "
+                                        f"{s.attr!r}, {self.tangent_text(s.value, True)})", o))
+                return lines
             lines = [T.Line(f"{self.text(s.obj)}[{T.index_subscript_text(s.index, c)}] = "
                             f"{self.text(s.value)}", o)]
             if self.is_active(s.obj):
@@ -282,8 +355,9 @@ class ForwardEmitter:
             else:
                 lines = [T.Line(text, org, raw=k > 0) for k, (text, org) in enumerate(src)]
             if t in self.active:       # a closure's tangent: {cell name: tangent of its data}
-                parts = [self.tangent_text(a, True) for a in call.args[1:]]
-                lines.append(T.Line(f"{self.d(t)} = _rt.build_dict({', '.join([self.text(call.args[0])] + parts)})", o))
+                parts = [f"{k!r}: {self.d(a)}" for k, a in zip(call.args[0].value, call.args[1:])
+                         if self.is_active(a) and a != t]
+                lines.append(T.Line(f"{self.d(t)} = {{{', '.join(parts)}}}", o))
             return lines
         if isinstance(call.fn, ir.Static) and call.fn.obj is runtime.apply:
             f, a, kw = call.args
@@ -309,13 +383,13 @@ class ForwardEmitter:
             if t in self.active:
                 lines.append(T.Line(f"{self.d(t)} = {self.zero_of_call(call, t)}", o))
             return lines
-        if call.cls == "derived":
+        if call.cls == "derived" and not call.extra.get("captured"):
             args = call.info["callargs"]
             mask = tuple(self.is_active(a) for a in args)
             name = self.derived_namer(call.info["callee"], mask)
             parts = [self.text(a) for a in args] + [self.d(a) for a, m in zip(args, mask) if m]
             return [T.Line(f"{t}, {self.d(t)} = {name}({', '.join(parts)})", o)]
-        if call.cls == "dynamic":
+        if call.cls in ("dynamic", "derived"):
             return [T.Line(f"{t}, {self.d(t)} = {self.dynamic_text(call)}", o)]
         # primitive
         if isinstance(call.fn, ir.Static) and call.fn.obj in _DISPLAYS:
@@ -370,11 +444,41 @@ class ForwardEmitter:
             return (f"_fw.jvp_method({self.text(r)}, {self.tangent_text(r) or 'None'}, {fn.name!r}, "
                     f"{argt}, {tant}{kw})")
         callee = fn.text if isinstance(fn, ir.Static) else T.operand_text(fn.var, c)
-        if isinstance(fn, ir.Dynamic) and self.is_active(fn.var):       # a closure over active data
+        ftan = self.closure_tangent(call)
+        if ftan is not None:                                             # a closure over active data
             if not kw:
                 kw = ", None, None"
-            kw += f", {self.d(fn.var)}"
+            kw += f", {ftan}"
         return f"_fw.jvp_call({callee}, {argt}, {tant}{kw})"
+
+    def closure_tangent(self, call):
+        """Text of the tangent of a called closure: its captured variables' tangents *now* (a
+        closure reads them when it is called), defaults' tangents from when it was made."""
+        fn = call.fn
+        captured = call.extra.get("captured")
+        var = fn.var if isinstance(fn, ir.Dynamic) else None
+        made = self.d(var) if var is not None and self.is_active(var) else None
+        if not captured:
+            return made
+        if isinstance(fn, ir.Static):               # a closure calling itself: its data cells
+            keys = list(captured)
+        else:
+            keys = self.closure_keys.get(var)
+            if keys is not None and not any(k.endswith("=") for k in keys):
+                made = None                     # no defaults: everything is read now
+            keys = [k for k in keys if not k.endswith("=")] if keys is not None else None
+        if keys is None or len(keys) != len(captured):
+            if any(self.is_active(v) for v in captured):
+                raise UnsupportedSyntaxError(
+                    f"forward mode cannot tell which variables the closure `{var}` reads when it "
+                    f"is called here (it is defined more than once, with different captures)",
+                    origin=self.origin, fix="give each nested function its own name")
+            return made
+        now = ", ".join(f"{k!r}: {self.d(v)}" for k, v in zip(keys, captured)
+                        if self.is_active(v) and v != var)
+        if made is None:
+            return f"{{{now}}}" if now else None
+        return f"{{**{made}, {now}}}" if now else made
 
     def mirror_site(self, call):
         """A list method that changes an active list: its tangent list changes the same way."""
@@ -389,6 +493,15 @@ class ForwardEmitter:
         c = self.consts
         args = call.args[1:]
         if self.kinds.get(recv) != "c":         # may be something else: decide at run time
+            text = self.dynamic_text(call)
+            if target is None:
+                return [T.Line(text, o)]
+            if target in self.active:
+                return [T.Line(f"{target}, {self.d(target)} = {text}", o)]
+            return [T.Line(f"{target}, _ = {text}", o)]
+        if name not in ("append", "insert", "reverse", "clear") or call.kwargs:
+            # the tangent's change depends on the values (remove by value, extend by an
+            # iterable): decided at run time, next to the primal change
             text = self.dynamic_text(call)
             if target is None:
                 return [T.Line(text, o)]
@@ -421,10 +534,15 @@ class ForwardEmitter:
         args = call.args[1:]
         if name in ("append", "insert") and args:
             targs = [self.text(a) for a in args[:-1]] + [self.tangent_text(args[-1], True)]
-        elif name in ("extend", "update") and args:
-            targs = [self.tangent_text(args[0], True)]
-        else:
+        elif name == "pop" and len(args) <= 1:
             targs = [self.text(a) for a in args]
+        else:
+            # extend by any iterable, update from a dict or pairs, pop with a default: the
+            # tangent container changes at run time, next to the primal one
+            text = self.dynamic_text(call)
+            if t and t in self.active:
+                return [T.Line(f"{t}, {self.d(t)} = {text}", o)]
+            return [T.Line(f"{t}, _ = {text}" if t else text, o)]
         tline = f"{self.d(obj)}.{name}({', '.join(targs)})"
         if t and t in self.active:
             tline = f"{self.d(t)} = {tline}"
@@ -455,6 +573,20 @@ class ForwardEmitter:
         triples = [(0, f"def {name}({', '.join(params)}):", None)]
         T.render(body, lambda h: [], triples, 1)
         return triples
+
+
+def _closure_keys(fn):
+    """Closure variable -> the names it captured (None where it is made with different names)."""
+    out = {}
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign) and isinstance(s.value, ir.Call) and \
+                isinstance(s.value.fn, ir.Static) and s.value.fn.obj is runtime.make_closure:
+            keys = tuple(s.value.args[0].value)
+            if s.target in out and out[s.target] != keys:
+                out[s.target] = None
+            else:
+                out[s.target] = keys
+    return out
 
 
 def _all_names(fn):
@@ -596,6 +728,14 @@ def _inner(a, b):
     return np.sum(np.conj(a) * b)
 
 
+def _fallback_output(x):
+    """An output :func:`jvp_by_vjp` can build the tangent of: numbers, arrays, tuples/lists of them."""
+    if isinstance(x, (tuple, list)):
+        return all(_fallback_output(v) for v in x)
+    return isinstance(x, (float, int, complex, bool)) or x is None or \
+        (hasattr(x, "dtype") and hasattr(x, "shape"))
+
+
 def jvp_by_vjp(rule, which, t, ans, args):
     """Tangent of a primitive that has only an adjoint rule: ``(J t)_k = <J^T e_k, t>`` for every
     element ``k`` of the output (one adjoint evaluation per output element)."""
@@ -611,6 +751,11 @@ def jvp_by_vjp(rule, which, t, ans, args):
 
         def pull(g):
             return adj(g, ans, **bound)
+    if not _fallback_output(ans):
+        raise RuleError(f"forward mode: the rule for {rule.name} has no tangent template (jvp=), and "
+                        f"its output (a {type(ans).__name__}) is not an array, a number or a "
+                        f"tuple/list of them, so the tangent cannot be recovered from the adjoint",
+                        fix=f"add jvp={{{which!r}: ...}} to the rule for {rule.name}")
     zero = zeros_like(ans)
     out = zeros_like(ans)
     for path, leaf in _leaves(ans):
@@ -638,12 +783,29 @@ def _rule_tangent(rule, bound, ans, tangents):
             term = tangent_function(rule, p)(t, ans, **bound)
         else:
             term = jvp_by_vjp(rule, p, t, ans, tuple(bound.values()))
-        out = term if out is None else out + term
+        out = term if out is None else runtime.add(out, term)
     return zeros_like(ans) if out is None else out
 
 
 def _active_tangent(t, v):
+    if isinstance(t, dict) and _is_object(v):      # an object's attribute tangents
+        return True
     return t is not None and runtime.differentiable(v)
+
+
+def _is_object(x):
+    """An instance of a user class (its tangent: a dict of attribute tangents)."""
+    import types
+    return hasattr(x, "__dict__") and not isinstance(
+        x, (type, types.ModuleType, types.FunctionType, types.MethodType, functools.partial))
+
+
+def set_attr(tobj, name, t):
+    """``obj.name = v`` on an object that carries a tangent: record ``v``'s tangent."""
+    if not isinstance(tobj, dict):
+        tobj = {}
+    tobj[name] = t
+    return tobj
 
 
 # -- derived callees --------------------------------------------------------------------------------
@@ -677,22 +839,30 @@ def _is_python(fn):
     return inspect.isfunction(fn) and not (fn.__module__ or "").startswith("s2sad.")
 
 
-def _jvp_python(fn, args, targs, kwargs=None, tkwargs=None, top=False, ftan=None):
+def _jvp_python(fn, args, targs, kwargs=None, tkwargs=None, top=False, ftan=None, init=False):
     """Run the forward derivative of the Python function ``fn`` on these arguments and tangents
-    (None: no tangent).  ``top``: the tangents are the user's, copy those the function writes."""
+    (None: no tangent).  ``top``: the tangents are the user's, copy those the function writes.
+    ``ftan``: the tangent of a closure (``{captured name: tangent}``, ``"param="`` for the
+    defaults it was made with).  ``init``: ``fn`` is an ``__init__`` run as a constructor on
+    ``args[0]``, whose tangent (a dict of attribute tangents) it fills in."""
     from .build_forward import forward_derivative
     kwargs = kwargs or {}
     tkwargs = tkwargs or {}
+    call_args, call_kwargs = tuple(args), dict(kwargs)
+    ct = ftan if isinstance(ftan, dict) else {}
     code = fn.__code__
     if kwargs or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or fn.__kwdefaults__ \
             or (fn.__defaults__ and len(args) < code.co_argcount):
-        sig = inspect.signature(fn)
+        sig = inspect.signature(fn, follow_wrapped=False)
         ba = sig.bind(*args, **kwargs)
         tb = sig.bind(*(tuple(targs) + (None,) * (len(args) - len(targs))),
                       **{k: tkwargs.get(k) for k in kwargs})
+        given = set(ba.arguments)
         ba.apply_defaults()
         args = tuple(ba.arguments.values())
-        targs = tuple(tb.arguments.get(k) for k in ba.arguments)
+        # a default value's tangent: the one it had when the closure was made
+        targs = tuple(tb.arguments.get(k) if k in given else ct.get(f"{k}=")
+                      for k in ba.arguments)
     else:
         args = tuple(args)
         targs = tuple(targs) + (None,) * (len(args) - len(targs))
@@ -700,14 +870,16 @@ def _jvp_python(fn, args, targs, kwargs=None, tkwargs=None, top=False, ftan=None
     if cells:          # data held in closure cells: leading parameters (tangents from ftan)
         from ..frontend.source import data_cell_values
         args = tuple(data_cell_values(fn, cells)) + args
-        ct = ftan if isinstance(ftan, dict) else {}
         targs = tuple(ct.get(n) for n in cells) + targs
-    mask = tuple(_active_tangent(t, a) for t, a in zip(targs, args))
+    mask = [_active_tangent(t, a) for t, a in zip(targs, args)]
+    if init:
+        mask[len(cells)] = True
+    mask = tuple(mask)
     if not any(mask):
-        value = fn(*args[len(cells):])
+        value = fn(*call_args, **call_kwargs)
         return value, zeros_like(value)
     kinds = tuple(runtime.kind_of(a) for a in args)
-    dv = forward_derivative(fn, mask, kinds)
+    dv = forward_derivative(fn, mask, kinds, init=init)
     written = set(getattr(dv, "written_params", ())) if top else set()
     tans = [materialize(runtime.snap(t) if p in written else t, a)
             for p, t, a, m in zip(dv.ir.params, targs, args, mask) if m]
@@ -741,7 +913,7 @@ def _jvp_stub(fn, args, targs):
     return (value, (d.bwd, tape)), (tv, (None, ttape))
 
 
-def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None):
+def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None, _bound=False):
     """A call whose callee is only known at run time: returns (value, tangent).
 
     ``targs``/``tkwargs`` hold the arguments' tangents, None for arguments that carry none;
@@ -751,8 +923,22 @@ def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None):
     self_ = getattr(fn, "__self__", None)
     if isinstance(self_, runtime.DerivedStub) or fn is runtime.DerivedStub.bwd:
         return _jvp_stub(fn, args, targs)
-    if self_ is not None and not inspect.ismodule(self_) and hasattr(fn, "__name__"):
-        return jvp_method(self_, None, fn.__name__, args, targs, kwargs, tkwargs)
+    if fn is runtime.init_into:              # super().__init__(...) inside a constructor
+        cls, obj = args[0], args[1]
+        base = super(cls, obj).__init__
+        func = getattr(base, "__func__", None)
+        tobj = targs[1] if len(targs) > 1 and isinstance(targs[1], dict) else {}
+        if func is not None and _is_python(func):
+            _, tobj = _jvp_python(func, (obj,) + tuple(args[2:]), (tobj,) + tuple(targs[2:]),
+                                  kwargs, tkwargs, init=True)
+            return obj, tobj
+        base(*args[2:], **kwargs)
+        return obj, tobj
+    if isinstance(fn, type):
+        return _jvp_construct(fn, args, targs, kwargs, tkwargs)
+    if self_ is not None and not inspect.ismodule(self_) and hasattr(fn, "__name__") and not _bound:
+        return jvp_method(self_, ftan if isinstance(ftan, dict) else None, fn.__name__, args,
+                          targs, kwargs, tkwargs)
     if _is_python(fn):
         return _jvp_python(fn, args, targs, kwargs, tkwargs, ftan=ftan)
     if isinstance(fn, functools.partial):
@@ -762,7 +948,8 @@ def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None):
                         {**fn.keywords, **(kwargs or {})}, {**(pk or {}), **(tkwargs or {})})
     call = getattr(type(fn), "__call__", None)
     if inspect.isfunction(call) and _is_python(call):          # an object of a user class
-        return _jvp_python(call, (fn,) + tuple(args), (None,) + tuple(targs), kwargs, tkwargs)
+        return _jvp_python(call, (fn,) + tuple(args),
+                           (ftan if isinstance(ftan, dict) else None,) + tuple(targs), kwargs, tkwargs)
     from ..rules.registry import lookup
     rule = lookup(fn) if not isinstance(fn, (list, dict)) else None
     value = fn(*args, **kwargs)
@@ -774,6 +961,42 @@ def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None):
             [(tkwargs.get(k), v) for k, v in kwargs.items()]):
         raise OpaqueCalleeError(runtime._opaque_message(fn), fix=runtime._rule_skeleton(fn))
     return value, zeros_like(value)
+
+
+def _jvp_construct(cls, args, targs, kwargs, tkwargs):
+    """``cls(*args, **kwargs)``: a user class's ``__init__`` is differentiated as a constructor
+    (the object's tangent is a dict of attribute tangents); a plain dataclass's fields take the
+    arguments' tangents."""
+    import dataclasses
+    from ..rules.registry import lookup
+    try:
+        rule = lookup(cls)
+    except TypeError:
+        rule = None
+    if rule is None and dataclasses.is_dataclass(cls) and not hasattr(cls, "__post_init__"):
+        obj = cls(*args, **kwargs)
+        names = [f.name for f in dataclasses.fields(cls) if f.init]
+        tobj = {}
+        for n, t in list(zip(names, targs)) + [(k, tkwargs.get(k)) for k in kwargs]:
+            if t is not None:
+                tobj[n] = t
+        return obj, tobj
+    init = cls.__init__
+    if rule is None and _is_python(init) and runtime.constructible(cls):
+        obj = cls.__new__(cls)
+        _, tobj = _jvp_python(init, (obj,) + tuple(args), ({},) + tuple(targs), kwargs, tkwargs,
+                              init=True)
+        return obj, tobj if isinstance(tobj, dict) else {}
+    value = cls(*args, **kwargs)
+    if rule is not None and not rule.zero:
+        bound = rule.bind(args, kwargs)
+        return value, _rule_tangent(rule, bound, value, _param_tangents(rule, args, targs, kwargs,
+                                                                        tkwargs))
+    if rule is None and runtime.differentiable(value) and any(
+            _active_tangent(t, a) for t, a in list(zip(targs, args)) +
+            [(tkwargs.get(k), v) for k, v in kwargs.items()]):
+        raise OpaqueCalleeError(runtime._opaque_message(cls), fix=runtime._rule_skeleton(cls))
+    return value, {} if _is_object(value) else zeros_like(value)
 
 
 def _param_tangents(rule, args, targs, kwargs, tkwargs, self_=None, tself=None):
@@ -816,23 +1039,123 @@ def jvp_apply(fn, args, targs, kwargs, tkwargs, ftan=None):
     return jvp_call(fn, args, targs, kwargs, tkwargs, ftan)
 
 
+def _no_tangent(t):
+    return t is None or (type(t) is float and t == 0.0)
+
+
+def _container_method(recv, trecv, name, args, targs, kwargs, tkwargs):
+    """A method of a list or dict (in place or read-only), its tangent container mirrored."""
+    method = getattr(recv, name)
+    targs = tuple(targs) + (None,) * (len(args) - len(targs))
+    active_args = any(not _no_tangent(t) for t in targs) or \
+        any(not _no_tangent(tkwargs.get(k)) for k in kwargs)
+    if _no_tangent(trecv):
+        if name in _IN_PLACE and active_args and runtime.differentiable(list(args) + list(kwargs.values())):
+            raise UnsupportedSyntaxError(
+                f"forward mode: `.{name}(...)` puts values that carry a derivative into a "
+                f"{type(recv).__name__} that carries none here",
+                fix="build the container from those values (a display or comprehension) instead")
+        value = method(*args, **kwargs)
+        return value, zeros_like(value)
+    if name == "extend":
+        n0 = len(recv)
+        ta = targs[0] if targs else None
+        tl = None if _no_tangent(ta) else list(_elems(ta, args[0]))
+        value = method(*args, **kwargs)
+        added = recv[n0:]
+        trecv.extend([zeros_like(v) for v in added] if tl is None else
+                     [materialize(t, v) for t, v in zip(tl, added)])
+        return value, None
+    if name in ("append", "insert"):
+        value = method(*args, **kwargs)
+        if args:
+            last = materialize(targs[-1], args[-1])
+            getattr(trecv, name)(*(list(args[:-1]) + [last]))
+        return value, None
+    if name == "pop":
+        if isinstance(recv, dict):
+            key = args[0]
+            had = key in recv
+            value = method(*args, **kwargs)
+            if had:
+                return value, materialize(trecv.pop(key, None), value)
+            return value, materialize(targs[1] if len(targs) > 1 else None, value)
+        value = method(*args, **kwargs)
+        return value, materialize(trecv.pop(*args), value)
+    if name == "remove":
+        i = recv.index(args[0])
+        value = method(*args)
+        del trecv[i]
+        return value, None
+    if name in ("reverse", "clear"):
+        value = method(*args, **kwargs)
+        getattr(trecv, name)()
+        return value, None
+    if name == "sort":
+        key, rev = kwargs.get("key"), kwargs.get("reverse", False)
+        keyf = key if key is not None else (lambda v: v)
+        order = sorted(range(len(recv)), key=lambda k: keyf(recv[k]), reverse=rev)
+        tans = _elems(trecv, recv)
+        value = method(*args, **kwargs)
+        trecv[:] = [tans[k] for k in order]
+        return value, None
+    if name == "update":
+        new = {}
+        if args:
+            other = args[0]
+            pairs = other.items() if isinstance(other, dict) else list(other)
+            tother = targs[0]
+            if isinstance(other, dict):
+                tpairs = [(k, (tother or {}).get(k) if isinstance(tother, dict) else None)
+                          for k in other]
+            else:
+                tl = _elems(tother, pairs)
+                tpairs = [(k, None if _no_tangent(tp) else tp[1]) for (k, _), tp in zip(pairs, tl)]
+            vals = dict(pairs)
+            for k, tv in tpairs:
+                new[k] = materialize(tv, vals[k])
+        for k, v in kwargs.items():
+            new[k] = materialize(tkwargs.get(k), v)
+        value = method(*args, **kwargs)
+        trecv.update(new)
+        return value, None
+    if name == "setdefault":
+        key = args[0]
+        if key not in recv:
+            trecv[key] = materialize(targs[1] if len(targs) > 1 else None,
+                                     args[1] if len(args) > 1 else None)
+        value = method(*args, **kwargs)
+        return value, materialize(trecv.get(key), value)
+    if name == "popitem":
+        value = method()
+        return value, (zeros_like(value[0]), materialize(trecv.pop(value[0], None), value[1]))
+    value = method(*args, **kwargs)
+    if name == "copy":
+        return value, copy_tangent(trecv, recv)
+    if name == "get":
+        t = get_tangent(trecv, recv, args[0], value)
+        if len(args) > 1 and args[0] not in recv:
+            t = materialize(targs[1], value)
+        return value, t
+    if name == "values":
+        return value, values_tangent(trecv, recv)
+    if name == "items":
+        return value, items_tangent(trecv, recv)
+    if name in ("index", "count", "keys"):
+        return value, zeros_like(value)
+    if runtime.differentiable(value):
+        raise OpaqueCalleeError(f"forward mode: the {type(recv).__name__} method .{name}() has no "
+                                f"derivative rule", fix=runtime._rule_skeleton(method))
+    return value, zeros_like(value)
+
+
 def jvp_method(recv, trecv, name, args, targs, kwargs=None, tkwargs=None):
-    """``recv.name(*args, **kwargs)`` with tangents: list mutation is mirrored on the tangent
-    list, array methods use their rules, methods of user classes are differentiated."""
+    """``recv.name(*args, **kwargs)`` with tangents: list and dict methods are mirrored on the
+    tangent container, array methods use their rules, methods of user classes are differentiated."""
     kwargs = kwargs or {}
     tkwargs = tkwargs or {}
-    if isinstance(recv, list) and name in _LIST_MUTATORS:
-        value = getattr(recv, name)(*args, **kwargs)
-        if trecv is None or runtime.is_zero(trecv):
-            return value, zeros_like(value)
-        if name in _ADDERS:
-            targs2 = list(args[:-1]) + [materialize(targs[-1], args[-1])] if args else []
-            getattr(trecv, name)(*targs2)
-            return value, None
-        if name == "remove":        # remove by value: find the position in the primal first
-            raise NotImplementedError("list.remove on a list that carries a derivative")
-        tv = getattr(trecv, name)(*args, **kwargs)
-        return value, tv if tv is not None else None
+    if type(recv) in (list, dict, tuple):
+        return _container_method(recv, trecv, name, args, targs, kwargs, tkwargs)
     method = getattr(recv, name)
     if hasattr(recv, "dtype") and hasattr(recv, "shape"):
         from ..rules.registry import lookup_method
@@ -849,33 +1172,161 @@ def jvp_method(recv, trecv, name, args, targs, kwargs=None, tkwargs=None):
         return value, _rule_tangent(rule, bound, value, tans)
     func = getattr(method, "__func__", None)
     if func is not None and _is_python(func):
-        return _jvp_python(func, (recv,) + tuple(args), (trecv,) + tuple(targs), kwargs, tkwargs)
-    if isinstance(recv, (tuple, list, dict)) and name in ("copy", "get", "index", "count", "keys",
-                                                         "values", "items"):
-        value = method(*args, **kwargs)
-        if trecv is None or runtime.is_zero(trecv):
-            return value, zeros_like(value)
-        if name == "copy":
-            return value, type(trecv)(trecv)
-        if name == "get":
-            return value, trecv.get(*args) if args[0] in trecv else zeros_like(value)
-        if name == "values":
-            return value, list(trecv.values())
-        if name == "items":
-            return value, [(k, trecv[k]) for k in recv]
-        return value, zeros_like(value)
-    return jvp_call(method, args, targs, kwargs, tkwargs)
+        self_ = method.__self__          # the object itself, also through super()
+        if isinstance(self_, type):      # a classmethod: the class carries no tangent
+            return _jvp_python(func, (self_,) + tuple(args), (None,) + tuple(targs), kwargs, tkwargs)
+        return _jvp_python(func, (self_,) + tuple(args), (trecv,) + tuple(targs), kwargs, tkwargs)
+    return jvp_call(method, args, targs, kwargs, tkwargs, _bound=True)
 
 
 def jvp_attr(obj, tobj, name):
-    """Attribute read on a value of unknown type: arrays use the attribute rules."""
+    """Attribute read on a value of unknown type: arrays use the attribute rules, objects of user
+    classes their attribute tangents (a dict), properties are differentiated."""
+    if hasattr(obj, "dtype") and hasattr(obj, "shape"):
+        value = getattr(obj, name)
+        if tobj is not None:
+            from ..rules.registry import lookup_attr
+            rule = lookup_attr(name)
+            if rule is not None and not rule.zero and "self" in rule.jvp:
+                return value, tangent_function(rule, "self")(materialize(tobj, obj), value, self=obj)
+        return value, zeros_like(value)
+    prop = getattr(type(obj), name, None)
+    if isinstance(prop, property) and prop.fget is not None and _is_python(prop.fget):
+        return _jvp_python(prop.fget, (obj,), (tobj,))
     value = getattr(obj, name)
-    if hasattr(obj, "dtype") and hasattr(obj, "shape") and tobj is not None:
-        from ..rules.registry import lookup_attr
-        rule = lookup_attr(name)
-        if rule is not None and not rule.zero and "self" in rule.jvp:
-            return value, tangent_function(rule, "self")(materialize(tobj, obj), value, self=obj)
+    if getattr(value, "__self__", None) is obj and callable(value):
+        return value, tobj                   # a bound method: its object's tangent
+    if isinstance(tobj, dict) and not isinstance(obj, dict):
+        t = tobj.get(name)
+        if t is None or (type(t) is float and t == 0.0 and not isinstance(value, (float, int))):
+            t = zeros_like(value)
+            if isinstance(value, (list, dict)) or _is_object(value):
+                if t is None:
+                    t = {}
+                tobj[name] = t               # a mutable attribute: its tangent stays with it
+        return value, t
     return value, zeros_like(value)
+
+
+# -- tangents of Python's builtins over sequences (the ``jvp=`` templates of python_rules) -----------
+# A lazy iterator's tangent (zip, enumerate, reversed, dict views) is the eager list of its
+# elements' tangents: every consumer walks the primal iterator once, and the list alongside it.
+def _elems(t, x):
+    """The tangents of the elements ``iter(x)`` yields, as a list (an endless run of zeros for
+    an iterator that carries none: zip stops at the shortest)."""
+    if isinstance(x, dict):
+        return [zeros_like(k) for k in x]
+    if isinstance(x, range):
+        return [0.0] * len(x)
+    if t is None or (type(t) is float and t == 0.0):
+        if isinstance(x, (list, tuple)) or (hasattr(x, "shape") and hasattr(x, "dtype")):
+            return list(zeros_like(x)) if np.ndim(x) or isinstance(x, (list, tuple)) else []
+        import itertools
+        return itertools.repeat(0.0)
+    if isinstance(t, dict):          # a dict view's tangent came as a dict
+        return list(t.values())
+    return list(t)
+
+
+def seq_tangent(t, x, ans):
+    """Tangent of ``list(x)``, ``tuple(x)`` and of the loop sequence ``_rt.seq(x)``."""
+    if ans is x:                     # _rt.seq of a list, tuple or array: the value itself
+        return materialize(t, x)
+    if isinstance(x, dict):
+        return type(ans)(zeros_like(k) for k in ans)
+    if t is None or (type(t) is float and t == 0.0):
+        return zeros_like(ans)
+    if isinstance(x, (list, tuple)):
+        t = materialize(t, x)
+    out = list(t) if not isinstance(t, dict) else list(t.values())
+    if isinstance(ans, (list, tuple)) and len(out) != len(ans):
+        raise RuleError(f"forward mode: the tangent of {type(x).__name__} has {len(out)} "
+                        f"element(s) where the value has {len(ans)}")
+    return type(ans)(out) if isinstance(ans, (list, tuple)) else out
+
+
+def zip_tangent(t, iterables):
+    return list(zip(*[_elems(ti, x) for ti, x in zip(t, iterables)]))
+
+
+def enumerate_tangent(t, iterable):
+    return [(0.0, e) for e in _elems(t, iterable)]
+
+
+def reversed_tangent(t, seq):
+    return _elems(t, seq)[::-1]
+
+
+def star_args_tangent(t, segments):
+    out = []
+    for ti, seg in zip(t, segments):
+        out.extend(_elems(ti, seg))
+    return tuple(out)
+
+
+def sum_tangent(t, iterable, ans):
+    """Tangent of ``sum(iterable)`` in the iterable."""
+    if hasattr(iterable, "shape") and hasattr(iterable, "dtype"):
+        return runtime.array_module(iterable).sum(materialize(t, iterable), axis=0)
+    out = None
+    for e in _elems(t, iterable):
+        if e is None or (type(e) is float and e == 0.0):
+            continue
+        out = e if out is None else out + e
+    return zeros_like(ans) if out is None else bcast(out, ans)
+
+
+def extremum_tangent(t, args, key, pick):
+    """Tangent of builtin ``min``/``max``: the chosen element's (first of equals, like Python)."""
+    if len(args) == 1:
+        items, tans = list(args[0]), _elems(t[0], args[0])
+    else:
+        items, tans = list(args), [materialize(ti, a) for ti, a in zip(t, args)]
+    keyf = key if key is not None else (lambda v: v)
+    vals = [keyf(v) for v in items]
+    best = pick(range(len(items)), key=lambda k: vals[k])
+    return materialize(tans[best], items[best])
+
+
+def sorted_tangent(t, iterable, key, reverse):
+    items = list(iterable)
+    tans = _elems(t, iterable)
+    keyf = key if key is not None else (lambda v: v)
+    order = sorted(range(len(items)), key=lambda k: keyf(items[k]), reverse=reverse)
+    return [materialize(tans[k], items[k]) for k in order]
+
+
+def hypot_tangent(t, ans, coordinates):
+    if ans == 0:
+        return 0.0
+    return sum(c * tc for c, tc in zip(coordinates, materialize(t, coordinates))) / ans
+
+
+def get_tangent(t, d, key, ans):
+    """Tangent of ``d.get(key, default)`` in ``d``."""
+    if key in d and t is not None and not (type(t) is float and t == 0.0):
+        return materialize(t.get(key) if isinstance(t, dict) else t[key], d[key])
+    return zeros_like(ans)
+
+
+def default_tangent(t, d, key, ans):
+    """Tangent of ``d.get(key, default)`` in ``default``."""
+    return zeros_like(ans) if key in d else t
+
+
+def values_tangent(t, d):
+    t = materialize(t, d)
+    return [t[k] for k in d]
+
+
+def items_tangent(t, d):
+    t = materialize(t, d)
+    return [(zeros_like(k), t[k]) for k in d]
+
+
+def copy_tangent(t, x):
+    t = materialize(t, x)
+    return type(t)(t) if isinstance(t, (list, dict)) else t
 
 
 RuleError  # noqa: B018 (raised by the build for rules without tangents where no fallback applies)

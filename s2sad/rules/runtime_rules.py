@@ -82,6 +82,53 @@ def pow_db(a, b):
     return a ** (b - 1) * (1 + b * _r.safe_log(a))
 
 
+def _small_int(b):
+    return type(b) in (int, float) and float(b).is_integer() and abs(b) < 64
+
+
+def falling(b, k):
+    """b (b - 1) ... (b - k + 1)."""
+    out = 1
+    for i in range(k):
+        out = out * (b - i)
+    return out
+
+
+def pow_dk(a, b, k):
+    """d^k/da^k of a ** b, exact where b is a small whole number (no 0 ** -1 for a vanishing
+    derivative): the derivatives of ``pow_d2`` and of itself, for third and higher orders."""
+    if _small_int(b) and 0 <= b < k:
+        return 0.0 * a
+    c = falling(b, k)
+    e = b - k
+    if _small_int(e) and e == 0:
+        return c + 0.0 * a
+    return c * a ** (int(e) if _small_int(e) and e > 0 else e)
+
+
+def pow_dk_db(a, b, k):
+    """d/db of ``pow_dk(a, b, k)`` = a ** (b - k) (d/db falling(b, k) + falling(b, k) log a)."""
+    dfall = 0
+    for j in range(k):
+        term = 1
+        for i in range(k):
+            if i != j:
+                term = term * (b - i)
+        dfall = dfall + term
+    return a ** (b - k) * (dfall + falling(b, k) * _r.safe_log(a))
+
+
+def pow_db_da(a, b):
+    """d/da of ``pow_db(a, b)``."""
+    return a ** (b - 2) * ((b - 1) * (1 + b * _r.safe_log(a)) + b)
+
+
+def pow_db_db(a, b):
+    """d/db of ``pow_db(a, b)``."""
+    la = _r.safe_log(a)
+    return a ** (b - 1) * la * (2 + b * la)
+
+
 def safe_log_tangent(t, a):
     """Tangent of ``safe_log(a)``: t / a where a is positive (or complex), 0 where log is set to 0."""
     if type(a) in (int, float):
@@ -99,6 +146,40 @@ def hypot_out(grad, out, coords, t):
 
 def hypot_coords(grad, out, t):
     return tuple(grad * tc / out if out != 0 else 0.0 for tc in t)
+
+
+def _pop_pos(obj, i):
+    n = len(obj)
+    return i if i >= 0 else n + 1 + i
+
+
+def unpop_rest(g, obj, i=-1):
+    """Transpose of ``unpop(., 0, obj, i)``: the list adjoint without the popped position."""
+    if _r.is_zero(g):
+        return 0.0
+    if isinstance(obj, dict):
+        return {k: v for k, v in g.items() if k != i}
+    g = list(g)
+    del g[_pop_pos(obj, i)]
+    return g
+
+
+def unpop_item(g, obj, i=-1):
+    """Transpose of ``unpop(0, ., obj, i)``: the adjoint at the popped position."""
+    if _r.is_zero(g):
+        return 0.0
+    if isinstance(obj, dict):
+        return _r._z(g.get(i))
+    return _r._z(g[_pop_pos(obj, i)])
+
+
+def reappend(g, grad):
+    """Transpose of ``unappend``: (adjoint of the list before, adjoint of the item) -> list."""
+    if _r.is_zero(g) or _r.is_zero(grad):
+        return 0.0
+    before, item = g
+    before = [0.0] * (len(grad) - 1) if _r.is_zero(before) else list(before)
+    return before + [_r._z(item)]
 
 
 def trigamma(x):
@@ -168,6 +249,38 @@ defrule(_r.hypot_adjoint, "grad, out, coords, /",
              "out": "_rr.hypot_out(grad, out, coords, t)",
              "coords": "_rr.hypot_coords(grad, out, t)"}, kind="container", ns=NS)
 defrule(_r.sum_adjoint, "grad, iterable, /", jvp={"grad": "_rt.sum_adjoint(t, iterable)"}, **_any)
+# the helpers above, so that derivatives of derivatives of derivatives go through
+UB = "_rt.unbroadcast"
+defrule(pow_d2, "a, b, /",
+        vjp={"a": f"{UB}(g * _rr.pow_dk(a, b, 3), a)", "b": f"{UB}(g * _rr.pow_dk_db(a, b, 2), b)"},
+        jvp={"a": "t * _rr.pow_dk(a, b, 3)", "b": "t * _rr.pow_dk_db(a, b, 2)"}, **_same)
+defrule(pow_dk, "a, b, k, /",
+        vjp={"a": f"{UB}(g * _rr.pow_dk(a, b, k + 1), a)",
+             "b": f"{UB}(g * _rr.pow_dk_db(a, b, k), b)"},
+        jvp={"a": "t * _rr.pow_dk(a, b, k + 1)", "b": "t * _rr.pow_dk_db(a, b, k)"}, **_same)
+defrule(pow_db, "a, b, /",
+        vjp={"a": f"{UB}(g * _rr.pow_db_da(a, b), a)", "b": f"{UB}(g * _rr.pow_db_db(a, b), b)"},
+        jvp={"a": "t * _rr.pow_db_da(a, b)", "b": "t * _rr.pow_db_db(a, b)"}, **_same)
+defrule(safe_log_tangent, "tan, a, /",
+        vjp={"tan": f"{UB}(_rr.safe_log_tangent(g, a), tan)",
+             "a": f"{UB}(_rr.safe_log_tangent(-g * tan / a, a), a)"},
+        jvp={"tan": "_rr.safe_log_tangent(t, a)", "a": "_rr.safe_log_tangent(-tan * t / a, a)"},
+        **_same)
+defrule(expand_like, "grad, like, /", vjp={"grad": "_rt.unbroadcast(g, grad)"},
+        jvp={"grad": "_rr.expand_like(t, like)"}, **_any)
+defrule(take, "grad, idx, /", vjp={"grad": "_rr.scatter(g, grad, idx)"},
+        jvp={"grad": "_rr.take(t, idx)"}, **_any)
+defrule(scatter, "grad, like, idx, /", vjp={"grad": f"{UB}(_rr.take(g, idx), grad)"},
+        jvp={"grad": "_rr.scatter(t, like, idx)"}, **_any)
+defrule(tuple_of, "grad, n, /", vjp={"grad": "_rt.seq_adjoint(g, grad)"},
+        jvp={"grad": "_rr.tuple_of(t, n)"}, kind="container", ns=NS)
+# the tape stacks of generated code (third derivatives through loops)
+defrule(_r.unpop, "grad, gy, obj, i=-1, /",
+        vjp={"grad": "_rr.unpop_rest(g, obj, i)", "gy": "_rr.unpop_item(g, obj, i)"},
+        jvp={"grad": "_rt.unpop(t, 0.0, obj, i)", "gy": "_rt.unpop(0.0, t, obj, i)"},
+        kind="container", ns=NS)
+defrule(_r.unappend, "grad, /", vjp={"grad": "_rr.reappend(g, grad)"},
+        jvp={"grad": "_rt.unappend(t)"}, kind="container", ns=NS)
 defrule(_r.digamma, "x, /", vjp={"x": "g * _rr.trigamma(x)"}, jvp={"x": "t * _rr.trigamma(x)"},
         kind="float", ns=NS)
 defzero(_r.zeros_like, _r.is_zero, _r.kind_of, _r.differentiable, _r.check_opaque)

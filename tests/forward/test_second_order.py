@@ -96,20 +96,13 @@ def test_generated_sweeps_are_readable_by_the_frontend():
     assert src.node.name == "looped__bwd"
 
 
-@pytest.mark.xfail(strict=True, reason="reverse over reverse needs two hooks outside forward mode: "
-                   "Lowerer.tmp must skip names the function binds, and the reverse emitter's "
-                   "adjoint names must not collide with generated `_b_x` variables (see "
-                   "/tmp/forward_hooks.md); forward over reverse (hvp, hessian) works today")
-def test_grad_of_grad_reverse_over_reverse(monkeypatch):
-    # The reverse pipeline's lowering must not reuse the generated code's own names (_1, _2...)
-    # for its temporaries: hook requested in s2sad/frontend/lower.py (Lowerer.tmp); until then
-    # this test uses the forward pipeline's lowering, which has the fix.
-    from s2sad.codegen import build, build_forward
-    monkeypatch.setattr(build, "lower_function", build_forward.lower_function)
+def test_grad_of_grad_reverse_over_reverse():
+    # reverse mode differentiates the generated reverse sweeps (grad_function) again
     g = tr.grad_function(P.scal, 0, 0.7)
     gg = s2sad.grad(g)
     expected = tr.hessian(P.scal)(0.7)
     assert gg(0.7) == pytest.approx(expected, rel=1e-10)
+    assert s2sad.grad(s2sad.grad(P.scal))(0.7) == pytest.approx(expected, rel=1e-10)
 
 
 def test_forward_over_forward_second_derivative():

@@ -22,10 +22,7 @@ SUITES = {"core": os.path.normpath(os.path.join(HERE, "..", "core")),
           "language": os.path.normpath(os.path.join(HERE, "..", "language"))}
 
 # tests whose programs forward mode does not handle yet, with the reason
-XFAIL = {
-    "language/test_lang_examples::test_optimizer_state_dataclass":
-        "forward mode does not follow attribute writes on objects that carry a derivative",
-}
+XFAIL = {}
 
 
 def _collect():
