@@ -1197,3 +1197,23 @@ def init_into(cls, obj, *args, **kwargs):
     """``super().__init__(*args)`` inside ``cls.__init__``; returns the object it filled in."""
     super(cls, obj).__init__(*args, **kwargs)
     return obj
+
+
+# -- dtype-changing calls ----------------------------------------------------------------------
+def dtype_guard(dtype, adj):
+    """An adjoint through a cast to ``dtype``: none when the result is an integer or bool."""
+    if dtype is None:
+        return adj
+    try:
+        kind = np.dtype(dtype).kind
+    except TypeError:
+        return adj
+    return adj if kind in "fc" else 0.0
+
+
+def dtype_of(dtype, a):
+    return dtype if dtype is not None else getattr(a, "dtype", None)
+
+
+def times_initial(g, initial):
+    return g if initial is None else g * initial

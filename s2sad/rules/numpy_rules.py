@@ -173,14 +173,17 @@ defrule(np.clip, _CLIP,
 
 # -- reductions -----------------------------------------------------------------------------------
 _RED = "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True"
-_each(_np("sum"), _RED, vjp={"a": "_adj.sum(g, a, axis, keepdims)"},
+_each(_np("sum"), _RED, vjp={"a": "_rt.dtype_guard(dtype, _adj.sum(g, a, axis, keepdims))",
+                             "initial": "_rt.unbroadcast(g, initial)"},
       jvp={"a": "np.sum(t, axis=axis, keepdims=keepdims)"}, forbid={"out": None, "where": True},
       ns=A)
 _each(_np("mean"), "a, axis=None, dtype=None, out=None, keepdims=False, *, where=True",
       vjp={"a": "_adj.mean(g, a, axis, keepdims)"},
       jvp={"a": "np.mean(t, axis=axis, keepdims=keepdims)"}, forbid={"out": None, "where": True},
       ns=A)
-_each(_np("prod"), _RED, vjp={"a": "_adj.prod(g, a, axis, keepdims)"},
+_each(_np("prod"), _RED,
+      vjp={"a": "_rt.dtype_guard(dtype, _adj.prod(_rt.times_initial(g, initial), a, axis, keepdims))",
+           "initial": "_rt.unbroadcast(g * np.prod(a, axis=axis, keepdims=keepdims), initial)"},
       jvp={"a": "_adj.prod_tangent(t, a, axis, keepdims)"},
       forbid={"out": None, "where": True}, ns=A)
 _MAX = "a, axis=None, out=None, keepdims=False, initial=None, where=True"
@@ -330,11 +333,13 @@ defrule(np.copy, "a, order='K', subok=False", vjp={"a": "g"}, jvp={"a": "np.copy
 _each(_np("ascontiguousarray", "asfortranarray"), "a, dtype=None, *, like=None",
       vjp={"a": "_adj.like(g, a)"}, view=True, ns=A)
 defrule(np.array, "object, dtype=None, *, copy=True, order='K', subok=False, ndmin=0, ndmax=0, "
-        "like=None", vjp={"object": "_adj.array_adjoint(np.reshape(g, np.shape(object)), object)"},
+        "like=None", vjp={"object": "_rt.dtype_guard(dtype, _adj.array_adjoint(np.reshape(g, "
+                                    "np.shape(object)), object))"},
         jvp={"object": "_adj.array_tangent(t, ans)"},
         ns=A)
 _each(_np("asarray", "asanyarray"), "a, dtype=None, order=None, *, device=None, copy=None, "
-      "like=None", vjp={"a": "_adj.array_adjoint(np.reshape(g, np.shape(a)), a)"}, view=True,
+      "like=None", vjp={"a": "_rt.dtype_guard(dtype, _adj.array_adjoint(np.reshape(g, np.shape(a)), "
+                             "a))"}, view=True,
       ns=A)
 defrule(np.broadcast_arrays, "*args, subok=False",
         vjp={"args": "_adj.broadcast_arrays(g, args)"}, kind="any", view=True, ns=A)
@@ -398,15 +403,16 @@ defzero(*_np(
     "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift", "right_shift", "gcd",
     "lcm",
     # constructors whose output carries no derivative
-    "zeros", "ones", "empty", "full", "eye", "identity", "arange", "tri", "indices",
-    "zeros_like", "ones_like", "empty_like", "full_like", "diag_indices", "tril_indices",
+    "zeros", "ones", "empty", "eye", "identity", "arange", "tri", "indices",
+    "zeros_like", "ones_like", "empty_like", "diag_indices", "tril_indices",
     "triu_indices", "ndindex", "unravel_index", "ravel_multi_index",
     "finfo", "iinfo", "dtype", "can_cast",
 ))
 
 # -- ndarray methods ------------------------------------------------------------------------------
 defmethod("sum", "self, axis=None, dtype=None, out=None, keepdims=False, initial=None, "
-          "where=True", vjp={"self": "_adj.sum(g, self, axis, keepdims)"},
+          "where=True", vjp={"self": "_rt.dtype_guard(dtype, _adj.sum(g, self, axis, keepdims))",
+                             "initial": "_rt.unbroadcast(g, initial)"},
           jvp={"self": "np.sum(t, axis=axis, keepdims=keepdims)"},
           forbid={"out": None, "where": True}, ns=A)
 defmethod("mean", "self, axis=None, dtype=None, out=None, keepdims=False, *, where=True",
@@ -414,7 +420,10 @@ defmethod("mean", "self, axis=None, dtype=None, out=None, keepdims=False, *, whe
           jvp={"self": "np.mean(t, axis=axis, keepdims=keepdims)"},
           forbid={"out": None, "where": True}, ns=A)
 defmethod("prod", "self, axis=None, dtype=None, out=None, keepdims=False, initial=None, "
-          "where=True", vjp={"self": "_adj.prod(g, self, axis, keepdims)"},
+          "where=True",
+          vjp={"self": "_rt.dtype_guard(dtype, _adj.prod(_rt.times_initial(g, initial), self, axis, "
+                       "keepdims))",
+               "initial": "_rt.unbroadcast(g * np.prod(self, axis=axis, keepdims=keepdims), initial)"},
           forbid={"out": None, "where": True}, ns=A)
 for _k in ("max", "min"):
     defmethod(_k, "self, axis=None, out=None, keepdims=False, initial=None, where=True",
@@ -458,7 +467,8 @@ defmethod("clip", "self, min=None, max=None, out=None, **kwargs",
                "min": "_adj.clip(g, self, min, max, 'lo')",
                "max": "_adj.clip(g, self, min, max, 'hi')"}, forbid={"out": None}, ns=A)
 defmethod("astype", "self, dtype, order='K', casting='unsafe', subok=True, copy=True",
-          vjp={"self": "_adj.astype(g, self)"}, jvp={"self": "t.astype(dtype)"}, ns=A)
+          vjp={"self": "_rt.dtype_guard(dtype, _adj.astype(g, self))"},
+          jvp={"self": "t.astype(dtype)"}, ns=A)
 defmethod("item", "self, *args", vjp={"self": "_adj.item(g, self, args)"},
           jvp={"self": "t.item(*args)"}, kind="float", ns=A)
 defmethod("repeat", "self, repeats, axis=None", vjp={"self": "_adj.repeat(g, self, repeats, axis)"},
@@ -474,3 +484,12 @@ defmethod("trace", "self, offset=0, axis1=0, axis2=1, dtype=None, out=None",
           jvp={"self": "t.trace(offset, axis1, axis2)"}, forbid={"out": None}, ns=A)
 defzero_method("argmax", "argmin", "argsort", "nonzero", "all", "any", "round", "searchsorted",
                "argpartition", "tobytes")
+
+# constructors filled with a value: the fill value carries the derivative
+defrule(np.full, "shape, fill_value, dtype=None, order='C', *, device=None, like=None",
+        vjp={"fill_value": "_rt.dtype_guard(dtype, _rt.unbroadcast(g, fill_value))"},
+        jvp={"fill_value": "np.broadcast_to(t, ans.shape).astype(ans.dtype)"})
+defrule(np.full_like, "a, fill_value, dtype=None, order='K', subok=True, shape=None, *, "
+        "device=None", vjp={"fill_value": "_rt.dtype_guard(_rt.dtype_of(dtype, a), "
+                                          "_rt.unbroadcast(g, fill_value))"},
+        jvp={"fill_value": "np.broadcast_to(t, ans.shape).astype(ans.dtype)"})
