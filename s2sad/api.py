@@ -14,6 +14,7 @@ from .ir import Origin
 from .kernels.device import guard_arguments
 
 _RECURSION_LIMIT = 20000
+_NDARRAY = __import__("numpy").ndarray
 
 
 def _def_origin(pyfunc):
@@ -36,6 +37,7 @@ class _Spec:
         self.offset = 1 if self.bound_self is not None else 0
         self.single = not isinstance(wrt, (tuple, list))
         self.wrt = self._normalise(wrt)
+        self._memo = {}          # (mask, kinds) -> derivative: the per-call path skips the cache key
 
     def locate(self, i):
         """(parameter index, element of *args or None) of the i-th positional argument of a call."""
@@ -119,7 +121,11 @@ class _Spec:
                                    "leave this argument out of wrt")
             mask[i + nc] = True
         kinds = tuple(runtime.kind_of(a) for a in full)
-        return reverse_derivative(self.pyfunc, tuple(mask), kinds), full
+        key = (tuple(mask), kinds)
+        d = self._memo.get(key)
+        if d is None or not d.fresh():
+            d = self._memo[key] = reverse_derivative(self.pyfunc, key[0], kinds)
+        return d, full
 
 
 def _describe(v):
@@ -209,7 +215,10 @@ def _finish_grads(grads, args, wrt):
     for i, el in wrt:
         g = by_param[i]
         if el is None:
-            g = runtime.materialize(g, args[i])
+            x = args[i]
+            if not (type(g) is _NDARRAY and type(x) is _NDARRAY and g.shape == x.shape and
+                    g.dtype == x.dtype):
+                g = runtime.materialize(g, x)
         else:
             parts = runtime.parts(g, len(args[i]))
             g = runtime.materialize(parts[el], args[i][el])
@@ -223,9 +232,23 @@ def _finish_grads(grads, args, wrt):
 def _value_and_grad(spec, args, kwargs, wrt):
     args = spec.bind(args, kwargs)
     d, full = spec.derivative(args, wrt)
-    value, tape = _run(d.fwd, *full)
-    seed = _scalar_seed(value, spec.pyfunc)
-    grads = _run(d.bwd, tape, seed)
+    old = sys.getrecursionlimit()
+    if old < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
+    try:
+        value, tape = d.fwd(*full)
+        seed = _scalar_seed(value, spec.pyfunc)
+        grads = d.bwd(tape, seed)
+    except S2SADError as e:
+        if e.origin is None:
+            _locate(e)
+        raise
+    except Exception as e:
+        _annotate(e)
+        raise
+    finally:
+        if old < _RECURSION_LIMIT:
+            sys.setrecursionlimit(old)
     return value, _finish_grads(grads, args, wrt)
 
 

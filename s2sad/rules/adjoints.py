@@ -20,6 +20,10 @@ _NoValue = getattr(np, "_NoValue", None)
 
 
 # -- small utilities ----------------------------------------------------------------------------
+_NDARRAY = np.ndarray
+_np_outer = np.outer
+
+
 def xp(*xs):
     """The array module (NumPy or CuPy) of the first array among ``xs``."""
     for x in xs:
@@ -158,6 +162,10 @@ def count(xshape, axis):
 # -- reductions ---------------------------------------------------------------------------------
 def sum(g, a, axis=None, keepdims=False):
     """Adjoint of ``np.sum(a, axis, keepdims)``: g copied along the reduced axes."""
+    if axis is None and type(a) is _NDARRAY and a.dtype.kind == "f" and \
+            (type(g) is float or type(g) is _NDARRAY and g.ndim == 0 and g.dtype.kind == "f" or
+             isinstance(g, np.floating)):
+        return np.full(a.shape, g, dtype=a.dtype)          # the common case, directly
     return full_like(expand(g, shape(a), axis, _flag(keepdims), like=a), a)
 
 
@@ -368,6 +376,13 @@ def _mH(x):
 
 def matmul(g, a, b, which):
     """Adjoint of ``a @ b`` for ``a`` (which=0) or ``b`` (which=1); 1-D operands and batches."""
+    if type(a) is _NDARRAY and type(b) is _NDARRAY and type(g) is _NDARRAY and \
+            a.dtype is b.dtype and a.dtype is g.dtype and a.dtype.kind == "f" and a.ndim == 2:
+        # the common real matrix cases, without the general machinery
+        if b.ndim == 1:
+            return _np_outer(g, b) if which == 0 else a.T @ g
+        if b.ndim == 2:
+            return g @ b.T if which == 0 else a.T @ g
     m = xp(a, b, g)
     a_ = asarray(a, like=b)
     b_ = asarray(b, like=a)
