@@ -159,3 +159,11 @@ defrule(_r.seq, "x, /", vjp={"x": "_rt.seq_adjoint_of(g, x)"},
         jvp={"x": "_fw.seq_tangent(t, x, ans)"}, kind="any", view=True,
         name="loop sequence")
 defrule(builtins.super, "cls, obj, /", vjp={"obj": "g"}, jvp={"obj": "t"}, kind="any", view=True)
+
+# -- helpers that generated reverse sweeps call (so derivatives can be differentiated again) ---------
+defrule(_r.dtype_guard, "dtype, adj, /", vjp={"adj": "_rt.dtype_guard(dtype, g)"},
+        jvp={"adj": "_rt.dtype_guard(dtype, t)"}, kind="any")
+defrule(_r.times_initial, "x, initial, /",
+        vjp={"x": "_rt.times_initial(g, initial)", "initial": "_rt.unbroadcast(g * x, initial)"},
+        jvp={"x": "_rt.times_initial(t, initial)", "initial": "t * x"}, kind="any")
+defzero(_r.dtype_of)
