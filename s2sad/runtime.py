@@ -381,6 +381,8 @@ def abs_adjoint(g, x):
 def abs_tangent(t, x):
     if type(x) is float or type(x) is int:
         return t * (1.0 if x > 0 else -1.0 if x < 0 else 0.0)
+    if type(x) is complex:
+        return (x.conjugate() * t).real / abs(x) if x != 0 else 0.0 * abs(t)
     xp = array_module(x)
     if getattr(x, "dtype", np.dtype(float)).kind == "c":
         ax = xp.abs(x)
@@ -652,9 +654,11 @@ def unpop(g, gy, obj, i=-1):
 def unupdate(g, other):
     if is_zero(g):
         return 0.0, 0.0
-    keys = other.keys() if isinstance(other, dict) else [k for k, _ in other]
+    keys = list(other.keys()) if isinstance(other, dict) else [k for k, _ in other]
     before = {k: v for k, v in g.items() if k not in keys}
-    return before, {k: _z(g.get(k)) for k in keys}
+    if isinstance(other, dict):
+        return before, {k: _z(g.get(k)) for k in keys}
+    return before, type(other)((k, _z(g.get(k))) for k in keys)     # a sequence of pairs
 
 
 def _z(v):
@@ -706,11 +710,22 @@ def sorted_adjoint(g, iterable, key, reverse):
 #   ("attr", name) / ("self",)                         attribute reads on objects / bound methods
 #   ("dataclass", field names, nargs, kwnames)         a dataclass constructed from fields
 
+_IN_PLACE_METHODS = {"sort", "reverse", "popitem", "update", "setdefault", "remove", "clear",
+                     "__setitem__", "__delitem__", "__iadd__"}
+
+
 def call(fn, *args, **kwargs):
     """Run a call whose callee is only known now; returns (value, record for :func:`pull`)."""
     import functools
     import inspect
     self_ = getattr(fn, "__self__", None)
+    if type(self_) in (list, dict) and getattr(fn, "__name__", None) in _IN_PLACE_METHODS and \
+            (differentiable(self_) or any(differentiable(a) for a in args + tuple(kwargs.values()))):
+        from .errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            f"`.{fn.__name__}(...)` changes a {type(self_).__name__} that holds values carrying "
+            f"derivatives in a way s2sad does not follow",
+            fix="build a new list/dict instead (e.g. `sorted(xs)`, `xs[::-1]`, `{**d, k: v}`)")
     if inspect.ismethod(fn):
         func = fn.__func__
         if _is_python(func):
@@ -1217,3 +1232,15 @@ def dtype_of(dtype, a):
 
 def times_initial(g, initial):
     return g if initial is None else g * initial
+
+
+def extremum_initial_adjoint(g, ans, a, initial, axis, keepdims):
+    """Adjoint of ``initial=`` in max/min: g where the extremum is ``initial`` and no element of
+    the data reaches it (where elements tie with it, they take the adjoint)."""
+    xp = array_module(a)
+    axes = tuple(range(a.ndim)) if axis is None else \
+        tuple(k % a.ndim for k in ((axis,) if isinstance(axis, int) else axis))
+    ans_k = ans if keepdims else xp.expand_dims(ans, axes) if axes else ans
+    hit = (xp.asarray(a) == ans_k).any(axis=axes, keepdims=keepdims) if axes else \
+        xp.asarray(a) == ans_k
+    return unbroadcast(xp.where((ans == initial) & ~hit, g, 0.0), initial)

@@ -208,7 +208,8 @@ def extremum(g, ans, a, axis=None, keepdims=False):
     mask = (a == ans_e)
     n = mask.sum(axis=norm_axes(axis, a.ndim), keepdims=True)
     ge = expand(g, a.shape, axis, _flag(keepdims), like=a)
-    return like(mask * (ge / n), a)
+    # where the extremum came from `initial=` no element ties with it: nothing to share
+    return like(mask * (ge / xp(a).maximum(n, 1)), a)
 
 
 def var(g, a, axis=None, ddof=0, keepdims=False, mean=None):
@@ -226,7 +227,10 @@ def std(g, ans, a, axis=None, ddof=0, keepdims=False):
     mu = a.mean(axis=norm_axes(axis, a.ndim), keepdims=True)
     ge = expand(g, a.shape, axis, _flag(keepdims), like=a)
     se = expand(ans, a.shape, axis, _flag(keepdims), like=a)
-    return like(ge * (a - mu) / ((n - ddof) * se), a)
+    m = xp(a)
+    # a zero standard deviation (one element, or equal elements) has a zero subgradient here
+    safe = m.where(se == 0, 1, se)
+    return like(m.where(se == 0, 0, ge * (a - mu) / ((n - ddof) * safe)), a)
 
 
 def _correction(ddof, correction):

@@ -188,7 +188,8 @@ _each(_np("prod"), _RED,
       forbid={"out": None, "where": True}, ns=A)
 _MAX = "a, axis=None, out=None, keepdims=False, initial=None, where=True"
 _each(_np("max", "amax", "min", "amin"), _MAX,
-      vjp={"a": "_adj.extremum(g, ans, a, axis, keepdims)"},
+      vjp={"a": "_adj.extremum(g, ans, a, axis, keepdims)",
+           "initial": "_rt.extremum_initial_adjoint(g, ans, a, initial, axis, keepdims)"},
       jvp={"a": "_adj.extremum_tangent(t, ans, a, axis, keepdims)"},
       forbid={"out": None, "where": True}, ns=A)
 _VAR = ("a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, "

@@ -69,6 +69,11 @@ class Rule:
         self.zero = zero
         self.broadcast = broadcast   # elementwise with NumPy broadcasting (lets emitters drop no-op unbroadcasts)
         names = set(self.signature.parameters)
+        clash = names & {"g", "ans", "t"}
+        if clash and not zero:
+            raise RuleError(f"rule for {self.name}: parameters named {sorted(clash)} would hide the "
+                            f"template names g (output adjoint), ans (output), t (tangent); "
+                            f"rename them in params=")
         for p in list(self.vjp) + list(self.jvp) + list((joint or ((), ""))[0]) + list(self.forbid):
             if p not in names:
                 raise RuleError(f"rule for {self.name}: {p!r} is not a parameter of ({params})")

@@ -24,7 +24,7 @@ BUGS = {
 }
 
 
-FIXED = ['B1', 'B10', 'B12', 'B14', 'B15', 'B16', 'B2', 'B3', 'B4', 'B6', 'B7', 'B8', 'B9']   # bugs fixed in s2sad since these tests were written
+FIXED = ['B1', 'B10', 'B11', 'B12', 'B14', 'B15', 'B16', 'B2', 'B3', 'B4', 'B5', 'B6', 'B7', 'B8', 'B9']   # bugs fixed in s2sad since these tests were written
 
 
 def xfail(bug):
