@@ -280,6 +280,18 @@ def check_mutation(fn, varied):
         group = _copy_aliases(fn, s, pos).get(obj, {obj})
         others = sorted(v for v in group if v != obj and reads.get(v))
         made = defining_call(fn, obj)
+        if made is not None and isinstance(made.fn, ir.Attr) and isinstance(made.args[0], str):
+            owner, name = made.args[0], made.fn.name
+            again = [t for t in ir.walk(fn.body) if isinstance(t, ir.Assign) and
+                     isinstance(t.value, ir.Call) and t.value is not made and
+                     isinstance(t.value.fn, ir.Attr) and t.value.fn.name == name and
+                     t.value.args[0] == owner]
+            if again:
+                raise UnsupportedSyntaxError(
+                    f"this line changes `{owner}.{name}` in place with a value that carries a "
+                    f"derivative, and the function reads `{owner}.{name}` again; s2sad does not "
+                    f"follow derivatives through state kept on objects", origin=s.origin,
+                    fix=f"keep the values in a local list and read them from there")
         is_view = made is not None and (
             (made.rule is not None and made.rule.view) or
             (isinstance(made.fn, (ir.Attr, ir.Method)) and made.fn.name in _VIEW_NAMES))

@@ -338,12 +338,16 @@ class Lowerer:
     def _mutation(self, call, target, o):
         """``x.append(v)`` and friends on a local: lowered to a Mutate statement."""
         f = call.func
-        if not (isinstance(f, gast.Attribute) and f.attr in _MUTATORS and isinstance(f.value, gast.Name)
-                and f.value.id in self.locals):
+        if not (isinstance(f, gast.Attribute) and f.attr in _MUTATORS):
+            return False
+        on_local = isinstance(f.value, gast.Name) and f.value.id in self.locals
+        on_attr = isinstance(f.value, gast.Attribute) and isinstance(f.value.value, gast.Name) and \
+            f.value.value.id in self.locals           # self.hist.append(v)
+        if not (on_local or on_attr):
             return False
         if any(isinstance(a, gast.Starred) for a in call.args) or call.keywords:
             return False
-        obj = self.name(f.value.id)
+        obj = self.name(f.value.id) if on_local else self.expr(f.value)
         args = [obj] + [self.expr(a) for a in call.args]
         self.emit(ir.Mutate(target, obj, ir.Call(ir.Method(f.attr), args), o))
         return True
