@@ -97,19 +97,22 @@ CACHE = DerivativeCache()
 def reverse_derivative(pyfunc, mask, kinds, mode="reverse"):
     """The cached reverse-mode :class:`~s2sad.codegen.build.Derivative` of ``pyfunc``.
 
-    ``mode="init"`` differentiates an ``__init__`` as a constructor: its output is ``self``."""
+    ``mode="init"`` differentiates an ``__init__`` as a constructor: its output is ``self``;
+    ``mode="mut"`` a method that updates its object: its outputs are (result, ``self``)."""
     key = CACHE.key(pyfunc, mode, mask, kinds)
     d = CACHE._store.get(key)
     if d is not None:
         if d.fresh():
             return d
         CACHE.discard(key, d)
-    return CACHE.get(key, lambda: _build_reverse(pyfunc, mask, kinds, mode == "init"))
+    return CACHE.get(key, lambda: _build_reverse(pyfunc, mask, kinds, mode == "init",
+                                                 mode == "mut"))
 
 
-def _build_reverse(pyfunc, mask, kinds, constructor=False):
+def _build_reverse(pyfunc, mask, kinds, constructor=False, mutating=False):
     from .codegen.build import build_reverse
-    return build_reverse(pyfunc, mask, kinds, _namer_factory, constructor=constructor)
+    return build_reverse(pyfunc, mask, kinds, _namer_factory, constructor=constructor,
+                         mutating=mutating)
 
 
 def _namer_factory(namespace, own_key, own_names):

@@ -13,7 +13,7 @@ import inspect
 import operator
 
 from . import ir, runtime
-from .errors import RuleError, UnsupportedSyntaxError
+from .errors import ArgumentWriteError, RuleError, UnsupportedSyntaxError
 from .frontend.analysis import join, kind_of_value, operand_kind
 from .rules import registry
 
@@ -194,6 +194,9 @@ def classify_call(call, kinds, origin):
             return
         call.cls = "dynamic"
         call.info["diff_vars"] = call.reads()
+        if isinstance(fn, ir.Method) and isinstance(call.args[0], str) and recv_kind == "?":
+            # a method of an object may update the object: the call also redefines it
+            call.info["mutates"] = call.args[0]
         return
     call.cls = "dynamic"
     call.info["diff_vars"] = call.reads()
@@ -255,7 +258,15 @@ def check_mutation(fn, varied):
     from .frontend.analysis import written_arrays
     views = _view_sources(fn)
     params = set(fn.params) - {getattr(fn, "constructed", None)}
+    from .frontend.analysis import _mutated
     for s in ir.walk(fn.body):
+        m = _mutated(s)
+        if m is not None:
+            call = s.value if isinstance(s, ir.Assign) else s.call
+            group = all_aliases.get(m, {m})
+            if group & params and any(v in varied for v in call.reads()):
+                # whether the method changes the caller's object is known only when it runs
+                call.info["argument"] = sorted(group & params)[0]
         if isinstance(s, ir.SetItem) and isinstance(s.obj, str):
             hot = any(v in varied for v in ir.operand_vars(s.value))
             obj = s.obj
@@ -270,10 +281,10 @@ def check_mutation(fn, varied):
         if group & params:
             p = sorted(group & params)[0]
             what = f"`{p}.{s.attr}`" if getattr(s, "attr", None) else f"the argument `{p}`"
-            raise UnsupportedSyntaxError(
+            raise ArgumentWriteError(
                 f"this line writes a value that carries a derivative into {what}, an object the "
                 f"caller passed in; s2sad does not differentiate writes into arguments",
-                origin=s.origin,
+                origin=s.origin, param=p,
                 fix=(f"return the new value instead of storing it on `{p}`" if getattr(s, "attr", None)
                      else f"work on a copy (e.g. `{p} = {p}.copy()` or `list({p})`) and return the "
                           f"result, or return the new value instead of storing it"))
@@ -472,6 +483,11 @@ def finish(fn, active, varied):
             call.info["base_cls"] = call.cls
             call.cls = "inactive"
             continue
+        if call.info.get("mutates") and call.cls == "dynamic":
+            target = s.target if isinstance(s, ir.Assign) else None
+            if any(v in active for v in call.info["diff_vars"]) and \
+                    (call.info["mutates"] in active or (target is not None and target in active)):
+                continue
         if isinstance(s, ir.ExprStmt) and call.cls in ("derived", "dynamic") and varied_args:
             # called for its effect with values that carry a derivative: run it through the
             # runtime, which builds its derivative (and so refuses writes into its arguments)

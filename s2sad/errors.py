@@ -46,3 +46,14 @@ class RuleError(S2SADError):
 
 class DeviceMismatchError(S2SADError):
     """A call mixes arrays on different devices (CuPy with NumPy, or two GPUs)."""
+
+
+class ArgumentWriteError(UnsupportedSyntaxError):
+    """A function writes a value that carries a derivative into one of its arguments.
+
+    ``param`` names the argument.  (For a method writing into ``self``, s2sad differentiates the
+    method with the updated object as a second output instead of raising.)"""
+
+    def __init__(self, message, origin=None, fix=None, param=None):
+        self.param = param
+        super().__init__(message, origin=origin, fix=fix)

@@ -10,6 +10,8 @@ import types as _types
 
 import numpy as np
 
+from .errors import ArgumentWriteError
+
 _FunctionType = _types.FunctionType
 _partial = _functools.partial
 
@@ -703,6 +705,7 @@ def sorted_adjoint(g, iterable, key, reverse):
 
 
 # -- dynamic call sites ---------------------------------------------------------------------------
+_NOTHING = object()
 # A record says how to pull an output adjoint back to the callee and the arguments:
 #   ("rule", rule, bound, ans, is_method, nargs, kwnames)   a primitive with a rule
 #   ("derived", d, tape, mask, names, kwnames, ncells, cellnames, nself, npos)  a Python function
@@ -879,17 +882,37 @@ def _call_derived(fn, args, kwargs, self_=None, mode="reverse"):
     full = tuple(cells) + tuple(vals)
     mask = tuple(differentiable(a) for a in full)
     kinds = tuple(kind_of(a) for a in full)
-    d = reverse_derivative(fn, mask, kinds, mode)
+    if nself and mode == "reverse" and fn.__code__ in _MUTATING:
+        mode = "mut"
+    try:
+        d = reverse_derivative(fn, mask, kinds, mode)
+    except ArgumentWriteError as e:
+        # a method that writes into its own object: differentiate it as an update of the object
+        first = fn.__code__.co_varnames[0] if fn.__code__.co_argcount else None
+        if not (nself and mode == "reverse" and e.param == first):
+            raise
+        _MUTATING.add(fn.__code__)
+        mode = "mut"
+        d = reverse_derivative(fn, mask, kinds, mode)
     value, tape = d.fwd(*full)
+    if mode == "mut":
+        value = value[0]
     return value, ("derived", d, tape, mask, names, list(kwargs), len(cells), cellnames, nself,
-                   len(args) - nself, defaulted)
+                   len(args) - nself, defaulted, mode == "mut")
 
 
-def pull(rec, g):
+_MUTATING = set()          # code objects of methods that update their object
+
+
+def pull(rec, g, g_self=_NOTHING):
     """Adjoints of a dynamic call: (adjoint of the callee, tuple for args, dict for kwargs).
 
     The callee's adjoint is the adjoint of a bound method's object, or a dict of a closure's
-    captured variables."""
+    captured variables.  ``g_self`` is given for a method call that may update its object: the
+    adjoint of the object after the call (the result's callee adjoint is then the object's adjoint
+    before the call)."""
+    if g_self is not _NOTHING:
+        return _pull_mut(rec, g, g_self)
     if rec is None or is_zero(g):
         return _ZERO_PULL
     kind = rec[0]
@@ -920,8 +943,8 @@ def pull(rec, g):
             return _z(pos[0]), tuple(_z(v) for v in pos[1:]), kw
         return 0.0, tuple(_z(v) for v in pos), kw
     if kind == "derived":
-        _, d, tape, mask, names, kwnames, ncells, cellnames, nself, npos, defaulted = rec
-        grads = iter(d.bwd(tape, g))
+        _, d, tape, mask, names, kwnames, ncells, cellnames, nself, npos, defaulted, mut = rec
+        grads = iter(d.bwd(tape, (g, 0.0) if mut else g))
         full = [_z(next(grads)) if m else 0.0 for m in mask]
         cells = full[:ncells]
         vals = full[ncells:]
@@ -991,6 +1014,35 @@ def pull(rec, g):
         kw = {n: _z(g.get(n)) if isinstance(g, dict) else 0.0 for n in kwnames}
         return 0.0, tuple(pos), kw
     raise AssertionError(f"unknown record {kind}")
+
+
+def _pull_mut(rec, g, g_self):
+    if rec is not None and rec[0] == "derived" and rec[-1]:
+        if is_zero(g) and is_zero(g_self):
+            return _ZERO_PULL
+        _, d, tape, mask, names, kwnames, ncells, cellnames, nself, npos, defaulted, mut = rec
+        seeded = ("derived", d, tape, mask, names, kwnames, ncells, cellnames, nself, npos,
+                  defaulted, False)
+        # the sweep's output adjoint is (result, object after); its bwd takes the pair
+        grads = d.bwd(tape, (g, g_self))
+        fake = ("pair",) + seeded[1:]
+        return _pull_with_grads(fake, grads)
+    r = pull(rec, g)
+    c, a, k = r[0], r[1], r[2]
+    return (add(g_self, c) if not is_zero(g_self) else c), a, k
+
+
+def _pull_with_grads(rec, grads):
+    _, d, tape, mask, names, kwnames, ncells, cellnames, nself, npos, defaulted, mut = rec
+    grads = iter(grads)
+    full = [_z(next(grads)) if m else 0.0 for m in mask]
+    vals = full[ncells:]
+    callee = vals[0] if nself else 0.0
+    if names is None:
+        return callee, tuple(vals[nself:]), {}
+    by_name = dict(zip(names, vals))
+    pos = [by_name[n] for n in names[nself:] if n not in defaulted and n not in kwnames]
+    return callee, tuple(pos[:npos]), {k: by_name.get(k, 0.0) for k in kwnames}
 
 
 class _ZeroPull(tuple):
@@ -1244,3 +1296,14 @@ def extremum_initial_adjoint(g, ans, a, initial, axis, keepdims):
     hit = (xp.asarray(a) == ans_k).any(axis=axes, keepdims=keepdims) if axes else \
         xp.asarray(a) == ans_k
     return unbroadcast(xp.where((ans == initial) & ~hit, g, 0.0), initial)
+
+
+def no_update(rec, name, origin):
+    """Refuse a method call that changed ``name``, an object the caller passed in."""
+    if rec is not None and rec[0] == "derived" and rec[-1]:
+        raise ArgumentWriteError(
+            f"this line calls a method that changes `{name}`, an object the caller passed in, "
+            f"with values that carry a derivative; s2sad does not follow such changes back to the "
+            f"caller", origin=origin, param=name,
+            fix=f"make the object inside the function, or return the new values instead of "
+                f"keeping them on `{name}`")

@@ -40,10 +40,19 @@ class Derivative:
         return True
 
 
-def lower_function(pyfunc, constructor=False):
+def lower_function(pyfunc, constructor=False, mutating=False):
     src = FunctionSource(pyfunc)
     fn = lower(src)
     jumps.structure(fn)
+    if mutating:
+        # a method that updates its object: the object, as it is at the end, is a second output
+        self_param = fn.params[len(src.data_cells)]
+        ret = fn.body[-1]
+        pair = "_r_and_self"
+        fn.body[-1:] = [ir.Assign(pair, ir.Call(ir.Static(runtime.build_tuple, "build_tuple"),
+                                                [ret.value, self_param]), ret.origin),
+                        ir.Return(pair, ret.origin)]
+        fn.constructed = self_param
     if constructor:
         # an __init__ differentiated as a constructor returns the object it filled in
         self_param = fn.params[len(src.data_cells)]
@@ -63,12 +72,12 @@ def _sites(fn):
     return out
 
 
-def build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False):
+def build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, mutating=False):
     """Build the reverse-mode derivative of ``pyfunc`` w.r.t. the parameters where ``mask`` is True.
 
     ``param_kinds`` gives each parameter's value kind ('f', 'a', 'c', 'i', '?');
     ``namer_factory(namespace)`` returns the function that names (and binds) derived callees."""
-    fn = lower_function(pyfunc, constructor)
+    fn = lower_function(pyfunc, constructor, mutating)
     wrt = [p for p, m in zip(fn.params, mask) if m]
     kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
     active, varied = analysis.activity(fn, wrt)

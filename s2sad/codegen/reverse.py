@@ -210,10 +210,43 @@ class ReverseEmitter:
             return self.rev_try(s, st)
         if isinstance(s, ir.DelItem):
             return self.rev_delitem(s, st)
+        if isinstance(s, ir.ExprStmt) and s.call.cls == "dynamic" and s.call.info.get("mutates"):
+            return self.rev_mut_call(s, s.call, st)
         return []
+
+    def rev_mut_call(self, s, call, st):
+        """A method call that may update its object: the object's adjoint after the call goes in,
+        its adjoint before the call comes out (with the arguments')."""
+        recv = call.info["mutates"]
+        t = s.target if isinstance(s, ir.Assign) else None
+        has_t = t is not None and t in self.active and t in st.defined
+        has_o = recv in self.active and recv in st.defined
+        if not (has_t or has_o):
+            return []
+        o = s.origin
+        rec = self.site_names.setdefault(id(s), self.fresh("rec"))
+        self.synthetic[rec] = "name" if self.depth == 0 else "stack"
+        self.read(s, "post", rec)
+        gt = b(t) if has_t else "0.0"
+        go = b(recv) if has_o else "0.0"
+        if has_t:
+            st.defined.discard(t)
+        if has_o:
+            st.defined.discard(recv)
+        g = self.fresh("g")
+        lines = [T.Line(f"{g} = _rt.pull({rec}, {gt}, {go})", o)]
+        self.contribute(recv, f"{g}[0]", o, lines, st)
+        for i, a in enumerate(call.args[1:]):
+            self.contribute(a, f"{g}[1][{i}]", o, lines, st)
+        for k, a in call.kwargs:
+            self.contribute(a, f"{g}[2][{k!r}]", o, lines, st)
+        return [T.Hook(id(s), "pops", o)] + lines
 
     def rev_assign(self, s, st):
         t = s.target
+        v = s.value
+        if isinstance(v, ir.Call) and v.cls == "dynamic" and v.info.get("mutates"):
+            return self.rev_mut_call(s, v, st)
         if t not in self.active or t not in st.defined:
             return []
         o = s.origin
@@ -626,6 +659,8 @@ class ReverseEmitter:
             return self.fwd_try(s)
         if isinstance(s, ir.ExprStmt):
             call = s.call
+            if call.cls == "dynamic" and call.info.get("mutates") and not call.info.get("effect"):
+                return self.fwd_call("_", call, s, o)
             if call.info and call.info.get("effect"):
                 fn = call.fn
                 if isinstance(fn, ir.Method):
@@ -638,6 +673,11 @@ class ReverseEmitter:
                     return [T.Line(T.call_text(call, c), o)]
                 parts = [callee] + [T.operand_text(a, c) for a in args] + \
                     [f"{k}={T.operand_text(v, c)}" for k, v in call.kwargs]
+                arg = call.info.get("argument")
+                if arg:
+                    site = self.consts.name_for(o)
+                    return [T.Line(f"_rt.no_update(_rt.call({', '.join(parts)})[1], {arg!r}, "
+                                   f"{site})", o)]
                 return [T.Line(f"_rt.call({', '.join(parts)})", o)]
             return [T.Line(T.call_text(call, c), o)]
         if isinstance(s, ir.Raise):
@@ -749,7 +789,12 @@ class ReverseEmitter:
                 callee = T.operand_text(fn.var, c)
                 args = call.args
             parts = [callee] + [T.operand_text(a, c) for a in args] + kw
-            return [T.Line(f"{target}, {rec} = _rt.call({', '.join(parts)})", o)]
+            line = [T.Line(f"{target}, {rec} = _rt.call({', '.join(parts)})", o)]
+            arg = call.info.get("argument")
+            if arg and rec != "_":
+                site = self.consts.name_for(o)
+                line.append(T.Line(f"_rt.no_update({rec}, {arg!r}, {site})", o))
+            return line
         line = [T.Line(f"{target} = {T.call_text(call, c)}", o)]
         if cls == "opaque" and call.info.get("varied_args"):
             site = self.consts.name_for(_OpaqueSite(call, o))

@@ -53,10 +53,22 @@ def definitions(fn):
     return counts
 
 
+def _mutated(s):
+    """The object a method call may update (``obj.m(...)`` on an object), or None."""
+    call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) else None
+    if isinstance(call, ir.Call) and call.info:
+        return call.info.get("mutates")
+    return None
+
+
 def bound_names(s):
     """Names a statement (re)binds."""
     if isinstance(s, ir.Assign):
-        return [s.target]
+        m = _mutated(s)
+        return [s.target, m] if m else [s.target]
+    if isinstance(s, ir.ExprStmt):
+        m = _mutated(s)
+        return [m] if m else []
     if isinstance(s, ir.For):
         return [s.target]
     if isinstance(s, ir.Mutate):
@@ -120,6 +132,11 @@ def diff_reads(stmt):
     return []
 
 
+def diff_reads_call(s):
+    call = s.value if isinstance(s, ir.Assign) else s.call
+    return (call.info or {}).get("diff_vars", call.reads())
+
+
 def activity(fn, active_params):
     """Active variables: varied (depend on an active input) and useful (reach the output)."""
     varied = set(active_params)
@@ -143,6 +160,10 @@ def activity(fn, active_params):
                 if s.target and s.target not in varied and s.obj in varied:
                     varied.add(s.target)
                     changed = True
+            m = _mutated(s)
+            if m and m not in varied and any(v in varied for v in diff_reads_call(s)):
+                varied.add(m)
+                changed = True
     useful = set()
     for s in stmts:
         if isinstance(s, ir.Return):
@@ -167,6 +188,12 @@ def activity(fn, active_params):
                         if v not in useful:
                             useful.add(v)
                             changed = True
+            m = _mutated(s)
+            if m and m in useful:
+                for v in diff_reads_call(s):
+                    if v not in useful:
+                        useful.add(v)
+                        changed = True
     return varied & useful, varied
 
 
