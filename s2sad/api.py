@@ -178,8 +178,15 @@ def _annotate(e):
         if o is not None:
             origin = o
         tb = tb.tb_next
-    if origin is not None and hasattr(e, "add_note"):
-        e.add_note(f"(s2sad) while differentiating {origin.where()}: {origin.text}")
+    if origin is not None:
+        note = f"(s2sad) while differentiating {origin.where()}: {origin.text}"
+        if hasattr(e, "add_note"):
+            e.add_note(note)
+        else:                                   # Python 3.10: keep the note where 3.11 puts it
+            try:
+                e.__notes__ = list(getattr(e, "__notes__", [])) + [note]
+            except (AttributeError, TypeError):
+                pass
 
 
 def _scalar_seed(value, pyfunc):

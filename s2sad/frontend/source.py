@@ -179,7 +179,24 @@ def _pick_lambda(fn, lambdas, lines):
         for ln, col in cols:
             if (n.lineno, n.col_offset) <= (ln, col) <= (n.end_lineno, n.end_col_offset):
                 return n
-    return (best or lambdas)[0]
+    cands = best or lambdas
+    if len(cands) > 1:
+        # no column information (Python 3.10): the lambda whose names and constants match the code
+        have = set(code.co_names) | set(code.co_freevars) | set(code.co_varnames) | \
+            {repr(c) for c in code.co_consts if isinstance(c, (int, float, complex, str))}
+
+        def score(n):
+            want = set()
+            for m in gast.walk(n.body):
+                if isinstance(m, gast.Name):
+                    want.add(m.id)
+                elif isinstance(m, gast.Attribute):
+                    want.add(m.attr)
+                elif isinstance(m, gast.Constant) and isinstance(m.value, (int, float, complex, str)):
+                    want.add(repr(m.value))
+            return len(want & have) - len(want - have)
+        return max(cands, key=score)
+    return cands[0]
 
 
 def source_line(file, line):
