@@ -153,8 +153,8 @@ def _run(fn, *args):
             sys.setrecursionlimit(old)
 
 
-def _locate(e):
-    """Give an S2SADError raised at run time (no origin yet) the user's line it came from."""
+def _user_origin(e):
+    """The user's line behind the innermost generated-code frame of an exception's traceback."""
     from .codegen.load import origin_of
     tb = e.__traceback__
     origin = None
@@ -163,6 +163,12 @@ def _locate(e):
         if o is not None:
             origin = o
         tb = tb.tb_next
+    return origin
+
+
+def _locate(e):
+    """Give an S2SADError raised at run time (no origin yet) the user's line it came from."""
+    origin = _user_origin(e)
     if origin is not None and e.args:
         e.origin = origin
         e.args = (f"{origin.where()}: {e.args[0]}\n    {origin.text}",) + tuple(e.args[1:])
@@ -170,14 +176,7 @@ def _locate(e):
 
 def _annotate(e):
     """Point an exception raised inside generated code at the user's line."""
-    from .codegen.load import origin_of
-    tb = e.__traceback__
-    origin = None
-    while tb is not None:
-        o = origin_of(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
-        if o is not None:
-            origin = o
-        tb = tb.tb_next
+    origin = _user_origin(e)
     if origin is not None:
         note = f"(s2sad) while differentiating {origin.where()}: {origin.text}"
         if hasattr(e, "add_note"):
@@ -239,23 +238,11 @@ def _finish_grads(grads, args, wrt):
 def _value_and_grad(spec, args, kwargs, wrt):
     args = spec.bind(args, kwargs)
     d, full = spec.derivative(args, wrt)
-    old = sys.getrecursionlimit()
-    if old < _RECURSION_LIMIT:
-        sys.setrecursionlimit(_RECURSION_LIMIT)
-    try:
+
+    def sweeps():
         value, tape = d.fwd(*full)
-        seed = _scalar_seed(value, spec.pyfunc)
-        grads = d.bwd(tape, seed)
-    except S2SADError as e:
-        if e.origin is None:
-            _locate(e)
-        raise
-    except Exception as e:
-        _annotate(e)
-        raise
-    finally:
-        if old < _RECURSION_LIMIT:
-            sys.setrecursionlimit(old)
+        return value, d.bwd(tape, _scalar_seed(value, spec.pyfunc))
+    value, grads = _run(sweeps)
     return value, _finish_grads(grads, args, wrt)
 
 

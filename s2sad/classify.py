@@ -63,6 +63,20 @@ def _diff_vars(rule, bound):
     return out
 
 
+def _use_rule(call, rule, origin):
+    """Classify a call site that has a rule: zero, or primitive with its arguments bound."""
+    call.rule = rule
+    if rule.zero:
+        call.cls = "zero"
+        call.info["diff_vars"] = []
+        return
+    call.cls = "primitive"
+    bound = _bind_rule(rule, call, origin)
+    call.info["bound"] = bound
+    call.info["diff_vars"] = _diff_vars(rule, bound)
+    call.info["view"] = rule.view
+
+
 def _result_kind(call, kinds):
     cls, rule = call.cls, call.rule
     arg_kinds = [operand_kind(a, kinds) for a in call.args]
@@ -101,16 +115,7 @@ def classify_call(call, kinds, origin):
             return
         rule = registry.lookup(obj)
         if rule is not None:
-            call.rule = rule
-            if rule.zero:
-                call.cls = "zero"
-                call.info["diff_vars"] = []
-                return
-            call.cls = "primitive"
-            bound = _bind_rule(rule, call, origin)
-            call.info["bound"] = bound
-            call.info["diff_vars"] = _diff_vars(rule, bound)
-            call.info["view"] = rule.view
+            _use_rule(call, rule, origin)
             return
         if _is_user_function(obj):
             call.cls = "derived"
@@ -157,16 +162,7 @@ def classify_call(call, kinds, origin):
             rule = (registry.lookup_attr(name) if isinstance(fn, ir.Attr)
                     else registry.lookup_method(name))
             if rule is not None:
-                call.rule = rule
-                if rule.zero:
-                    call.cls = "zero"
-                    call.info["diff_vars"] = []
-                    return
-                call.cls = "primitive"
-                bound = _bind_rule(rule, call, origin)
-                call.info["bound"] = bound
-                call.info["diff_vars"] = _diff_vars(rule, bound)
-                call.info["view"] = rule.view
+                _use_rule(call, rule, origin)
                 return
             call.cls = "opaque"
             call.info["diff_vars"] = []
@@ -178,15 +174,7 @@ def classify_call(call, kinds, origin):
         if recv_kind == "c" and isinstance(fn, ir.Method):
             rule = registry.lookup_container_method(name)
             if rule is not None:
-                call.rule = rule
-                if rule.zero:
-                    call.cls = "zero"
-                    call.info["diff_vars"] = []
-                    return
-                call.cls = "primitive"
-                bound = _bind_rule(rule, call, origin)
-                call.info["bound"] = bound
-                call.info["diff_vars"] = _diff_vars(rule, bound)
+                _use_rule(call, rule, origin)
                 return
         if isinstance(fn, ir.Attr) and name in _ZERO_ATTRS:
             call.cls = "zero"

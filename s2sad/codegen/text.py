@@ -177,6 +177,12 @@ class _Simplify(ast.NodeTransformer):
                 x = node.args[0]
                 if self._real(x):
                     return x
+            if f.attr in ("dtype_guard", "times_initial") and len(node.args) == 2:
+                # a cast to no dtype / no initial value: the adjoint itself
+                first, other = (node.args[0], node.args[1]) if f.attr == "dtype_guard" else \
+                    (node.args[1], node.args[0])
+                if isinstance(first, ast.Constant) and first.value is None:
+                    return other
             if f.attr == "unbroadcast" and len(node.args) == 2:
                 x = node.args[1]
                 if isinstance(x, ast.Name) and x.id in self.drop:
