@@ -63,6 +63,14 @@ def _diff_vars(rule, bound):
     return out
 
 
+_ARRAY_MAKERS = {"zeros", "ones", "empty", "full", "eye", "identity", "arange", "linspace",
+                 "zeros_like", "ones_like", "empty_like", "full_like", "tri", "indices",
+                 "argmax", "argmin", "argsort", "argwhere", "nonzero", "floor", "ceil", "round",
+                 "sign", "isnan", "isinf", "isfinite", "where", "searchsorted", "digitize",
+                 "greater", "less", "equal", "not_equal", "greater_equal", "less_equal",
+                 "logical_and", "logical_or", "logical_not", "logical_xor", "floor_divide"}
+
+
 def _use_rule(call, rule, origin):
     """Classify a call site that has a rule: zero, or primitive with its arguments bound."""
     call.rule = rule
@@ -95,10 +103,12 @@ def _result_kind(call, kinds):
     if cls == "zero":
         if isinstance(call.fn, ir.Attr):
             return "i"
-        mod = getattr(getattr(rule, "fn", None), "__module__", None) or ""
-        if isinstance(call.fn, ir.Static) and (mod.startswith("numpy") or mod.startswith("cupy")):
+        fn_ = getattr(rule, "fn", None)
+        mod = getattr(fn_, "__module__", None) or ""
+        if isinstance(call.fn, ir.Static) and getattr(fn_, "__name__", "") in _ARRAY_MAKERS and \
+                (mod.startswith("numpy") or mod.startswith("cupy")):
             return "a"                  # np.zeros, np.empty_like, np.argmax...: arrays
-        return "?"
+        return "?"                      # (not get_array_module: that returns a module)
     return "?"
 
 

@@ -13,6 +13,12 @@ import numpy as np
 from .errors import ArgumentWriteError
 
 _FunctionType = _types.FunctionType
+_ModuleType = _types.ModuleType
+
+
+def _is_array(x):
+    """A NumPy/CuPy array or NumPy scalar (the numpy module itself has .dtype and .shape too)."""
+    return hasattr(x, "dtype") and hasattr(x, "shape") and type(x) is not _ModuleType
 _partial = _functools.partial
 
 _SCALARS = (float, int, complex, bool)
@@ -438,7 +444,7 @@ def kind_of(v):
         return "i"
     if t is tuple or t is list or t is dict:
         return "c"
-    if hasattr(v, "dtype") and hasattr(v, "shape"):
+    if _is_array(v):
         return "a"
     if isinstance(v, (tuple, list, dict)):
         return "c"
@@ -734,7 +740,7 @@ def call(fn, *args, **kwargs):
         if _is_python(func):
             return _call_derived(func, args, kwargs, self_=self_)
     elif self_ is not None and not isinstance(self_, type(np)) and hasattr(fn, "__name__") \
-            and hasattr(self_, "dtype") and hasattr(self_, "shape"):
+            and _is_array(self_):
         # a method of a NumPy/CuPy array
         from .rules.registry import lookup_method
         rule = lookup_method(fn.__name__)
@@ -1077,7 +1083,7 @@ def attr(obj, name):
         value = getattr(obj, name)
         k = obj._fields.index(name)
         return value, ("nt_attr", k, len(obj), type(obj)) if differentiable(value) else None
-    if (hasattr(obj, "dtype") and hasattr(obj, "shape")) or type(obj) in (float, complex):
+    if (_is_array(obj)) or type(obj) in (float, complex):
         value = getattr(obj, name)
         from .rules.registry import lookup_attr
         rule = lookup_attr(name)

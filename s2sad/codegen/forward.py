@@ -28,6 +28,7 @@ import sys
 
 import numpy as np
 
+from ..runtime import _is_array
 from .. import ir, runtime
 from ..errors import OpaqueCalleeError, RuleError, UnsupportedSyntaxError
 from ..frontend.analysis import diff_reads, written_arrays
@@ -733,7 +734,7 @@ def _fallback_output(x):
     if isinstance(x, (tuple, list)):
         return all(_fallback_output(v) for v in x)
     return isinstance(x, (float, int, complex, bool)) or x is None or \
-        (hasattr(x, "dtype") and hasattr(x, "shape"))
+        (_is_array(x))
 
 
 def jvp_by_vjp(rule, which, t, ans, args):
@@ -1157,7 +1158,7 @@ def jvp_method(recv, trecv, name, args, targs, kwargs=None, tkwargs=None):
     if type(recv) in (list, dict, tuple):
         return _container_method(recv, trecv, name, args, targs, kwargs, tkwargs)
     method = getattr(recv, name)
-    if hasattr(recv, "dtype") and hasattr(recv, "shape"):
+    if _is_array(recv):
         from ..rules.registry import lookup_method
         rule = lookup_method(name)
         value = method(*args, **kwargs)
@@ -1182,7 +1183,7 @@ def jvp_method(recv, trecv, name, args, targs, kwargs=None, tkwargs=None):
 def jvp_attr(obj, tobj, name):
     """Attribute read on a value of unknown type: arrays use the attribute rules, objects of user
     classes their attribute tangents (a dict), properties are differentiated."""
-    if hasattr(obj, "dtype") and hasattr(obj, "shape"):
+    if _is_array(obj):
         value = getattr(obj, name)
         if tobj is not None:
             from ..rules.registry import lookup_attr

@@ -3,6 +3,7 @@
 All are flow-insensitive over variable names (conservative, simple, and enough for the emitters).
 """
 from .. import ir
+from ..runtime import _is_array
 
 # value kinds: 'f' Python real scalar, 'a' array (NumPy/CuPy, incl. NumPy scalars),
 # 'c' container (tuple/list/dict), 'i' integer/bool/None/str (never differentiable), '?' unknown
@@ -17,7 +18,7 @@ def kind_of_value(v):
         return "i"
     if t in _CONTAINERS:
         return "c"
-    if hasattr(v, "dtype") and hasattr(v, "shape"):
+    if _is_array(v):
         return "a"
     if t is complex:
         return "z"

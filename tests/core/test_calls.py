@@ -294,3 +294,24 @@ def test_function_passed_as_argument():
     check_grads(takes_function, (square_sum, x), wrt=1)
     np.testing.assert_allclose(s2sad.grad(takes_function, wrt=1)(square_sum, x), 4 * x,
                                rtol=1e-12)
+
+
+# -- a zero-rule callee that returns a module (cupy.get_array_module) -----------------------------
+def _fake_get_array_module(x):
+    return np
+
+
+_fake_get_array_module.__module__ = "cupy._fake"      # as CuPy's own function would say
+s2sad.defzero(_fake_get_array_module)
+
+
+def via_array_module(x):
+    xp = _fake_get_array_module(x)
+    return xp.mean(xp.tanh(x) * xp.sum(x, axis=0))
+
+
+def test_module_returned_by_a_zero_rule_is_not_an_array():
+    # regression: the result of get_array_module was taken for an array, so xp.mean(...) became
+    # the array method ndarray.mean with xp as self (an inactive site: zero gradient)
+    check_grads(via_array_module, (randn(4, 3),))
+    assert "dynamic" in s2sad.differentiate(via_array_module).explain(randn(4, 3))
