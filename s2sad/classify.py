@@ -14,7 +14,7 @@ import operator
 
 from . import ir, runtime
 from .errors import ArgumentWriteError, RuleError, UnsupportedSyntaxError
-from .frontend.analysis import join, kind_of_value, operand_kind
+from .frontend.analysis import join, kind_of_value, operand_kind, positions as _positions
 from .rules import registry
 
 _S2SAD_MODULE_PREFIX = __name__.split(".")[0] + "."
@@ -198,20 +198,6 @@ def classify_call(call, kinds, origin):
         return
     call.cls = "dynamic"
     call.info["diff_vars"] = call.reads()
-
-
-def _positions(fn):
-    """Statement -> (index in program order, ids of the loops around it)."""
-    pos = {}
-
-    def walk(block, loops):
-        for s in block:
-            pos[id(s)] = (len(pos), loops)
-            inner = loops | {id(s)} if isinstance(s, (ir.For, ir.While)) else loops
-            for b in ir.children(s):
-                walk(b, inner)
-    walk(fn.body, frozenset())
-    return pos
 
 
 def _copy_aliases(fn, before=None, pos=None):

@@ -20,8 +20,9 @@ import threading
 
 from .. import ir, runtime
 from ..errors import UnsupportedSyntaxError
-from ..frontend.analysis import (bound_names, defined_in, definitions, read_in, top_level_defs,
-                                 upward_exposed, written_arrays)
+from ..frontend.analysis import (bound_names, defined_in, definitions, may_run_after, mutations,
+                                 positions, read_in, top_level_defs, upward_exposed,
+                                 written_arrays)
 from . import text as T
 
 
@@ -567,6 +568,8 @@ class ReverseEmitter:
         top = top_level_defs(self.fn)
         written = written_arrays(self.fn)
         self.written = written
+        self.positions = positions(self.fn)
+        self.mutations = mutations(self.fn)
         self.mode = {}
         for slot in self.reads.values():
             for v in slot["pre"] + slot["post"]:
@@ -581,6 +584,11 @@ class ReverseEmitter:
                 else:
                     self.mode[v] = "stack"
 
+    def changed_later(self, s):
+        """Whether an in-place change can follow statement ``s`` (then a saved array or list must
+        be a copy: the reverse sweep needs the value as it was when ``s`` read it)."""
+        return any(may_run_after(self.positions, s, m) for m in self.mutations)
+
     def pushes(self, s, when, caps=None):
         slot = self.reads.get(id(s))
         if not slot:
@@ -589,7 +597,8 @@ class ReverseEmitter:
         for v in slot[when]:
             if self.mode.get(v) == "stack":
                 val = (caps or {}).get(v, v)
-                val = f"_rt.snap({val})" if v in self.written else val
+                if v in self.written and self.changed_later(s):
+                    val = f"_rt.snap({val})"
                 out.append(T.Line(f"{stack(v)}.append({val})", s.origin))
         return out
 

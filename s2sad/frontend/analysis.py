@@ -86,6 +86,37 @@ def top_level_defs(fn):
     return {s.target for s in fn.body if isinstance(s, ir.Assign)}
 
 
+def positions(fn):
+    """Statement id -> (index in program order, ids of the loops around it)."""
+    pos = {}
+
+    def walk(block, loops):
+        for s in block:
+            pos[id(s)] = (len(pos), loops)
+            inner = loops | {id(s)} if isinstance(s, (ir.For, ir.While)) else loops
+            for b in ir.children(s):
+                walk(b, inner)
+    walk(fn.body, frozenset())
+    return pos
+
+
+def may_run_after(pos, first, later):
+    """Whether statement ``later`` can run after statement ``first`` (later in program order, or
+    both inside one loop)."""
+    i, li = pos[id(first)]
+    j, lj = pos[id(later)]
+    return j > i or bool(li & lj)
+
+
+def mutations(fn):
+    """Statements that change a container or array in place."""
+    out = []
+    for s in ir.walk(fn.body):
+        if isinstance(s, (ir.SetItem, ir.DelItem, ir.Mutate)) or _mutated(s):
+            out.append(s)
+    return out
+
+
 def written_arrays(fn):
     """Variables that may share memory with an array written in place (``x[i] = v``)."""
     written = {s.obj for s in ir.walk(fn.body)
