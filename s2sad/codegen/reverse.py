@@ -570,6 +570,7 @@ class ReverseEmitter:
         self.written = written
         self.positions = positions(self.fn)
         self.mutations = mutations(self.fn)
+        self.classes = written_arrays(self.fn, classes=True)
         self.mode = {}
         for slot in self.reads.values():
             for v in slot["pre"] + slot["post"]:
@@ -584,10 +585,12 @@ class ReverseEmitter:
                 else:
                     self.mode[v] = "stack"
 
-    def changed_later(self, s):
-        """Whether an in-place change can follow statement ``s`` (then a saved array or list must
-        be a copy: the reverse sweep needs the value as it was when ``s`` read it)."""
-        return any(may_run_after(self.positions, s, m) for m in self.mutations)
+    def changed_later(self, s, v):
+        """Whether an in-place change of ``v``'s memory can follow statement ``s`` (then a saved
+        array or list must be a copy: the reverse sweep needs it as it was when ``s`` read it)."""
+        cls = self.classes.get(v)
+        return any(may_run_after(self.positions, s, m) for m, obj in self.mutations
+                   if not isinstance(obj, str) or self.classes.get(obj, obj) == cls or cls is None)
 
     def pushes(self, s, when, caps=None):
         slot = self.reads.get(id(s))
@@ -597,7 +600,7 @@ class ReverseEmitter:
         for v in slot[when]:
             if self.mode.get(v) == "stack":
                 val = (caps or {}).get(v, v)
-                if v in self.written and self.changed_later(s):
+                if v in self.written and self.changed_later(s, v):
                     val = f"_rt.snap({val})"
                 out.append(T.Line(f"{stack(v)}.append({val})", s.origin))
         return out

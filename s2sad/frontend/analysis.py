@@ -109,20 +109,23 @@ def may_run_after(pos, first, later):
 
 
 def mutations(fn):
-    """Statements that change a container or array in place."""
+    """(statement, variable it changes in place) for every in-place change."""
     out = []
     for s in ir.walk(fn.body):
-        if isinstance(s, (ir.SetItem, ir.DelItem, ir.Mutate)) or _mutated(s):
-            out.append(s)
+        if isinstance(s, (ir.SetItem, ir.DelItem, ir.Mutate)):
+            out.append((s, s.obj))
+        elif _mutated(s):
+            out.append((s, _mutated(s)))
     return out
 
 
-def written_arrays(fn):
-    """Variables that may share memory with an array written in place (``x[i] = v``)."""
+def written_arrays(fn, classes=False):
+    """Variables that may share memory with an array written in place (``x[i] = v``); with
+    ``classes``, a dict from each such variable to a name for its sharing class."""
     written = {s.obj for s in ir.walk(fn.body)
                if isinstance(s, (ir.SetItem, ir.DelItem, ir.Mutate)) and isinstance(s.obj, str)}
     if not written:
-        return set()
+        return {} if classes else set()
     # union variables connected by copies and view-producing calls
     parent = {}
 
@@ -148,6 +151,8 @@ def written_arrays(fn):
     for s in ir.walk(fn.body):
         if isinstance(s, ir.Assign):
             allvars.add(s.target)
+    if classes:
+        return {v: find(v) for v in allvars if find(v) in roots}
     return {v for v in allvars if find(v) in roots}
 
 
