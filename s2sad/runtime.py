@@ -150,7 +150,7 @@ def zeros_like(x):
         return type(x)(zeros_like(v) for v in x)
     if isinstance(x, dict):
         return {k: zeros_like(v) for k, v in x.items()}
-    dt = getattr(x, "dtype", None)
+    dt = getattr(x, "dtype", None) if _is_array(x) else None
     if dt is not None and dt.kind in "fc":
         return array_module(x).zeros_like(x)
     return None
@@ -460,6 +460,8 @@ def differentiable(v):
         return any(differentiable(x) for x in v)
     if t is dict or isinstance(v, dict):
         return any(differentiable(x) for x in v.values())
+    if t is _ModuleType:
+        return False
     dt = getattr(v, "dtype", None)
     if dt is not None and hasattr(v, "shape"):
         return dt.kind in "fc"

@@ -16,9 +16,10 @@ from .forward import ForwardEmitter, ForwardStub, forward_activity
 from .load import GeneratedModule
 
 
-def lower_function(pyfunc, constructor=False):
-    """The IR of ``pyfunc`` (an ``__init__`` lowered as a constructor returns ``self``)."""
-    return _lower(pyfunc, constructor)
+def lower_function(pyfunc, constructor=False, mutating=False):
+    """The IR of ``pyfunc`` (an ``__init__`` lowered as a constructor returns ``self``; a method
+    that updates its object returns (result, ``self``))."""
+    return _lower(pyfunc, constructor, mutating)
 
 
 def _stub_sites_dynamic(fn):
@@ -35,17 +36,18 @@ def _stub_sites_dynamic(fn):
             call.info = {"diff_vars": call.reads()}
 
 
-def forward_derivative(pyfunc, mask, kinds, init=False):
+def forward_derivative(pyfunc, mask, kinds, init=False, mut=False):
     """The cached forward-mode :class:`~s2sad.codegen.build.Derivative` of ``pyfunc`` w.r.t. the
     parameters where ``mask`` is True; ``.jvp(*params, *tangents) -> (value, tangent)``.
     ``init``: an ``__init__`` differentiated as a constructor (its output is ``self``)."""
-    key = CACHE.key(pyfunc, "forward-init" if init else "forward", tuple(mask), tuple(kinds))
+    mode = "forward-init" if init else "forward-mut" if mut else "forward"
+    key = CACHE.key(pyfunc, mode, tuple(mask), tuple(kinds))
     dv = CACHE._store.get(key)
     if dv is not None:
         if dv.fresh():
             return dv
         CACHE.discard(key, dv)
-    return CACHE.get(key, lambda: build_forward(pyfunc, tuple(mask), tuple(kinds), init))
+    return CACHE.get(key, lambda: build_forward(pyfunc, tuple(mask), tuple(kinds), init, mut))
 
 
 def _namer(namespace, own_key, own_name):
@@ -68,9 +70,10 @@ def _namer(namespace, own_key, own_name):
     return namer
 
 
-def build_forward(pyfunc, mask, param_kinds, init=False):
-    """Build ``f__jvp`` for ``pyfunc`` with respect to the parameters where ``mask`` is True."""
-    fn = lower_function(pyfunc, init)
+def build_forward(pyfunc, mask, param_kinds, init=False, mut=False):
+    """Build ``f__jvp`` for ``pyfunc`` with respect to the parameters where ``mask`` is True.
+    ``mut``: a method that updates its object, whose outputs are (result, ``self``)."""
+    fn = lower_function(pyfunc, init, mut)
     wrt = [p for p, m in zip(fn.params, mask) if m]
     kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
     _stub_sites_dynamic(fn)

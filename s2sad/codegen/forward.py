@@ -25,12 +25,13 @@ import functools
 import inspect
 import operator
 import sys
+import types
 
 import numpy as np
 
 from ..runtime import _is_array
 from .. import ir, runtime
-from ..errors import OpaqueCalleeError, RuleError, UnsupportedSyntaxError
+from ..errors import ArgumentWriteError, OpaqueCalleeError, RuleError, UnsupportedSyntaxError
 from ..frontend.analysis import diff_reads, written_arrays
 from . import text as T
 from .reverse import _OpaqueSite, _is_scalar_operand
@@ -57,6 +58,8 @@ def _in_place_call(s):
     if isinstance(call, ir.Call) and isinstance(call.fn, ir.Method) and call.fn.name in _IN_PLACE \
             and call.args and isinstance(call.args[0], str):
         return call.args[0], call
+    if isinstance(call, ir.Call) and call.info and call.info.get("mutates"):
+        return call.info["mutates"], call          # a method that may update its object
     return None
 
 
@@ -391,6 +394,9 @@ class ForwardEmitter:
             parts = [self.text(a) for a in args] + [self.d(a) for a, m in zip(args, mask) if m]
             return [T.Line(f"{t}, {self.d(t)} = {name}({', '.join(parts)})", o)]
         if call.cls in ("dynamic", "derived"):
+            recv = self.updated_receiver(call)
+            if recv is not None:
+                return [T.Line(f"{t}, {self.d(t)}, {self.d(recv)} = {self.dynamic_text(call, True)}", o)]
             return [T.Line(f"{t}, {self.d(t)} = {self.dynamic_text(call)}", o)]
         # primitive
         if isinstance(call.fn, ir.Static) and call.fn.obj in _DISPLAYS:
@@ -427,7 +433,12 @@ class ForwardEmitter:
             return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
         return self.zero_text(t)
 
-    def dynamic_text(self, call):
+    def updated_receiver(self, call):
+        """The object a method call may update, when it carries a tangent here."""
+        recv = call.info.get("mutates") if call.info else None
+        return recv if recv is not None and self.is_active(recv) else None
+
+    def dynamic_text(self, call, updates=False):
         fn = call.fn
         c = self.consts
         args = call.args[1:] if isinstance(fn, (ir.Method, ir.Attr)) else call.args
@@ -442,7 +453,8 @@ class ForwardEmitter:
             return f"_fw.jvp_attr({self.text(r)}, {self.tangent_text(r) or 'None'}, {fn.name!r})"
         if isinstance(fn, ir.Method):
             r = call.args[0]
-            return (f"_fw.jvp_method({self.text(r)}, {self.tangent_text(r) or 'None'}, {fn.name!r}, "
+            helper = "jvp_method_update" if updates else "jvp_method"
+            return (f"_fw.{helper}({self.text(r)}, {self.tangent_text(r) or 'None'}, {fn.name!r}, "
                     f"{argt}, {tant}{kw})")
         callee = fn.text if isinstance(fn, ir.Static) else T.operand_text(fn.var, c)
         ftan = self.closure_tangent(call)
@@ -556,6 +568,9 @@ class ForwardEmitter:
         if mirror is not None:
             return self.mirrored(call, mirror, None, o)
         if call.cls == "dynamic" and any(self.is_active(v) for v in call.reads()):
+            recv = self.updated_receiver(call)
+            if recv is not None:
+                return [T.Line(f"_, _, {self.d(recv)} = {self.dynamic_text(call, True)}", o)]
             return [T.Line(self.dynamic_text(call), o)]
         if call.cls == "derived":
             args = call.info["callargs"]
@@ -571,6 +586,10 @@ class ForwardEmitter:
         fn = self.fn
         params = list(fn.params) + [self.d(p) for p in self.wrt]
         body = self.block(fn.body)
+        # a parameter that is not differentiated but gets a tangent later (an object a method
+        # updates with values that carry one) starts with none
+        late = [p for p in fn.params if p not in self.wrt and self.is_active(p)]
+        body = [T.Line(f"{self.d(p)} = None", fn.origin) for p in late] + body
         triples = [(0, f"def {name}({', '.join(params)}):", None)]
         T.render(body, lambda h: [], triples, 1)
         return triples
@@ -653,8 +672,8 @@ def zeros_like(x):
         return t(zeros_like(v) for v in x)
     if t is dict:
         return {k: zeros_like(v) for k, v in x.items()}
-    dt = getattr(x, "dtype", None)
-    if dt is not None and hasattr(x, "shape"):
+    if _is_array(x):
+        dt = x.dtype
         xp = runtime.array_module(x)
         return xp.zeros(x.shape, dtype=dt if dt.kind in "fc" else np.float64)
     return None
@@ -840,7 +859,8 @@ def _is_python(fn):
     return inspect.isfunction(fn) and not (fn.__module__ or "").startswith("s2sad.")
 
 
-def _jvp_python(fn, args, targs, kwargs=None, tkwargs=None, top=False, ftan=None, init=False):
+def _jvp_python(fn, args, targs, kwargs=None, tkwargs=None, top=False, ftan=None, init=False,
+                mut=False):
     """Run the forward derivative of the Python function ``fn`` on these arguments and tangents
     (None: no tangent).  ``top``: the tangents are the user's, copy those the function writes.
     ``ftan``: the tangent of a closure (``{captured name: tangent}``, ``"param="`` for the
@@ -873,14 +893,14 @@ def _jvp_python(fn, args, targs, kwargs=None, tkwargs=None, top=False, ftan=None
         args = tuple(data_cell_values(fn, cells)) + args
         targs = tuple(ct.get(n) for n in cells) + targs
     mask = [_active_tangent(t, a) for t, a in zip(targs, args)]
-    if init:
-        mask[len(cells)] = True
+    if init or mut:
+        mask[len(cells)] = True          # the object's tangent is filled in / updated
     mask = tuple(mask)
     if not any(mask):
         value = fn(*call_args, **call_kwargs)
         return value, zeros_like(value)
     kinds = tuple(runtime.kind_of(a) for a in args)
-    dv = forward_derivative(fn, mask, kinds, init=init)
+    dv = forward_derivative(fn, mask, kinds, init=init, mut=mut)
     written = set(getattr(dv, "written_params", ())) if top else set()
     tans = [materialize(runtime.snap(t) if p in written else t, a)
             for p, t, a, m in zip(dv.ir.params, targs, args, mask) if m]
@@ -1178,6 +1198,34 @@ def jvp_method(recv, trecv, name, args, targs, kwargs=None, tkwargs=None):
             return _jvp_python(func, (self_,) + tuple(args), (None,) + tuple(targs), kwargs, tkwargs)
         return _jvp_python(func, (self_,) + tuple(args), (trecv,) + tuple(targs), kwargs, tkwargs)
     return jvp_call(method, args, targs, kwargs, tkwargs, _bound=True)
+
+
+def jvp_method_update(recv, trecv, name, args, targs, kwargs=None, tkwargs=None):
+    """``recv.name(...)`` for a method that may update its object: (value, tangent, the object's
+    tangent after the call).  A method that writes into ``self`` is differentiated with the
+    updated object as a second output (as in reverse mode)."""
+    if isinstance(recv, types.ModuleType):            # xp.mean(...): a function, not a method
+        value, tv = jvp_method(recv, None, name, args, targs, kwargs, tkwargs)
+        return value, tv, trecv
+    method = getattr(recv, name)
+    func = getattr(method, "__func__", None)
+    if func is None or not _is_python(func) or isinstance(method.__self__, type):
+        value, tv = jvp_method(recv, trecv, name, args, targs, kwargs, tkwargs)
+        return value, tv, trecv
+    recv = method.__self__                           # the object itself, also through super()
+    if func.__code__ not in runtime._MUTATING:
+        try:
+            value, tv = _jvp_python(func, (recv,) + tuple(args), (trecv,) + tuple(targs),
+                                    kwargs, tkwargs)
+            return value, tv, trecv
+        except ArgumentWriteError as e:
+            first = func.__code__.co_varnames[0] if func.__code__.co_argcount else None
+            if e.param != first:
+                raise
+            runtime._MUTATING.add(func.__code__)
+    (value, _), (tv, tself) = _jvp_python(func, (recv,) + tuple(args), (trecv,) + tuple(targs),
+                                          kwargs, tkwargs, mut=True)
+    return value, tv, tself
 
 
 def jvp_attr(obj, tobj, name):

@@ -315,3 +315,17 @@ def test_module_returned_by_a_zero_rule_is_not_an_array():
     # the array method ndarray.mean with xp as self (an inactive site: zero gradient)
     check_grads(via_array_module, (randn(4, 3),))
     assert "dynamic" in s2sad.differentiate(via_array_module).explain(randn(4, 3))
+
+
+def _with_module(xp, x):
+    return xp.sum(xp.tanh(x) * x)
+
+
+def passes_a_module(x):
+    return _with_module(np, x) * 2.0
+
+
+def test_array_module_passed_as_an_argument():
+    # an array-module parameter (xp) is neither an array nor differentiable
+    check_grads(passes_a_module, (randn(3),))
+    check_grads(_with_module, (np, randn(3)), wrt=1)

@@ -70,16 +70,18 @@ def test_accumulator_value_and_gradient():
     v, g = s2sad.value_and_grad(running)(3.0)
     assert v == 2 * (9.0 + 9.0)
     assert g == 2 * (6.0 + 3.0)
+    assert s2sad.jvp(running, (3.0,), (1.0,)) == (v, g)          # forward mode agrees
 
 
 def test_layer_keeping_state():
     rng = np.random.default_rng(3)
-    check_grads(two_steps, (rng.standard_normal((3, 3)) * 0.5, rng.standard_normal(3)), wrt=(0, 1))
+    check_grads(two_steps, (rng.standard_normal((3, 3)) * 0.5, rng.standard_normal(3)), wrt=(0, 1),
+                modes=("rev", "fwd"))
 
 
 def test_counter_updates():
-    check_grads(state_fn, (0.7, 1.3), wrt=(0, 1))
-    check_grads(in_a_loop, (0.7, 1.1), wrt=(0, 1))
+    check_grads(state_fn, (0.7, 1.3), wrt=(0, 1), modes=("rev", "fwd"))
+    check_grads(in_a_loop, (0.7, 1.1), wrt=(0, 1), modes=("rev", "fwd"))
 
 
 def bump_arg(c, a):
