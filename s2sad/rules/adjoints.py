@@ -1770,7 +1770,8 @@ def extremum_tangent(t, ans, a, axis=None, keepdims=False):
     ans_e = expand(ans, a.shape, axis, _flag(keepdims), like=a)
     mask = (a == ans_e)
     n = mask.sum(axis=norm_axes(axis, a.ndim), keepdims=True)
-    return _reduce_tangent(t * mask / n, a, axis, keepdims)
+    # no element equals an all-nan slice's nan (nanmax/nanmin): its tangent is 0
+    return _reduce_tangent(t * mask / xp(a).maximum(n, 1), a, axis, keepdims)
 
 
 def var_tangent(t, a, axis=None, ddof=0, keepdims=False):
@@ -1853,3 +1854,832 @@ def tmap_zero(t):
     if isinstance(t, (list, tuple)):
         return [tmap_zero(x) for x in t]
     return 0.0 if t is None else t
+
+
+# -- statistics: average, nan-reductions, order statistics, cov/corrcoef ----------------------------
+def _keep(keepdims):
+    return False if keepdims is None or keepdims is _NoValue else bool(keepdims)
+
+
+def _average_weights(a, axis, weights):
+    """The weights of ``np.average`` laid out to broadcast against ``a`` (as NumPy lays them out),
+    and the function taking an array of a's shape back to the shape of ``weights``."""
+    w = asarray(weights, like=a)
+    if tuple(w.shape) == tuple(a.shape):
+        return w, lambda x: x
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = tuple(int(ax) % a.ndim for ax in axes)
+    order = tuple(int(i) for i in np.argsort(axes))
+    wt = w.transpose(order)
+    lay = wt.reshape(tuple(s if ax in axes else 1 for ax, s in enumerate(a.shape)))
+    inv = _inverse(order)
+    return lay, lambda x: _rt.unbroadcast(x, lay).reshape(wt.shape).transpose(inv)
+
+
+def average(g, ans, a, axis=None, weights=None, keepdims=False, which="a"):
+    """Adjoint of ``np.average`` (returned=False): ``a`` gets g w / sum(w), the weights get
+    g (a - avg) / sum(w)."""
+    a_ = asarray(a)
+    kd = _keep(keepdims)
+    axes = norm_axes(axis, a_.ndim)
+    ge = expand(g, a_.shape, axis, kd, like=a_)
+    if weights is None:
+        return like(full_like(ge / count(a_.shape, axis), a_), a) if which == "a" else None
+    w, back = _average_weights(a_, axis, weights)
+    W = w.sum(axis=axes, keepdims=True)
+    if which == "a":
+        return like(_rt.unbroadcast(ge * cj(w / W), a_), a)
+    ae = expand(ans, a_.shape, axis, kd, like=a_)
+    return like(back(ge * cj((a_ - ae) / W)), weights)
+
+
+def average_tangent(t, ans, a, axis=None, weights=None, keepdims=False, which="a"):
+    a_ = asarray(a)
+    kd = _keep(keepdims)
+    axes = norm_axes(axis, a_.ndim)
+    if weights is None:
+        return asarray(t, like=a_).mean(axis=axes, keepdims=kd)
+    w, _ = _average_weights(a_, axis, weights)
+    W = w.sum(axis=axes, keepdims=True)
+    if which == "a":
+        return (asarray(t, like=a_) * (w / W)).sum(axis=axes, keepdims=kd)
+    tw, _ = _average_weights(a_, axis, t)
+    ae = expand(ans, a_.shape, axis, kd, like=a_)
+    return (tw * (a_ - ae) / W).sum(axis=axes, keepdims=kd)
+
+
+def nansum(g, a, axis=None, keepdims=False, mean=False):
+    """Adjoint of ``np.nansum`` / ``np.nanmean``: nothing flows to the nan entries."""
+    a_ = asarray(a)
+    m = xp(a_)
+    ok = ~m.isnan(a_)
+    ge = expand(g, a_.shape, axis, _keep(keepdims), like=a_)
+    if mean:
+        n = ok.sum(axis=norm_axes(axis, a_.ndim), keepdims=True)
+        ge = ge / m.maximum(n, 1)
+    return like(m.where(ok, ge, 0 * ge), a)
+
+
+def nansum_tangent(t, a, axis=None, keepdims=False, mean=False):
+    a_ = asarray(a)
+    m = xp(a_)
+    ok = ~m.isnan(a_)
+    t = asarray(t, like=a_)
+    axes = norm_axes(axis, a_.ndim)
+    r = m.where(ok, t, 0 * t).sum(axis=axes, keepdims=_keep(keepdims))
+    return r / ok.sum(axis=axes, keepdims=_keep(keepdims)) if mean else r
+
+
+def ptp(g, a, axis=None, keepdims=False):
+    """Adjoint of ``np.ptp`` = max - min (ties split evenly)."""
+    a_ = asarray(a)
+    axes = norm_axes(axis, a_.ndim)
+    ge = expand(g, a_.shape, axis, _keep(keepdims), like=a_)
+    hi = a_.max(axis=axes, keepdims=True)
+    lo = a_.min(axis=axes, keepdims=True)
+    return like(extremum(ge, hi, a_, axes, True) - extremum(ge, lo, a_, axes, True), a)
+
+
+def ptp_tangent(t, a, axis=None, keepdims=False):
+    a_ = asarray(a)
+    axes = norm_axes(axis, a_.ndim)
+    hi = a_.max(axis=axes, keepdims=True)
+    lo = a_.min(axis=axes, keepdims=True)
+    out = shape(a_.max(axis=axes, keepdims=_keep(keepdims)))
+    return (extremum_tangent(t, hi, a_, axes, True) -
+            extremum_tangent(t, lo, a_, axes, True)).reshape(out)
+
+
+def _quantile_setup(a, q, axis, scale):
+    """Order statistics of ``a`` over ``axis`` (flattened to the last axis), and for each q the
+    interpolation weights over the sorted positions (NumPy's method='linear')."""
+    a_ = asarray(a)
+    m = xp(a_)
+    axes = norm_axes(axis, a_.ndim)
+    keep = [i for i in range(a_.ndim) if i not in axes]
+    perm = keep + list(axes)
+    at = a_.transpose(perm)
+    lead = at.shape[:len(keep)]
+    n = int(np.prod(at.shape[len(keep):])) if axes else 1
+    flat = at.reshape(lead + (n,))
+    order = m.argsort(flat, axis=-1, kind="stable")
+    qq = asarray(q, like=a_)
+    qq = (qq.real if qq.dtype.kind == "c" else qq).astype(a_.real.dtype if a_.dtype.kind in "fc"
+                                                          else np.float64) / scale
+    qshape = tuple(qq.shape)
+    h = qq.reshape(-1) * (n - 1)
+    lo = m.clip(m.floor(h), 0, n - 1).astype(np.int64)
+    hi = m.minimum(lo + 1, n - 1)
+    frac = h - lo
+    ar = m.arange(n)
+    W = (1 - frac)[:, None] * (ar == lo[:, None]) + frac[:, None] * (ar == hi[:, None])
+    return dict(a=a_, m=m, perm=perm, at_shape=at.shape, lead=lead, n=n, flat=flat,
+                order=order, qshape=qshape, lo=lo, hi=hi, W=W)
+
+
+def quantile(g, ans, a, q, axis=None, keepdims=False, scale=1.0, which="a"):
+    """Adjoint of ``np.quantile`` / ``np.percentile`` (``scale=100``) / ``np.median`` with
+    method='linear': each result is (1-f) s[lo] + f s[hi] of the sorted values s, so g reaches
+    the two neighbouring order statistics; ``q`` gets g (s[hi] - s[lo]) (n - 1) / scale."""
+    S = _quantile_setup(a, q, axis, scale)
+    m, lead, n = S["m"], S["lead"], S["n"]
+    K = S["W"].shape[0]
+    gq = asarray(g, like=S["a"]).reshape((K,) + lead)
+    if which == "q":
+        srt = m.take_along_axis(S["flat"], S["order"], axis=-1)
+        d = (m.take(srt, S["hi"], axis=-1) - m.take(srt, S["lo"], axis=-1)) * ((n - 1) / scale)
+        d = m.moveaxis(d, -1, 0)                     # (K,) + lead
+        r = (gq * cj(d)).reshape((K, -1)).sum(axis=1).reshape(S["qshape"])
+        return like(r, q)
+    gs = m.tensordot(m.moveaxis(gq, 0, -1), S["W"].astype(gq.real.dtype), axes=([-1], [0]))
+    out = m.zeros(S["flat"].shape, dtype=gs.dtype)
+    m.put_along_axis(out, S["order"], gs, axis=-1)
+    out = out.reshape(S["at_shape"]).transpose(_inverse(S["perm"]))
+    return like(out, a)
+
+
+def quantile_tangent(t, ans, a, q, axis=None, keepdims=False, scale=1.0, which="a"):
+    S = _quantile_setup(a, q, axis, scale)
+    m, lead, n = S["m"], S["lead"], S["n"]
+    if which == "q":
+        srt = m.take_along_axis(S["flat"], S["order"], axis=-1)
+        d = (m.take(srt, S["hi"], axis=-1) - m.take(srt, S["lo"], axis=-1)) * ((n - 1) / scale)
+        tq = asarray(t, like=S["a"]).reshape(-1)
+        return m.moveaxis(d * tq, -1, 0).reshape(shape(ans))
+    tt = asarray(t, like=S["a"]).transpose(S["perm"]).reshape(lead + (n,))
+    ts = m.take_along_axis(tt, S["order"], axis=-1)
+    r = m.tensordot(S["W"].astype(S["a"].real.dtype), ts, axes=([1], [len(lead)]))
+    return r.reshape(shape(ans))
+
+
+def _cov_input(m_, y, rowvar, dtype=None):
+    """The variables-by-observations matrix ``np.cov`` builds from ``m`` and ``y``."""
+    mod = xp(m_, y)
+    dts = [v.dtype if hasattr(v, "dtype") else np.result_type(v) for v in (m_, y) if v is not None]
+    dt = dtype if dtype is not None else np.result_type(*dts, np.float64)
+    ma = asarray(m_, like=y).astype(dt)
+    X = ma.reshape(1, -1) if ma.ndim < 2 else ma
+    if not rowvar and ma.ndim != 1:
+        X = X.T
+    parts = [X]
+    if y is not None:
+        ya = asarray(y, like=ma).astype(dt)
+        Y = ya.reshape(1, -1) if ya.ndim < 2 else ya
+        if not rowvar and Y.shape[0] != 1:
+            Y = Y.T
+        parts.append(Y)
+    return mod.concatenate(parts, axis=0) if len(parts) > 1 else X, X.shape[0]
+
+
+def _cov_back(gX, m_, y, rowvar, nm, which):
+    """The part of a gradient w.r.t. the stacked matrix that belongs to ``m`` or ``y`` (the
+    transposes of :func:`_cov_input` undone)."""
+    x = m_ if which == "m" else y
+    xa = asarray(x, like=gX)
+    part = gX[:nm] if which == "m" else gX[nm:]
+    if not rowvar:
+        if which == "m" and xa.ndim != 1:
+            part = part.T
+        elif which == "y" and (xa.ndim >= 2 and xa.shape[0] != 1):
+            part = part.T
+    return like(part.reshape(xa.shape), x)
+
+
+def _cov_fact(X, bias, ddof):
+    if ddof is None:
+        ddof = 0 if bias else 1
+    return X.shape[1] - ddof
+
+
+def cov(g, ans, m_, y=None, rowvar=True, bias=False, ddof=None, dtype=None, which="m"):
+    """Adjoint of ``np.cov``: C = Xc Xc^H / f with Xc the rows of X centred, so
+    gXc = (G + G^H) Xc / f, and centring is its own adjoint."""
+    X, nm = _cov_input(m_, y, rowvar, dtype)
+    p = X.shape[0]
+    Xc = X - X.mean(axis=1, keepdims=True)
+    G = asarray(g, like=X).reshape(p, p)
+    gX = (G + _mH(G)) @ Xc / _cov_fact(X, bias, ddof)
+    gX = gX - gX.mean(axis=1, keepdims=True)
+    return _cov_back(gX, m_, y, rowvar, nm, which)
+
+
+def _cov_tangent_stacked(t, m_, y, rowvar, dtype, which):
+    X, nm = _cov_input(m_, y, rowvar, dtype)
+    z = [xp(X).zeros(shape(m_), dtype=X.dtype) if which != "m" else t]
+    if y is not None:
+        z.append(t if which == "y" else xp(X).zeros(shape(y), dtype=X.dtype))
+    T, _ = _cov_input(z[0], z[1] if y is not None else None, rowvar, X.dtype)
+    return X, T
+
+
+def cov_tangent(t, ans, m_, y=None, rowvar=True, bias=False, ddof=None, dtype=None, which="m"):
+    X, T = _cov_tangent_stacked(t, m_, y, rowvar, dtype, which)
+    Xc = X - X.mean(axis=1, keepdims=True)
+    Tc = T - T.mean(axis=1, keepdims=True)
+    d = Tc @ _mH(Xc)
+    return ((d + _mH(d)) / _cov_fact(X, bias, ddof)).reshape(shape(ans))
+
+
+def corrcoef(g, ans, x, y=None, rowvar=True, dtype=None, which="x"):
+    """Adjoint of ``np.corrcoef``: R = C / (s s^T), s = sqrt(Re diag C), through ``cov``."""
+    X, nm = _cov_input(x, y, rowvar, dtype)
+    p = X.shape[0]
+    if p == 1:                               # R = C / C = 1
+        return like(xp(X).zeros(shape(x) if which == "x" else shape(y), dtype=X.dtype),
+                    x if which == "x" else y)
+    Xc = X - X.mean(axis=1, keepdims=True)
+    C = Xc @ _mH(Xc) / (X.shape[1] - 1)
+    d = xp(X).diagonal(C).real
+    s = xp(X).sqrt(d)
+    R = C / s[:, None] / s[None, :]
+    G = asarray(g, like=X).reshape(p, p)
+    gC = G / s[:, None] / s[None, :]
+    gR = (cj(G) * R).real
+    gd = -0.5 * (gR.sum(axis=1) + gR.sum(axis=0)) / d
+    gC = gC + xp(X).diag(gd).astype(gC.dtype)
+    return cov(gC, None, x, y, rowvar, False, None, dtype, "m" if which == "x" else "y")
+
+
+def corrcoef_tangent(t, ans, x, y=None, rowvar=True, dtype=None, which="x"):
+    X, T = _cov_tangent_stacked(t, x, y, rowvar, dtype, "m" if which == "x" else "y")
+    p = X.shape[0]
+    m = xp(X)
+    if p == 1:
+        return 0 * asarray(ans, like=X)
+    Xc = X - X.mean(axis=1, keepdims=True)
+    Tc = T - T.mean(axis=1, keepdims=True)
+    f = X.shape[1] - 1
+    C = Xc @ _mH(Xc) / f
+    dC = Tc @ _mH(Xc)
+    dC = (dC + _mH(dC)) / f
+    d = m.diagonal(C).real
+    s = m.sqrt(d)
+    R = C / s[:, None] / s[None, :]
+    dd = m.diagonal(dC).real / d
+    return (dC / s[:, None] / s[None, :] - 0.5 * R * (dd[:, None] + dd[None, :])).reshape(shape(ans))
+
+
+# -- signal: cross, convolve/correlate, interp, trapezoid, polyval ---------------------------------
+def _cross_axes(axisa, axisb, axisc, axis):
+    if axis is not None:
+        return axis, axis, axis
+    return axisa, axisb, axisc
+
+
+def cross(g, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None, which=0):
+    """Adjoint of ``np.cross``: g . (a x b) = a . (b x g), so ``a`` gets conj(b) x g and ``b``
+    gets g x conj(a) (2-vectors taken as 3-vectors with a zero third component)."""
+    axisa, axisb, axisc = _cross_axes(axisa, axisb, axisc, axis)
+    m = xp(g, a, b)
+    A = m.moveaxis(asarray(a, like=g), axisa, -1)
+    B = m.moveaxis(asarray(b, like=g), axisb, -1)
+    na, nb = A.shape[-1], B.shape[-1]
+
+    def three(v):
+        if v.shape[-1] == 3:
+            return v
+        return m.concatenate([v, m.zeros(v.shape[:-1] + (1,), dtype=v.dtype)], axis=-1)
+    g_ = asarray(g, like=A)
+    if na == 2 and nb == 2:
+        z = m.zeros(g_.shape + (2,), dtype=g_.dtype)
+        G = m.concatenate([z, g_[..., None]], axis=-1)
+    else:
+        G = m.moveaxis(g_, axisc, -1) if g_.ndim else g_
+    if which == 0:
+        r = m.cross(cj(three(B)), G)[..., :na]
+        return like(m.moveaxis(_rt.unbroadcast(r, A), -1, axisa), a)
+    r = m.cross(G, cj(three(A)))[..., :nb]
+    return like(m.moveaxis(_rt.unbroadcast(r, B), -1, axisb), b)
+
+
+def _full_from_mode(g, n, k, mode):
+    """The zero-padded full-mode adjoint of a 1-D convolution result in ``mode``."""
+    m = xp(g)
+    g = asarray(g)
+    L = n + k - 1
+    mn, mx = min(n, k), max(n, k)
+    if mode == "full":
+        return g
+    off = (mn - 1) // 2 if mode == "same" else mn - 1
+    return m.concatenate([m.zeros(off, dtype=g.dtype), g,
+                          m.zeros(L - off - g.shape[0], dtype=g.dtype)])
+
+
+def _mode_name(mode):
+    return {0: "valid", 1: "same", 2: "full"}.get(mode, mode)
+
+
+def convolve(g, a, v, mode="full", which=0):
+    """Adjoint of ``np.convolve`` (c = a * v): ``a`` gets correlate(g_full, v, 'valid'), ``v``
+    gets correlate(g_full, a, 'valid')."""
+    m = xp(g, a, v)
+    A = asarray(a, like=g).reshape(-1)
+    V = asarray(v, like=g).reshape(-1)
+    gf = _full_from_mode(g, A.shape[0], V.shape[0], _mode_name(mode))
+    if which == 0:
+        return like(m.correlate(gf, V, "valid").reshape(shape(a)), a)
+    return like(m.correlate(gf, A, "valid").reshape(shape(v)), v)
+
+
+def correlate(g, a, v, mode="valid", which=0):
+    """Adjoint of ``np.correlate(a, v)`` = convolve(a, conj(v[::-1]))."""
+    m = xp(g, a, v)
+    V = asarray(v, like=g).reshape(-1)
+    vr = cj(m.flip(V, 0))
+    if which == 0:
+        return convolve(g, a, vr, mode, 0)
+    r = asarray(convolve(g, a, vr, mode, 1))
+    return like(cj(m.flip(r, 0)).reshape(shape(v)), v)
+
+
+def _interp_setup(x, xp_, fp):
+    m = xp(x, xp_, fp)
+    X = asarray(x, like=fp)
+    P = asarray(xp_, like=fp)
+    F = asarray(fp, like=P)
+    n = P.shape[0]
+    j = m.clip(m.searchsorted(P, X, side="right") - 1, 0, max(n - 2, 0))
+    j1 = m.minimum(j + 1, n - 1)
+    dx = P[j1] - P[j]
+    safe = m.where(dx == 0, 1, dx)
+    w = m.where(dx == 0, 0, (X - P[j]) / safe)
+    below = X < P[0]
+    above = X > P[n - 1]
+    inside = ~(below | above)
+    return m, X, P, F, n, j, j1, w, safe, dx, below, above, inside
+
+
+def interp(g, x, xp_, fp, left=None, right=None, which="fp"):
+    """Adjoint of ``np.interp``: ``fp`` gets g split between the two neighbouring knots by the
+    interpolation weights (and the end values outside, unless left/right are given); ``x`` gets g
+    times the slope of the segment (0 outside); ``xp`` through the segment's end points."""
+    m, X, P, F, n, j, j1, w, safe, dx, below, above, inside = _interp_setup(x, xp_, fp)
+    g_ = asarray(g, like=P)
+    gb = m.broadcast_to(g_, X.shape)
+    if which == "fp":
+        out = m.zeros(F.shape, dtype=np.result_type(F.dtype, g_.dtype))
+        lo_w = m.where(inside, 1 - w, 0).astype(out.real.dtype)
+        hi_w = m.where(inside, w, 0).astype(out.real.dtype)
+        m.add.at(out, j.reshape(-1), (gb * lo_w).reshape(-1))
+        m.add.at(out, j1.reshape(-1), (gb * hi_w).reshape(-1))
+        if left is None:
+            out[0] += (gb * below).sum()
+        if right is None:
+            out[n - 1] += (gb * above).sum()
+        return like(out, fp)
+    if which == "left":
+        return _rt.unbroadcast((gb * below).sum(), left) if hasattr(left, "shape") else \
+            like((gb * below).sum(), left)
+    if which == "right":
+        return _rt.unbroadcast((gb * above).sum(), right) if hasattr(right, "shape") else \
+            like((gb * above).sum(), right)
+    slope = m.where(inside & (dx != 0), (F[j1] - F[j]) / safe, 0)
+    if which == "x":
+        r = gb * cj(slope)
+        return _rt.unbroadcast(r, x) if hasattr(x, "shape") and not isinstance(x, np.generic) \
+            else like(r, x)
+    # xp: the knots of the segment: d/dxp[j] = -slope (1 - w), d/dxp[j+1] = -slope w
+    c = gb * cj(slope)
+    out = m.zeros(P.shape, dtype=np.result_type(P.dtype, c.real.dtype))
+    m.add.at(out, j.reshape(-1), (-(c * (1 - w)).real).reshape(-1))
+    m.add.at(out, j1.reshape(-1), (-(c * w).real).reshape(-1))
+    return like(out, xp_)
+
+
+def interp_tangent(t, x, xp_, fp, left=None, right=None, which="fp"):
+    m, X, P, F, n, j, j1, w, safe, dx, below, above, inside = _interp_setup(x, xp_, fp)
+    t_ = asarray(t, like=P)
+    if which == "fp":
+        r = m.where(inside, (1 - w) * t_[j] + w * t_[j1], 0 * t_[j])
+        if left is None:
+            r = r + m.where(below, t_[0], 0 * t_[0])
+        if right is None:
+            r = r + m.where(above, t_[n - 1], 0 * t_[0])
+        return r
+    if which in ("left", "right"):
+        mask = below if which == "left" else above
+        return m.where(mask, t_, 0 * t_)
+    slope = m.where(inside & (dx != 0), (F[j1] - F[j]) / safe, 0)
+    if which == "x":
+        return slope * t_
+    return -slope * ((1 - w) * t_[j] + w * t_[j1])
+
+
+def _trap_parts(y, x, dx, axis):
+    y_ = asarray(y)
+    m = xp(y_, x)
+    nd = y_.ndim
+    ax = axis % nd
+    s1 = [slice(None)] * nd
+    s2 = [slice(None)] * nd
+    s1[ax] = slice(1, None)
+    s2[ax] = slice(None, -1)
+    if x is None:
+        d = asarray(dx, like=y_)
+    else:
+        xa = asarray(x, like=y_)
+        if xa.ndim == 1:
+            d = m.diff(xa)
+            sh = [1] * nd
+            sh[ax] = d.shape[0]
+            d = d.reshape(sh)
+        else:
+            d = m.diff(xa, axis=ax)
+    return m, y_, ax, tuple(s1), tuple(s2), d
+
+
+def trapezoid(g, y, x=None, dx=1.0, axis=-1, which="y"):
+    """Adjoint of ``np.trapezoid``: sum(d (y[1:] + y[:-1]) / 2) with d = diff(x) or dx."""
+    m, y_, ax, s1, s2, d = _trap_parts(y, x, dx, axis)
+    mid = (y_[s1] + y_[s2]) / 2
+    ge = expand(g, shape(mid * d), ax, False, like=y_)
+    if which == "y":
+        h = ge * cj(d) / 2
+        h = m.broadcast_to(h, np.broadcast_shapes(h.shape, mid.shape))
+        pw1 = [(0, 0)] * h.ndim
+        pw2 = [(0, 0)] * h.ndim
+        pw1[ax] = (1, 0)
+        pw2[ax] = (0, 1)
+        return like(_rt.unbroadcast(m.pad(h, pw1) + m.pad(h, pw2), y_), y)
+    gd = ge * cj(mid)
+    if which == "dx":
+        return _rt.unbroadcast(gd, dx) if hasattr(dx, "shape") and not isinstance(dx, np.generic) \
+            else like(gd.sum(), dx)
+    xa = asarray(x, like=y_)
+    if xa.ndim == 1:
+        gd = gd.sum(axis=tuple(i for i in range(gd.ndim) if i != ax))
+        return like(diff(gd, xa, 1, 0), x)
+    gd = _rt.unbroadcast(gd, m.diff(xa, axis=ax))
+    return like(diff(gd, xa, 1, ax), x)
+
+
+def trapezoid_tangent(t, y, x=None, dx=1.0, axis=-1, which="y"):
+    m, y_, ax, s1, s2, d = _trap_parts(y, x, dx, axis)
+    if which == "y":
+        t_ = asarray(t, like=y_)
+        return (d * (t_[s1] + t_[s2]) / 2).sum(axis=ax)
+    mid = (y_[s1] + y_[s2]) / 2
+    if which == "dx":
+        return (asarray(t, like=y_) * mid).sum(axis=ax)
+    _, _, _, _, _, dt = _trap_parts(y, t, dx, axis)
+    return (dt * mid).sum(axis=ax)
+
+
+def _horner(p, x):
+    y = 0 * x
+    for k in range(p.shape[0]):
+        y = y * x + p[k]
+    return y
+
+
+def polyval(g, p, x, which="p"):
+    """Adjoint of ``np.polyval``: ``p[k]`` gets g conj(x^(N-k)), ``x`` gets g conj(p'(x))."""
+    P = asarray(p, like=x)
+    m = xp(P, x)
+    X = asarray(x, like=P)
+    N = P.shape[0] - 1
+    g_ = asarray(g, like=P)
+    if which == "x":
+        if N < 1:
+            return like(0 * g_, x) if not hasattr(x, "shape") else _rt.unbroadcast(0 * g_, x)
+        k = m.arange(N, 0, -1).reshape((N,) + (1,) * (P.ndim - 1))
+        r = g_ * cj(_horner(P[:-1] * k, X))
+        return _rt.unbroadcast(r, x) if hasattr(x, "shape") and not isinstance(x, np.generic) \
+            else like(r, x)
+    out = []
+    pw = m.ones_like(X)
+    rows = [None] * (N + 1)
+    for k in range(N, -1, -1):
+        rows[k] = _rt.unbroadcast(g_ * cj(pw), P[k]) if P.ndim > 1 else (g_ * cj(pw)).sum()
+        pw = pw * X
+    out = m.stack([asarray(r, like=P) for r in rows])
+    return like(out, p)
+
+
+def polyval_tangent(t, p, x, which="p"):
+    P = asarray(p, like=x)
+    m = xp(P, x)
+    X = asarray(x, like=P)
+    if which == "p":
+        return _horner(asarray(t, like=P), X)
+    N = P.shape[0] - 1
+    if N < 1:
+        return 0 * asarray(t, like=P) * X
+    k = m.arange(N, 0, -1).reshape((N,) + (1,) * (P.ndim - 1))
+    return asarray(t, like=P) * _horner(P[:-1] * k, X)
+
+
+# -- more linear algebra: pinv, lstsq, matrix_power, multi_dot --------------------------------------
+def _herm_lower(T):
+    """The Hermitian matrix LAPACK builds from the lower triangle of ``T`` (eigh's view)."""
+    m = xp(T)
+    low = m.tril(T, -1)
+    d = m.diagonal(T, axis1=-2, axis2=-1)
+    d = d.real if d.dtype.kind == "c" else d
+    return low + _mH(low) + d[..., None] * m.eye(T.shape[-1], dtype=d.dtype)
+
+
+def pinv(g, ans, a, hermitian=False):
+    """Adjoint of ``pinv`` (constant rank): with X = A^+,
+    gA = -X^H G X^H + (I - A X) G^H X X^H + X^H X G^H (I - X A); with hermitian=True NumPy reads
+    only the lower triangle, so the gradient goes there (as for eigh)."""
+    A = asarray(a)
+    if hermitian:
+        A = _herm_lower(A)
+    X = asarray(ans, like=A)
+    G = asarray(g, like=A)
+    Xh, Gh = _mH(X), _mH(G)
+    r = -(Xh @ G @ Xh) + (Gh @ X @ Xh - A @ (X @ (Gh @ (X @ Xh)))) \
+        + (Xh @ X @ Gh - Xh @ (X @ (Gh @ (X @ A))))
+    if hermitian:
+        r = _from_hermitian(0.5 * (r + _mH(r)), "L")
+    return like(r, a)
+
+
+def pinv_tangent(t, ans, a, hermitian=False):
+    A = asarray(a)
+    X = asarray(ans, like=A)
+    T = asarray(t, like=A)
+    if hermitian:
+        A, T = _herm_lower(A), _herm_lower(T)
+    Th = _mH(T)
+    Xh = _mH(X)
+    return -(X @ T @ X) + X @ Xh @ Th - X @ Xh @ Th @ A @ X + Th @ Xh @ X - X @ A @ Th @ Xh @ X
+
+
+def lstsq(g, ans, a, b, rcond=None):
+    """Adjoints of ``np.linalg.lstsq`` (full rank; both at once) for the solution x = A^+ b (b gets
+    A^+H gx, A through pinv with G = gx b^H), the residuals ||b - A x||^2 (envelope theorem: b gets
+    2 r g, A gets -2 r x^H g) and the singular values (through svd); the rank has none."""
+    m = xp(a, b)
+    A = asarray(a)
+    B = asarray(b, like=A)
+    x, res, rank, sv = ans
+    gx, gres, _, gsv = (tuple(g) + (None,) * 4)[:4] if isinstance(g, (tuple, list)) else \
+        (g, None, None, None)
+    vec = B.ndim == 1
+    Bm = B[:, None] if vec else B
+    Xs = asarray(x, like=A)
+    Xm = Xs[:, None] if vec else Xs
+    ga = m.zeros(A.shape, dtype=np.result_type(A.dtype, B.dtype))
+    gb = m.zeros(Bm.shape, dtype=ga.dtype)
+    if not is_zero(gx):
+        P = m.linalg.pinv(A)
+        G = asarray(gx, like=A)
+        G = G[:, None] if vec else G
+        gb = gb + _mH(P) @ G
+        ga = ga + pinv(G @ _mH(Bm), P, A)
+    if not is_zero(gres) and getattr(res, "size", 0):
+        r = Bm - A @ Xm
+        gr = asarray(gres, like=A).reshape(1, -1)
+        gb = gb + 2 * r * gr
+        ga = ga - 2 * (r * gr) @ _mH(Xm)
+    if not is_zero(gsv):
+        ga = ga + svd(gsv, sv, A, False, False)
+    return like(ga, a), like(gb[:, 0] if vec else gb, b)
+
+
+def lstsq_tangent(t, ans, a, b, which):
+    """Tangent of ``lstsq``'s (x, residuals, rank, s) along ``a`` or ``b`` (full rank)."""
+    m = xp(a, b)
+    A = asarray(a)
+    B = asarray(b, like=A)
+    x, res, rank, sv = ans
+    vec = B.ndim == 1
+    Bm = B[:, None] if vec else B
+    Xm = asarray(x, like=A)
+    Xm = Xm[:, None] if vec else Xm
+    T = asarray(t, like=A)
+    P = m.linalg.pinv(A)
+    r = Bm - A @ Xm
+    if which == "b":
+        Tm = T[:, None] if vec else T
+        dx = P @ Tm
+        dr = Tm
+        ds = m.zeros(shape(sv), dtype=asarray(sv).dtype)
+    else:
+        dx = pinv_tangent(T, P, A) @ Bm
+        dr = -(T @ Xm)
+        u, _, vh = m.linalg.svd(A, full_matrices=False)
+        ds = (cj(u) * (T @ _mH(vh))).sum(axis=-2).real
+    dres = 2 * (cj(r) * dr).real.sum(axis=0) if getattr(res, "size", 0) else \
+        m.zeros(shape(res), dtype=asarray(res).dtype)
+    dres = dres.reshape(shape(res))
+    return (dx[:, 0] if vec else dx), dres, 0.0 * m.zeros(()), ds
+
+
+def matrix_power(g, a, n):
+    """Adjoint of ``matrix_power(a, n)``: sum_k (A^H)^k G (A^H)^(n-1-k); for n < 0 through
+    B = inv(A) (gA = -B^H gB B^H)."""
+    m = xp(a)
+    A = asarray(a)
+    G = asarray(g, like=A)
+    n = int(n)
+    if n == 0:
+        return like(0 * G, a)
+    B = m.linalg.inv(A) if n < 0 else A
+    k = abs(n)
+    Bh = _mH(B)
+    pows = [None] * k
+    pows[0] = m.broadcast_to(m.eye(A.shape[-1], dtype=B.dtype), B.shape)
+    for i in range(1, k):
+        pows[i] = pows[i - 1] @ Bh
+    gB = 0
+    for i in range(k):
+        gB = gB + pows[i] @ G @ pows[k - 1 - i]
+    if n < 0:
+        gB = -(Bh @ gB @ Bh)
+    return like(gB, a)
+
+
+def matrix_power_tangent(t, a, n):
+    m = xp(a)
+    A = asarray(a)
+    T = asarray(t, like=A)
+    n = int(n)
+    if n == 0:
+        return 0 * T
+    B = m.linalg.inv(A) if n < 0 else A
+    if n < 0:
+        T = -(B @ T @ B)
+    k = abs(n)
+    pows = [m.broadcast_to(m.eye(A.shape[-1], dtype=B.dtype), B.shape)]
+    for i in range(1, k):
+        pows.append(pows[-1] @ B)
+    r = 0
+    for i in range(k):
+        r = r + pows[i] @ T @ pows[k - 1 - i]
+    return r
+
+
+def _multi_dot_mats(arrays):
+    mats = [asarray(x, like=arrays[0]) for x in arrays]
+    first, last = mats[0].ndim == 1, mats[-1].ndim == 1
+    if first:
+        mats[0] = mats[0][None, :]
+    if last:
+        mats[-1] = mats[-1][:, None]
+    return mats
+
+
+def _chain(mats):
+    r = mats[0]
+    for x in mats[1:]:
+        r = r @ x
+    return r
+
+
+def multi_dot(g, arrays):
+    """Adjoint of ``np.linalg.multi_dot``: A_i gets (A_0..A_{i-1})^H G (A_{i+1}..)^H."""
+    mats = _multi_dot_mats(arrays)
+    k = len(mats)
+    G = asarray(g, like=mats[0]).reshape(mats[0].shape[0], mats[-1].shape[1])
+    left = [None] * k
+    right = [None] * k
+    for i in range(k):
+        left[i] = None if i == 0 else (mats[0] if i == 1 else left[i - 1] @ mats[i - 1])
+    for i in range(k - 1, -1, -1):
+        right[i] = None if i == k - 1 else (mats[-1] if i == k - 2 else mats[i + 1] @ right[i + 1])
+    out = []
+    for i, x in enumerate(arrays):
+        r = G
+        if left[i] is not None:
+            r = _mH(left[i]) @ r
+        if right[i] is not None:
+            r = r @ _mH(right[i])
+        out.append(like(r.reshape(shape(x)), x))
+    return tuple(out)
+
+
+def multi_dot_tangent(t, arrays, ans=None):
+    mats = _multi_dot_mats(arrays)
+    ts = tangent_list(t, arrays)
+    tm = _multi_dot_mats(ts)
+    r = None
+    for i in range(len(mats)):
+        if is_zero(t[i]):
+            continue
+        term = _chain(mats[:i] + [tm[i]] + mats[i + 1:])
+        r = term if r is None else r + term
+    if r is None:
+        r = 0 * _chain(mats)
+    return r.reshape(shape(ans)) if ans is not None else r
+
+
+# -- FFT ------------------------------------------------------------------------------------------
+_DUAL_NORM = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
+
+
+def _dual(norm):
+    try:
+        return _DUAL_NORM[norm]
+    except KeyError:
+        raise RuleError(f"fft: norm={norm!r} is not one of None, 'backward', 'ortho', 'forward'")
+
+
+def _fit(g, length, axis):
+    """``g`` cut or zero-padded along ``axis`` to ``length`` (the adjoint of NumPy's n=/s=)."""
+    m = xp(g)
+    n = g.shape[axis]
+    if n == length:
+        return g
+    if n > length:
+        idx = [slice(None)] * g.ndim
+        idx[axis] = slice(0, length)
+        return g[tuple(idx)]
+    pw = [(0, 0)] * g.ndim
+    pw[axis] = (0, length - n)
+    return m.pad(g, pw)
+
+
+def _fft_axes(a, s, axes):
+    nd = ndim(a)
+    if axes is None:
+        axes = tuple(range(nd)) if s is None else tuple(range(nd - len(s), nd))
+    return tuple(int(ax) % nd for ax in axes)
+
+
+def fft(g, a, n=None, axis=-1, norm=None, inverse=False):
+    """Adjoint of ``fft`` (``ifft`` with inverse=True): the other transform with the dual norm,
+    cut / padded back to the input's length."""
+    m = xp(a)
+    A = asarray(a)
+    G = asarray(g, like=A)
+    f = m.fft.fft if inverse else m.fft.ifft
+    r = f(G, axis=axis, norm=_dual(norm))
+    return like(_fit(r, A.shape[axis], axis), a)
+
+
+def fftn(g, a, s=None, axes=(-2, -1), norm=None, inverse=False):
+    m = xp(a)
+    A = asarray(a)
+    G = asarray(g, like=A)
+    axes = _fft_axes(A, s, axes)
+    f = m.fft.fftn if inverse else m.fft.ifftn
+    r = f(G, axes=axes, norm=_dual(norm))
+    for ax in axes:
+        r = _fit(r, A.shape[ax], ax)
+    return like(r, a)
+
+
+def rfft(g, a, n=None, axis=-1, norm=None):
+    """Adjoint of ``rfft`` (real input): Re of the inverse transform of g zero-filled to the full
+    spectrum, with the dual norm."""
+    m = xp(a)
+    A = asarray(a)
+    G = asarray(g, like=A)
+    ax = axis % A.ndim
+    nn = A.shape[ax] if n is None else int(n)
+    full = _fit(G, nn, ax)
+    r = m.fft.ifft(full, axis=ax, norm=_dual(norm)).real
+    return like(_fit(r, A.shape[ax], ax), a)
+
+
+def irfft(g, a, n=None, axis=-1, norm=None):
+    """Adjoint of ``irfft``: y = c sum_k w_k Re(a_k e^(2 pi i jk/n)) with w = 1 at 0 and the
+    Nyquist bin, 2 elsewhere, so ``a`` gets w * rfft(g) with the dual norm."""
+    m = xp(a)
+    A = asarray(a)
+    G = asarray(g, like=A)
+    ax = axis % A.ndim
+    nn = 2 * (A.shape[ax] - 1) if n is None else int(n)
+    r = m.fft.rfft(G.real if G.dtype.kind == "c" else G, n=nn, axis=ax, norm=_dual(norm))
+    k = r.shape[ax]
+    w = m.full(k, 2.0, dtype=r.real.dtype)
+    w[0] = 1.0
+    if nn % 2 == 0:
+        w[-1] = 1.0
+    sh = [1] * r.ndim
+    sh[ax] = k
+    r = r * w.reshape(sh)
+    return like(_fit(r, A.shape[ax], ax), a)
+
+
+def _nan_to_num_mask(x, which):
+    m = xp(x)
+    X = asarray(x)
+    if which == "x":
+        return m.isfinite(X)
+    if X.dtype.kind == "c":          # NumPy replaces the real and imaginary parts separately
+        X = X.real
+    if which == "nan":
+        return m.isnan(X)
+    return m.isposinf(X) if which == "posinf" else m.isneginf(X)
+
+
+def nan_to_num(g, x, which="x", value=None):
+    """Adjoint of ``nan_to_num``: ``x`` gets g where it is finite, 0 where it was replaced; an
+    active ``nan=`` / ``posinf=`` / ``neginf=`` value gets the sum of g over what it replaced."""
+    ok = _nan_to_num_mask(x, which)
+    gx = asarray(g, like=asarray(x))
+    r = xp(gx).where(ok, gx, 0 * gx)
+    if which == "x":
+        return like(r, x)
+    r = r.real if asarray(x).dtype.kind == "c" else r
+    return _rt.unbroadcast(r, value)
+
+
+def nan_to_num_tangent(t, x, which="x"):
+    ok = _nan_to_num_mask(x, which)
+    t_ = asarray(t, like=asarray(x))
+    return xp(ok).where(ok, t_, 0 * t_)

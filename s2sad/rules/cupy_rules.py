@@ -1,7 +1,8 @@
 """CuPy derivative table: CuPy callees share the NumPy (and SciPy) rules.
 
-Loaded only once the user's code has imported CuPy.  Every ``numpy.X`` / ``numpy.linalg.X`` callee
-that has a rule (or is declared zero-derivative) gives its rule to ``cupy.X`` / ``cupy.linalg.X``;
+Loaded only once the user's code has imported CuPy.  Every ``numpy.X`` / ``numpy.linalg.X`` /
+``numpy.fft.X`` callee that has a rule (or is declared zero-derivative) gives its rule to
+``cupy.X`` / ``cupy.linalg.X`` / ``cupy.fft.X``;
 ``cupyx.scipy.special.X`` gets the rule of ``scipy.special.X`` with SciPy's special functions in
 the template replaced by CuPy's (``_sp.`` -> ``_csp.``), and ``cupyx.scipy.linalg.block_diag`` the
 rule of ``scipy.linalg.block_diag``.  The templates work on both kinds of arrays: they call NumPy
@@ -142,6 +143,7 @@ try:
 except Exception:   # noqa: BLE001
     pass
 
-N_MIRRORED = _mirror(np, cupy, "cupy") + _mirror(np.linalg, cupy.linalg, "cupy.linalg")
+N_MIRRORED = _mirror(np, cupy, "cupy") + _mirror(np.linalg, cupy.linalg, "cupy.linalg") + \
+    _mirror(np.fft, cupy.fft, "cupy.fft")
 _special()
 _block_diag()

@@ -280,6 +280,16 @@ defrule(np.linalg.qr, "a, mode='reduced'", vjp={"a": "_adj.qr(g, ans, a, mode)"}
 defrule(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False",
         vjp={"a": "_adj.svd(g, ans, a, full_matrices, compute_uv, hermitian)"}, kind="any", ns=A)
 _each(_np("linalg.svdvals"), "x, /", vjp={"x": "_adj.svd(g, ans, x, False, False)"}, ns=A)
+defrule(np.linalg.pinv, "a, rcond=None, hermitian=False, *, rtol=None",
+        vjp={"a": "_adj.pinv(g, ans, a, hermitian)"},
+        jvp={"a": "_adj.pinv_tangent(t, ans, a, hermitian)"}, ns=A)
+defrule(np.linalg.lstsq, "a, b, rcond=None", joint=(("a", "b"), "_adj.lstsq(g, ans, a, b, rcond)"),
+        jvp={"a": "_adj.lstsq_tangent(t, ans, a, b, 'a')", "b": "_adj.lstsq_tangent(t, ans, a, b, 'b')"},
+        kind="any", ns=A)
+defrule(np.linalg.matrix_power, "a, n", vjp={"a": "_adj.matrix_power(g, a, n)"},
+        jvp={"a": "_adj.matrix_power_tangent(t, a, n)"}, ns=A)
+defrule(np.linalg.multi_dot, "arrays, *, out=None", vjp={"arrays": "_adj.multi_dot(g, arrays)"},
+        jvp={"arrays": "_adj.multi_dot_tangent(t, arrays, ans)"}, forbid={"out": None}, ns=A)
 
 # -- shape functions ------------------------------------------------------------------------------
 _each(_np("reshape"), "a, /, shape=None, order='C', *, newshape=None, copy=None",
@@ -386,6 +396,108 @@ defrule(np.rollaxis, "a, axis, start=0", vjp={"a": "_adj.rollaxis(g, a, axis, st
 _each(_np("matrix_transpose", "linalg.matrix_transpose"), "x, /",
       vjp={"x": "_adj.matrix_transpose(g, x)"}, jvp={"x": "np.swapaxes(t, -1, -2)"}, view=True,
       ns=A)
+
+# -- statistics -----------------------------------------------------------------------------------
+defrule(np.average, "a, axis=None, weights=None, returned=False, *, keepdims=False",
+        vjp={"a": "_adj.average(g, ans, a, axis, weights, keepdims, 'a')",
+             "weights": "_adj.average(g, ans, a, axis, weights, keepdims, 'weights')"},
+        jvp={"a": "_adj.average_tangent(t, ans, a, axis, weights, keepdims, 'a')",
+             "weights": "_adj.average_tangent(t, ans, a, axis, weights, keepdims, 'weights')"},
+        forbid={"returned": False}, ns=A)
+defrule(np.nansum, "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True",
+        vjp={"a": "_rt.dtype_guard(dtype, _adj.nansum(g, a, axis, keepdims))",
+             "initial": "_rt.unbroadcast(g, initial)"},
+        jvp={"a": "_adj.nansum_tangent(t, a, axis, keepdims)", "initial": "t"},
+        forbid={"out": None, "where": True}, ns=A)
+defrule(np.nanmean, "a, axis=None, dtype=None, out=None, keepdims=False, *, where=True",
+        vjp={"a": "_rt.dtype_guard(dtype, _adj.nansum(g, a, axis, keepdims, True))"},
+        jvp={"a": "_adj.nansum_tangent(t, a, axis, keepdims, True)"},
+        forbid={"out": None, "where": True}, ns=A)
+# max/min over the values that are not nan: nan never equals the result, so it gets nothing
+_each([np.nanmax, np.nanmin], _MAX,
+      vjp={"a": "_adj.extremum(g, ans, a, axis, keepdims)",
+           "initial": "_rt.extremum_initial_adjoint(g, ans, a, initial, axis, keepdims)"},
+      jvp={"a": "_adj.extremum_tangent(t, ans, a, axis, keepdims)"},
+      forbid={"out": None, "where": True}, ns=A)
+defrule(np.ptp, "a, axis=None, out=None, keepdims=False",
+        vjp={"a": "_adj.ptp(g, a, axis, keepdims)"}, jvp={"a": "_adj.ptp_tangent(t, a, axis, keepdims)"},
+        forbid={"out": None}, ns=A)
+# order statistics (method='linear'): the two neighbouring sorted values, interpolated
+_Q = "a, q, axis=None, out=None, overwrite_input=False, method='linear', keepdims=False, *, weights=None"
+_QF = {"out": None, "overwrite_input": False, "method": "linear", "weights": None}
+for _fn, _scale in ((np.quantile, 1.0), (np.percentile, 100.0)):
+    defrule(_fn, _Q,
+            vjp={"a": f"_adj.quantile(g, ans, a, q, axis, keepdims, {_scale}, 'a')",
+                 "q": f"_adj.quantile(g, ans, a, q, axis, keepdims, {_scale}, 'q')"},
+            jvp={"a": f"_adj.quantile_tangent(t, ans, a, q, axis, keepdims, {_scale}, 'a')",
+                 "q": f"_adj.quantile_tangent(t, ans, a, q, axis, keepdims, {_scale}, 'q')"},
+            forbid=_QF, ns=A)
+defrule(np.median, "a, axis=None, out=None, overwrite_input=False, keepdims=False",
+        vjp={"a": "_adj.quantile(g, ans, a, 0.5, axis, keepdims)"},
+        jvp={"a": "_adj.quantile_tangent(t, ans, a, 0.5, axis, keepdims)"},
+        forbid={"out": None, "overwrite_input": False}, ns=A)
+defrule(np.cov, "m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, "
+        "dtype=None",
+        vjp={"m": "_adj.cov(g, ans, m, y, rowvar, bias, ddof, dtype, 'm')",
+             "y": "_adj.cov(g, ans, m, y, rowvar, bias, ddof, dtype, 'y')"},
+        jvp={"m": "_adj.cov_tangent(t, ans, m, y, rowvar, bias, ddof, dtype, 'm')",
+             "y": "_adj.cov_tangent(t, ans, m, y, rowvar, bias, ddof, dtype, 'y')"},
+        forbid={"fweights": None, "aweights": None}, ns=A)
+defrule(np.corrcoef, "x, y=None, rowvar=True, *, dtype=None",
+        vjp={"x": "_adj.corrcoef(g, ans, x, y, rowvar, dtype, 'x')",
+             "y": "_adj.corrcoef(g, ans, x, y, rowvar, dtype, 'y')"},
+        jvp={"x": "_adj.corrcoef_tangent(t, ans, x, y, rowvar, dtype, 'x')",
+             "y": "_adj.corrcoef_tangent(t, ans, x, y, rowvar, dtype, 'y')"}, ns=A)
+
+# -- signal processing and polynomials ------------------------------------------------------------
+defrule(np.cross, "a, b, axisa=-1, axisb=-1, axisc=-1, axis=None",
+        vjp={"a": "_adj.cross(g, a, b, axisa, axisb, axisc, axis, 0)",
+             "b": "_adj.cross(g, a, b, axisa, axisb, axisc, axis, 1)"},
+        jvp={"a": "np.cross(t, b, axisa, axisb, axisc, axis)",
+             "b": "np.cross(a, t, axisa, axisb, axisc, axis)"}, ns=A)
+defrule(np.convolve, "a, v, mode='full'",
+        vjp={"a": "_adj.convolve(g, a, v, mode, 0)", "v": "_adj.convolve(g, a, v, mode, 1)"},
+        jvp={"a": "np.convolve(t, v, mode)", "v": "np.convolve(a, t, mode)"}, ns=A)
+defrule(np.correlate, "a, v, mode='valid'",
+        vjp={"a": "_adj.correlate(g, a, v, mode, 0)", "v": "_adj.correlate(g, a, v, mode, 1)"},
+        jvp={"a": "np.correlate(t, v, mode)", "v": "np.correlate(a, t, mode)"}, ns=A)
+defrule(np.interp, "x, xp, fp, left=None, right=None, period=None",
+        vjp={k: f"_adj.interp(g, x, xp, fp, left, right, {k!r})"
+             for k in ("x", "xp", "fp", "left", "right")},
+        jvp={k: f"_adj.interp_tangent(t, x, xp, fp, left, right, {k!r})"
+             for k in ("x", "xp", "fp", "left", "right")},
+        forbid={"period": None}, ns=A)
+_each(_np("trapezoid", "trapz"), "y, x=None, dx=1.0, axis=-1",
+      vjp={k: f"_adj.trapezoid(g, y, x, dx, axis, {k!r})" for k in ("y", "x", "dx")},
+      jvp={k: f"_adj.trapezoid_tangent(t, y, x, dx, axis, {k!r})" for k in ("y", "x", "dx")},
+      ns=A)
+defrule(np.polyval, "p, x", vjp={"p": "_adj.polyval(g, p, x, 'p')", "x": "_adj.polyval(g, p, x, 'x')"},
+        jvp={"p": "_adj.polyval_tangent(t, p, x, 'p')", "x": "_adj.polyval_tangent(t, p, x, 'x')"},
+        ns=A)
+defrule(np.nan_to_num, "x, copy=True, nan=0.0, posinf=None, neginf=None",
+        vjp={"x": "_adj.nan_to_num(g, x)", "nan": "_adj.nan_to_num(g, x, 'nan', nan)",
+             "posinf": "_adj.nan_to_num(g, x, 'posinf', posinf)",
+             "neginf": "_adj.nan_to_num(g, x, 'neginf', neginf)"},
+        jvp={"x": "_adj.nan_to_num_tangent(t, x)", "nan": "_adj.nan_to_num_tangent(t, x, 'nan')",
+             "posinf": "_adj.nan_to_num_tangent(t, x, 'posinf')",
+             "neginf": "_adj.nan_to_num_tangent(t, x, 'neginf')"},
+        forbid={"copy": True}, ns=A)
+
+# -- FFT: linear maps; the adjoint is the other transform with the dual norm -----------------------
+_FFT = "a, n=None, axis=-1, norm=None, out=None"
+_FFT2 = "a, s=None, axes=(-2, -1), norm=None, out=None"
+defrule(np.fft.fft, _FFT, vjp={"a": "_adj.fft(g, a, n, axis, norm)"},
+        jvp={"a": "np.fft.fft(t, n, axis, norm)"}, forbid={"out": None}, ns=A)
+defrule(np.fft.ifft, _FFT, vjp={"a": "_adj.fft(g, a, n, axis, norm, True)"},
+        jvp={"a": "np.fft.ifft(t, n, axis, norm)"}, forbid={"out": None}, ns=A)
+defrule(np.fft.rfft, _FFT, vjp={"a": "_adj.rfft(g, a, n, axis, norm)"},
+        jvp={"a": "np.fft.rfft(t, n, axis, norm)"}, forbid={"out": None}, ns=A)
+defrule(np.fft.irfft, _FFT, vjp={"a": "_adj.irfft(g, a, n, axis, norm)"},
+        jvp={"a": "np.fft.irfft(t, n, axis, norm)"}, forbid={"out": None}, ns=A)
+defrule(np.fft.fft2, _FFT2, vjp={"a": "_adj.fftn(g, a, s, axes, norm)"},
+        jvp={"a": "np.fft.fft2(t, s, axes, norm)"}, forbid={"out": None}, ns=A)
+defrule(np.fft.ifft2, _FFT2, vjp={"a": "_adj.fftn(g, a, s, axes, norm, True)"},
+        jvp={"a": "np.fft.ifft2(t, s, axes, norm)"}, forbid={"out": None}, ns=A)
 
 # -- zero derivative ------------------------------------------------------------------------------
 defzero(*_np(

@@ -35,8 +35,18 @@ class Lst:
         return tuple(out) if self.tuple_ else out
 
 
+class Fn:
+    """A random argument made by a function of (rng, cplx): inputs with nan/inf at set places..."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def __call__(self, rng, cplx=False):
+        return self.f(rng, cplx)
+
+
 def _gen(spec, rng, cplx):
-    if isinstance(spec, (Arr, Lst)):
+    if isinstance(spec, (Arr, Lst, Fn)):
         return spec(rng, cplx)
     return spec
 
@@ -367,6 +377,153 @@ add(C(np.swapaxes, Arr(2, 3, 4), 0, 2, id=""))
 add(C(np.rollaxis, Arr(2, 3, 4, 5), 3, 1, id="3to1"))
 add(C(np.rollaxis, Arr(2, 3, 4, 5), 1, 4, id="1to4"))
 add(C(np.matrix_transpose, Arr(2, 3, 4), id=""))
+
+# -- statistics -----------------------------------------------------------------------------------
+add(C(np.average, Arr(3, 4), id="plain", cplx=True))
+add(C(np.average, Arr(2, 3, 4), kw={"axis": 1, "weights": Arr(3, lo=0.5, hi=1.5)},
+      id="ax1-w1d", cplx=True))
+add(C(np.average, Arr(2, 3, 4), kw={"axis": (2, 0), "weights": Arr(4, 2, lo=0.5, hi=1.5),
+                                    "keepdims": True}, id="axes-w2d-kd"))
+add(C(np.average, Arr(3, 4), kw={"weights": Arr(3, 4, lo=0.5, hi=1.5)}, id="full-w"))
+add(C(np.average, Arr(3, 4), kw={"axis": -1, "weights": Arr(3, 4, lo=0.5, hi=1.5)},
+      id="full-w-ax"))
+
+
+def with_nans(*shp, lo=-1.0, hi=1.0, at=((0, 1), (1, 3))):
+    def make(rng, cplx=False):
+        a = rng.uniform(lo, hi, shp)
+        for i in at:
+            a[i] = np.nan
+        return a
+    return make
+
+
+NAN34 = Fn(with_nans(3, 4))
+for fn in (np.nansum, np.nanmean, np.nanmax, np.nanmin):
+    add(C(fn, NAN34, id="all", f32=fn in (np.nansum, np.nanmean)))
+    add(C(fn, NAN34, kw={"axis": 1}, id="ax1"))
+    add(C(fn, NAN34, kw={"axis": 0, "keepdims": True}, id="ax0-kd"))
+    add(C(fn, Arr(2, 3, 4), kw={"axis": (0, 2)}, id="no-nan-axes"))
+add(C(np.nansum, Arr(3, 4), kw={"axis": 1}, id="cplx", cplx=True))
+add(C(np.nanmean, Arr(3, 4), kw={"axis": 0}, id="cplx", cplx=True))
+for fn in (np.median, np.ptp):
+    for ax, kd in [(None, False), (0, False), (1, True), ((0, 2), False), (-1, False)]:
+        add(C(fn, Arr(2, 3, 5), kw={"axis": ax, "keepdims": kd}, id=f"ax{ax}-kd{kd}"))
+add(C(np.median, Arr(4, 6), kw={"axis": 1}, id="even"))
+# q away from the kinks (q (n - 1) an integer), where the derivative in q jumps; 1 and 0 as ints
+for fn, qs in ((np.quantile, (0.3, [0.13, 0.47, 0.81], 1, 0)), (np.percentile, (30.0, [10.0, 90.0]))):
+    for q in qs:
+        add(C(fn, Arr(3, 5), q, id=f"q{q}-flat"))
+        add(C(fn, Arr(3, 5), q, kw={"axis": 1}, id=f"q{q}-ax1"))
+    add(C(fn, Arr(2, 3, 5), qs[1], kw={"axis": (0, 2), "keepdims": True}, id="axes-kd"))
+add(C(np.quantile, Arr(3, 6), Arr(2, lo=0.1, hi=0.9), kw={"axis": 1}, id="q-active",
+      wrt=("a", "q")))
+add(C(np.percentile, Arr(7), Arr(lo=20, hi=80, scalar=True), id="q-active", f32=False))
+for kw in ({}, {"rowvar": False}, {"bias": True}, {"ddof": 2}):
+    add(C(np.cov, Arr(3, 6), kw=kw, id=f"m{kw}", cplx=True))
+    add(C(np.cov, Arr(2, 6) if kw.get("rowvar", True) else Arr(6, 2), Arr(6),
+          kw=kw, id=f"m-y{kw}"))
+add(C(np.cov, Arr(7), id="1d"))
+add(C(np.cov, Arr(7), Arr(7), id="1d-1d", cplx=True))
+add(C(np.cov, Arr(5, 3), Arr(5, 2), kw={"rowvar": False}, id="y2d-cols"))
+for kw in ({}, {"rowvar": False}):
+    add(C(np.corrcoef, Arr(3, 6), kw=kw, id=f"{kw}", cplx=True))
+add(C(np.corrcoef, Arr(6), Arr(6), id="1d-1d"))
+add(C(np.corrcoef, Arr(2, 6), Arr(6), id="m-y", cplx=True))
+
+# -- signal processing and polynomials ------------------------------------------------------------
+for sa, sb, kw in [((3,), (3,), {}), ((4, 3), (3,), {}), ((2,), (2,), {}), ((4, 2), (4, 3), {}),
+                   ((3, 4), (4, 3), {"axisa": 0, "axisc": 0}), ((2, 3, 5), (5, 3), {"axis": 1}),
+                   ((3, 2), (3, 2), {"axisa": -1, "axisb": 1})]:
+    add(C(np.cross, Arr(*sa), Arr(*sb), kw=kw, id=f"{sa}x{sb}{kw}", cplx=True))
+for fn in (np.convolve, np.correlate):
+    for n, k in [(6, 3), (3, 5), (4, 4), (5, 1)]:
+        for mode in ("full", "same", "valid"):
+            add(C(fn, Arr(n), Arr(k), mode, id=f"{n},{k}-{mode}", cplx=True))
+    add(C(fn, Arr(6), Arr(3), id="default"))
+_XP = np.array([-1.0, -0.4, 0.1, 0.5, 1.2])
+add(C(np.interp, Arr(7, lo=-1.5, hi=1.5), _XP, Arr(5), id="x-fp", cplx=False,
+      wrt=("x", "fp")))
+add(C(np.interp, Arr(3, 4, lo=-0.9, hi=1.1), _XP, Arr(5), id="inside-2d"))
+add(C(np.interp, Arr(6, lo=-1.5, hi=1.5), _XP, Arr(5), kw={"left": Arr(scalar=True),
+                                                           "right": Arr(scalar=True)},
+      id="left-right", f32=False))
+add(C(np.interp, Arr(lo=-0.9, hi=1.1, scalar=True), _XP, Arr(5), id="scalar-x", f32=False))
+add(C(np.interp, Arr(6, lo=-0.9, hi=1.1), Arr(5, f=lambda x: np.sort(x) * 2 + np.arange(5)),
+      Arr(5), id="xp-active"))
+
+
+def _complex_fp(rng, cplx=False):
+    return rng.uniform(-1, 1, 5) + 1j * rng.uniform(-1, 1, 5)
+
+
+add(C(np.interp, Arr(6, lo=-1.5, hi=1.5), _XP, Fn(_complex_fp), id="complex-fp"))
+add(C(np.trapezoid, Arr(3, 5), id="default", cplx=True, wrt=("y",)))
+add(C(np.trapezoid, Arr(3, 5), kw={"dx": Arr(scalar=True, lo=0.1, hi=1.0), "axis": 0},
+      id="dx-ax0", f32=False))
+add(C(np.trapezoid, Arr(3, 5), Arr(5, f=lambda x: np.cumsum(np.abs(x) + 0.1)), id="x1d",
+      cplx=True, wrt=("y", "x")))
+add(C(np.trapezoid, Arr(4, 3), Arr(4, 3, f=lambda x: np.cumsum(np.abs(x) + 0.1, axis=0)),
+      kw={"axis": 0}, id="x2d", wrt=("y", "x")))
+add(C(np.trapezoid, Arr(2, 4, 3), Arr(4, f=lambda x: np.cumsum(np.abs(x) + 0.1)),
+      kw={"axis": 1}, id="x1d-ax1", wrt=("y", "x")))
+add(C(np.polyval, Arr(4), Arr(5), id="vec", cplx=True))
+add(C(np.polyval, Arr(3), Arr(2, 3), id="mat"))
+add(C(np.polyval, Arr(5), Arr(scalar=True), id="scalar-x", f32=False))
+add(C(np.polyval, Arr(1), Arr(3), id="const"))
+add(C(np.polyval, Lst(Arr(scalar=True), Arr(scalar=True), 2.0), Arr(4), id="list-p", f32=False))
+
+
+def with_infs(rng, cplx=False):
+    a = rng.uniform(-1, 1, (3, 4))
+    a[0, 1], a[1, 2], a[2, 0] = np.nan, np.inf, -np.inf
+    return a
+
+
+add(C(np.nan_to_num, NAN34, id="nan", wrt=("x",)))  # default posinf: ~1.8e308 overflows FD sums
+add(C(np.nan_to_num, Fn(with_infs), kw={"posinf": 3.0, "neginf": -2.0}, id="nan-inf",
+      wrt=("x", "posinf", "neginf")))
+add(C(np.nan_to_num, Arr(3, 4), id="finite", cplx=True, wrt=("x",)))
+add(C(np.nan_to_num, Fn(with_infs), kw={"nan": 1.0, "posinf": 5.0, "neginf": -4.0},
+      id="values"))
+
+# -- more linear algebra --------------------------------------------------------------------------
+for shp in [(4, 3), (3, 3), (3, 5), (2, 4, 3)]:
+    add(C(np.linalg.pinv, Arr(*shp, f=lambda x: x + 0.5 * np.eye(*x.shape[-2:])), id=f"{shp}",
+          cplx=True, rtol=1e-5))
+add(C(np.linalg.pinv, Arr(3, 3, f=spd), kw={"hermitian": True}, id="hermitian", rtol=1e-5))
+add(C(np.linalg.lstsq, Arr(5, 3), Arr(5), id="vec", cplx=True, rtol=1e-5))
+add(C(np.linalg.lstsq, Arr(5, 3), Arr(5, 2), id="mat", cplx=True, rtol=1e-5))
+add(C(np.linalg.lstsq, Arr(3, 3, f=wellcond), Arr(3, 2), id="square", rtol=1e-5))
+add(C(np.linalg.lstsq, Arr(3, 5), Arr(3), id="wide", rtol=1e-5))
+for n in (0, 1, 2, 3, 5, -1, -2):
+    add(C(np.linalg.matrix_power, Arr(3, 3, f=wellcond if n < 0 else None), n, id=f"n{n}",
+          cplx=True))
+add(C(np.linalg.matrix_power, Arr(2, 3, 3, f=wellcond), -3, id="batch-n-3"))
+add(C(np.linalg.matrix_power, Arr(2, 3, 3), 4, id="batch-n4"))
+for shapes in [[(3, 4), (4, 5)], [(3, 4), (4, 2), (2, 5)], [(4,), (4, 3), (3, 2)],
+               [(3, 4), (4, 2), (2,)], [(4,), (4, 3), (3, 2), (2,)]]:
+    add(C(np.linalg.multi_dot, Lst(*[Arr(*s) for s in shapes]), id=f"{shapes}", cplx=True))
+
+# -- FFT ------------------------------------------------------------------------------------------
+for norm in (None, "ortho", "forward", "backward"):
+    for fn in (np.fft.fft, np.fft.ifft):
+        add(C(fn, Arr(3, 6), kw={"norm": norm}, id=f"{norm}", cplx=True))
+    add(C(np.fft.rfft, Arr(3, 6), kw={"norm": norm}, id=f"even-{norm}"))
+    add(C(np.fft.rfft, Arr(7), kw={"norm": norm}, id=f"odd-{norm}"))
+    add(C(np.fft.irfft, Arr(3, 4), kw={"norm": norm}, id=f"{norm}", cplx=True))
+    add(C(np.fft.irfft, Arr(4), kw={"n": 7, "norm": norm}, id=f"odd-{norm}", cplx=True))
+    for fn in (np.fft.fft2, np.fft.ifft2):
+        add(C(fn, Arr(2, 3, 4), kw={"norm": norm}, id=f"{norm}", cplx=True))
+for fn in (np.fft.fft, np.fft.ifft):
+    add(C(fn, Arr(4, 5), kw={"n": 8, "axis": 0}, id="pad-ax0", cplx=True))
+    add(C(fn, Arr(6), kw={"n": 4}, id="cut", cplx=True))
+add(C(np.fft.rfft, Arr(3, 6), kw={"n": 9, "axis": 1}, id="pad"))
+add(C(np.fft.rfft, Arr(6, 2), kw={"n": 4, "axis": 0}, id="cut"))
+add(C(np.fft.irfft, Arr(6), kw={"n": 6}, id="cut", cplx=True))
+add(C(np.fft.irfft, Arr(3), kw={"n": 10}, id="pad", cplx=True))
+add(C(np.fft.fft2, Arr(4, 5), kw={"s": (6, 3)}, id="s", cplx=True))
+add(C(np.fft.ifft2, Arr(3, 4, 5), kw={"axes": (0, 2)}, id="axes02", cplx=True))
 
 # -- ndarray methods ------------------------------------------------------------------------------
 for name in ("sum", "mean", "prod", "max", "min", "var", "std"):

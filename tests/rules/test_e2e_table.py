@@ -9,7 +9,8 @@ Variants per case:
 * ``c16``  the same with complex128 inputs, for the complex-capable cases;
 * ``loop`` the call twice in a ``for`` loop on scaled intermediates, both results returned;
 * ``f32``  float32 inputs: every float32 argument gets a float32 gradient of the right shape,
-           close to the float64 gradient for the same cotangent.
+           close to the float64 gradient for the same cotangent;
+* ``fwd``  forward mode (jvp against central differences), for the rules in ``FWD_RULES``.
 
 The direct dot-product test of the rule templates is tests/rules/test_numpy_rules.py; this file
 adds what only the pipeline does: binding of literals and keywords at call sites, list / tuple
@@ -77,9 +78,18 @@ def xfail(bug):
         return pytest.mark.skipif(False, reason="fixed")   # fixed: now runs as a plain test
     return pytest.mark.xfail(strict=True, reason=BUGS[bug])
 
+# Rules that also run forward mode end to end (variant ``fwd``: jvp against central differences).
+FWD_RULES = {np.average, np.nansum, np.nanmean, np.nanmax, np.nanmin, np.median, np.quantile,
+             np.percentile, np.ptp, np.cov, np.corrcoef, np.cross, np.convolve, np.correlate,
+             np.interp, np.trapezoid, np.polyval, np.nan_to_num, np.linalg.pinv, np.linalg.lstsq,
+             np.linalg.matrix_power, np.linalg.multi_dot, np.fft.fft, np.fft.ifft, np.fft.rfft,
+             np.fft.irfft, np.fft.fft2, np.fft.ifft2}
+
 PARAMS = []
 for (table, case), cid in zip(ALL, IDS):
     variants = ["f8", "loop"]
+    if not case.method and case.fn in FWD_RULES:
+        variants.append("fwd")
     if case.cplx:
         variants.append("c16")
     if case.f32:
@@ -113,7 +123,8 @@ def test_e2e(case, cid, variant, gendir):
         _check_f32(f, vals, case, src)
         return
     try:
-        check_grads(f, vals, eps=case.eps, rtol=max(1e-5, case.rtol), n_dirs=2)
+        check_grads(f, vals, eps=case.eps, rtol=max(1e-5, case.rtol), n_dirs=2,
+                    modes=("fwd",) if variant == "fwd" else ("rev",))
     except AssertionError as e:
         raise AssertionError(f"{e}\n--- generated user code ---\n{src}") from None
 
@@ -406,6 +417,35 @@ def test_cumulative_sum_include_initial():
 
 
 # -- NumPy functions without a rule: a clear refusal, never a silent zero --------------------------
+def np_add_reduce(x):
+    return np.add.reduce(x, axis=0).sum()
+
+
+def np_select(x):
+    return np.sum(np.select([x > 1.0], [x * 2.0], default=x))
+
+
+def np_piecewise(x):
+    return np.sum(np.piecewise(x, [x > 1.0], [lambda v: v * 2.0, lambda v: v]))
+
+
+NO_RULE = [np_add_reduce, np_select, np_piecewise]
+
+
+@pytest.mark.parametrize("f", NO_RULE, ids=[f.__name__ for f in NO_RULE])
+def test_numpy_function_without_rule(f):
+    """Today each of these is refused (OpaqueCalleeError naming the line and how to declare a
+    rule); once a rule exists, it must be right."""
+    try:
+        check_grads(f, (_pos,))
+    except s2sad.errors.OpaqueCalleeError as e:
+        msg = str(e)
+        src, first = inspect.getsourcelines(f)
+        assert f"test_e2e_table.py:{first + 1}" in msg, msg
+        assert "defrule" in msg, msg
+
+
+# -- the functions that used to be refused, now with rules, in small programs ----------------------
 def np_average(x):
     return np.average(x, axis=1, weights=np.arange(1.0, 5.0)).sum()
 
@@ -430,10 +470,6 @@ def np_nan_to_num(x):
     return np.sum(np.nan_to_num(x))
 
 
-def np_add_reduce(x):
-    return np.add.reduce(x, axis=0).sum()
-
-
 def np_fft(x):
     return np.abs(np.fft.fft(x[0])).sum()
 
@@ -446,26 +482,31 @@ def np_convolve(x):
     return np.convolve(x[0], x[1]).sum()
 
 
-def np_select(x):
-    return np.sum(np.select([x > 1.0], [x * 2.0], default=x))
-
-
 def np_trapezoid(x):
     return np.trapezoid(x, dx=0.1, axis=1).sum()
 
 
-NO_RULE = [np_average, np_cov, np_median, np_nansum, np_interp, np_nan_to_num, np_add_reduce,
-           np_fft, np_pinv, np_convolve, np_select, np_trapezoid]
+def spectral_energy(x):
+    # a real signal through rfft/irfft with a smooth filter, a robust statistic and a fit
+    X = np.fft.rfft(x, axis=1, norm="ortho")
+    y = np.fft.irfft(X * np.exp(-0.1 * np.arange(X.shape[1])), n=x.shape[1], axis=1, norm="ortho")
+    c = np.corrcoef(x, y)
+    sol, res, rank, sv = np.linalg.lstsq(x.T, y[0], rcond=None)
+    return np.sum(c) + np.percentile(y, 40.0) + np.sum(sol ** 2) + np.ptp(y, axis=0).sum()
 
 
-@pytest.mark.parametrize("f", NO_RULE, ids=[f.__name__ for f in NO_RULE])
-def test_numpy_function_without_rule(f):
-    """Today each of these is refused (OpaqueCalleeError naming the line and how to declare a
-    rule); once a rule exists, it must be right."""
-    try:
-        check_grads(f, (_pos,))
-    except s2sad.errors.OpaqueCalleeError as e:
-        msg = str(e)
-        src, first = inspect.getsourcelines(f)
-        assert f"test_e2e_table.py:{first + 1}" in msg, msg
-        assert "defrule" in msg, msg
+def poly_and_products(x):
+    p = np.polyval(x[0], x[1])
+    m = np.linalg.multi_dot([x[:, :3], x[:3, :], x[0]])
+    q = np.linalg.matrix_power(x[:3, :3] + 3.0 * np.eye(3), -2)
+    return np.sum(p) * np.sum(m) + np.sum(q) + np.nanmean(np.cross(x[:, :3], x[:, 1:]))
+
+
+NOW_RULED = [np_average, np_cov, np_median, np_nansum, np_interp, np_nan_to_num, np_fft, np_pinv,
+             np_convolve, np_trapezoid, spectral_energy, poly_and_products]
+
+
+@pytest.mark.parametrize("f", NOW_RULED, ids=[f.__name__ for f in NOW_RULED])
+def test_numpy_function_with_new_rule(f):
+    """These have rules now: reverse and forward mode against central differences."""
+    check_grads(f, (_pos,), modes=("rev", "fwd"))

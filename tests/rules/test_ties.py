@@ -1,7 +1,9 @@
 """Subgradients at ties (not differentiable, so not covered by the finite-difference table): the
 adjoint is shared evenly among tied candidates."""
 import numpy as np
+import pytest
 
+from rulecheck import tangent_function
 from s2sad.rules import lookup, lookup_method
 
 
@@ -51,3 +53,34 @@ def test_clip_at_bounds_splits():
 def test_norm_inf_ties():
     x = np.array([1.0, -3.0, 3.0])
     np.testing.assert_allclose(adj(np.linalg.norm, "x", 2.0, x, np.inf), [0, -1, 1])
+
+
+@pytest.mark.filterwarnings("ignore:All-NaN slice")
+def test_nanmax_nanmin_skip_nans_and_split_ties():
+    x = np.array([[1.0, np.nan, 3.0, 3.0], [np.nan] * 4, [2.0, -1.0, np.nan, 0.5]])
+    g = np.array([4.0, 5.0, 6.0])
+    # ties split, nan positions and an all-nan row get nothing
+    np.testing.assert_allclose(adj(np.nanmax, "a", g, x, axis=1),
+                               [[0, 0, 2, 2], [0, 0, 0, 0], [6, 0, 0, 0]])
+    np.testing.assert_allclose(adj(np.nanmin, "a", g, x, axis=1),
+                               [[4, 0, 0, 0], [0, 0, 0, 0], [0, 6, 0, 0]])
+    r = lookup(np.nanmax)
+    t = tangent_function(r, "a")(np.ones_like(x), np.nanmax(x, axis=1), **r.bind((x,), {"axis": 1}))
+    np.testing.assert_allclose(t, [1.0, 0.0, 1.0])
+
+
+def test_nan_to_num_passes_only_finite_entries():
+    x = np.array([1.0, np.nan, np.inf, -np.inf, -2.0])
+    np.testing.assert_allclose(adj(np.nan_to_num, "x", np.full(5, 3.0), x), [3, 0, 0, 0, 3])
+
+
+def test_median_ties_and_quantile_interpolation():
+    # the sort picks one of the tied values: the gradient sums to g
+    ga = adj(np.median, "a", 2.0, np.array([1.0, 1.0, 1.0]))
+    assert ga.sum() == 2.0 and np.count_nonzero(ga) == 1
+    # q = 0.25 of 5 values: h = 1, exactly the second smallest
+    np.testing.assert_allclose(adj(np.quantile, "a", 1.0, np.array([5.0, 1.0, 4.0, 2.0, 3.0]), 0.25),
+                               [0, 0, 0, 1, 0])
+    # q = 0.3: h = 1.2 -> 0.8 on the 2nd smallest, 0.2 on the 3rd
+    np.testing.assert_allclose(adj(np.quantile, "a", 1.0, np.array([5.0, 1.0, 4.0, 2.0, 3.0]), 0.3),
+                               [0, 0, 0, 0.8, 0.2])
