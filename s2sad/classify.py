@@ -454,6 +454,8 @@ def finish(fn, active, varied):
         call.info["varied_args"] = varied_args
         if call.cls == "primitive" and call.rule.forbid and varied_args:
             _check_forbid(call, s.origin)
+        if call.cls == "primitive" and varied_args:
+            _check_nondifferentiable(call, varied, s.origin)
         if isinstance(s, ir.ExprStmt) and call.cls == "opaque" and varied_args:
             name = call.fn.text if isinstance(call.fn, ir.Static) else f".{call.fn.name}" \
                 if isinstance(call.fn, (ir.Method, ir.Attr)) else "this call"
@@ -484,6 +486,26 @@ def finish(fn, active, varied):
                 call.info["base_cls"] = call.cls
                 call.cls = "inactive"
                 continue
+
+
+def _check_nondifferentiable(call, varied, origin):
+    """A value that carries a derivative must not reach a parameter the rule has no derivative
+    for (it would silently get none)."""
+    rule = call.rule
+    if (getattr(rule.fn, "__module__", None) or "").startswith("s2sad."):
+        return          # helpers of generated code: their other parameters are shapes and flags
+    diff = set(rule.differentiable) | set(rule.constant)
+    for p, op in call.info["bound"].items():
+        if p in diff:
+            continue
+        ops = op.values() if isinstance(op, dict) else op if isinstance(op, tuple) else (op,)
+        hot = [v for o in ops for v in ir.operand_vars(o) if v in varied]
+        if hot:
+            raise RuleError(
+                f"`{hot[0]}` carries a derivative into parameter `{p}` of {rule.name}, which has no "
+                f"derivative rule for it", origin=origin,
+                fix=f"pass a constant for `{p}`, or declare the derivative with s2sad.defrule("
+                    f"..., vjp={{{p!r}: ...}})")
 
 
 def _check_forbid(call, origin):

@@ -756,8 +756,9 @@ def call(fn, *args, **kwargs):
         ans = fn(*args, **kwargs)
         if rule is None or rule.zero:
             return ans, None
-        return ans, ("rule", rule, rule.bind((self_,) + args, kwargs), ans, True, len(args),
-                     list(kwargs))
+        bound = rule.bind((self_,) + args, kwargs)
+        _check_rule_params(rule, bound)
+        return ans, ("rule", rule, bound, ans, True, len(args), list(kwargs))
     if isinstance(self_, DerivedStub) and getattr(fn, "__func__", None) is DerivedStub.fwd:
         # generated code calling a derived callee, itself being differentiated: see through
         d, full = self_.resolve(args)
@@ -788,7 +789,9 @@ def call(fn, *args, **kwargs):
         ans = fn(*args, **kwargs)
         if rule.zero:
             return ans, None
-        return ans, ("rule", rule, rule.bind(args, kwargs), ans, False, len(args), list(kwargs))
+        bound = rule.bind(args, kwargs)
+        _check_rule_params(rule, bound)
+        return ans, ("rule", rule, bound, ans, False, len(args), list(kwargs))
     if _is_python(fn):
         return _call_derived(fn, args, kwargs)
     if isinstance(fn, type) and issubclass(fn, tuple) and hasattr(fn, "_fields"):
@@ -814,6 +817,20 @@ def call(fn, *args, **kwargs):
         from .errors import OpaqueCalleeError
         raise OpaqueCalleeError(_opaque_message(fn), fix=_rule_skeleton(fn))
     return ans, None
+
+
+def _check_rule_params(rule, bound):
+    """A value carrying a derivative must not reach a parameter the rule has no derivative for."""
+    if (getattr(rule.fn, "__module__", None) or "").startswith("s2sad."):
+        return
+    skip = set(rule.differentiable) | set(rule.constant)
+    for p, v in bound.items():
+        if p not in skip and v is not None and differentiable(v):
+            from .errors import RuleError
+            raise RuleError(f"a value carrying a derivative reaches parameter `{p}` of "
+                            f"{rule.name}, which has no derivative rule for it",
+                            fix=f"pass a constant for `{p}`, or declare the derivative with "
+                                f"s2sad.defrule(..., vjp={{{p!r}: ...}})")
 
 
 _USER_CACHE = {}

@@ -148,7 +148,8 @@ _each(_np("fmod"), BINARY,
       jvp={"x1": "t", "x2": "-t * np.trunc(x1 / x2)"}, forbid=UFUNC)
 _each(_np("copysign"), BINARY,
       vjp={"x1": "_rt.unbroadcast(np.where(np.signbit(x1) == np.signbit(ans), g, -g), x1)"},
-      jvp={"x1": "np.where(np.signbit(x1) == np.signbit(ans), t, -t)"}, forbid=UFUNC)
+      jvp={"x1": "np.where(np.signbit(x1) == np.signbit(ans), t, -t)"}, forbid=UFUNC,
+      constant=("x2",))
 _each(_np("ldexp"), BINARY,
       vjp={"x1": "_rt.unbroadcast(g * np.ldexp(1.0, x2).astype(np.result_type(x1)), x1)"},
       jvp={"x1": "np.ldexp(t, x2)"}, forbid=UFUNC)

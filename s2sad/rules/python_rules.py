@@ -51,6 +51,7 @@ defzero(operator.floordiv, operator.lt, operator.le, operator.gt, operator.ge, o
 
 # -- indexing and displays -------------------------------------------------------------------------
 defrule(operator.getitem, "obj, idx, /", vjp={"obj": "_rt.getitem_adjoint(g, obj, idx)"},
+        constant=("idx",),
         jvp={"obj": "t[idx]"}, view=True, kind="getitem")
 defrule(_r.build_tuple, "*items", vjp={"items": "_rt.parts(g, n_items)"}, jvp={"items": "t"},
         kind="container", name="tuple display")
@@ -89,7 +90,7 @@ defrule(math.atan2, "y, x, /",
 defrule(math.hypot, "*coordinates", vjp={"coordinates": "_rt.hypot_adjoint(g, ans, coordinates)"},
         jvp={"coordinates": "_fw.hypot_tangent(t, ans, coordinates)"}, **F)
 defrule(math.copysign, "x, y, /", vjp={"x": "g * math.copysign(1.0, x) * math.copysign(1.0, y)"},
-        jvp={"x": "t * math.copysign(1.0, x) * math.copysign(1.0, y)"}, **F)
+        jvp={"x": "t * math.copysign(1.0, x) * math.copysign(1.0, y)"}, constant=("y",), **F)
 defzero(math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite, math.isclose,
         math.factorial, math.comb, math.perm, math.gcd)
 

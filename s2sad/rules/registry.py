@@ -20,6 +20,9 @@ A rule reads like a line of a derivative table::
   parameter's tangent); the output tangent is the sum over active parameters.  Optional today.
 * ``forbid`` maps parameter names to the only value the rule supports on an active call (e.g.
   ``{"out": None}``); anything else raises :class:`~s2sad.errors.RuleError` naming the call site.
+* ``constant`` names parameters whose derivative is zero (a sign, an index): a value that carries a
+  derivative may reach them.  Any other parameter without a ``vjp`` template refuses such a value
+  with a clear error instead of silently giving it no derivative.
 * ``view=True`` says the output may share memory with an input (used to decide what to copy when
   arrays are written in place).
 * ``kind``: ``"array"`` (default), ``"float"`` (Python scalar), ``"same"`` (a Python float for
@@ -55,7 +58,7 @@ class Rule:
     """A primitive's derivative rule.  See the module docstring for the fields."""
 
     def __init__(self, fn, params, vjp=None, joint=None, jvp=None, forbid=None, view=False,
-                 kind="array", ns=None, name=None, zero=False, broadcast=False):
+                 kind="array", ns=None, name=None, zero=False, broadcast=False, constant=()):
         self.fn = fn
         self.name = name or _callee_name(fn)
         self.signature = _parse_params(params, fn, self.name)
@@ -68,6 +71,7 @@ class Rule:
         self.ns = dict(ns or {})
         self.zero = zero
         self.broadcast = broadcast   # elementwise with NumPy broadcasting (lets emitters drop no-op unbroadcasts)
+        self.constant = tuple(constant)   # parameters whose derivative is zero (signs, indices)
         names = set(self.signature.parameters)
         clash = names & {"g", "ans", "t"}
         if clash and not zero:
@@ -185,12 +189,12 @@ def _key(fn):
 
 # -- declaring rules -------------------------------------------------------------------------
 def defrule(fn, params=None, *, vjp=None, joint=None, jvp=None, forbid=None, view=False,
-            kind="array", ns=None, name=None, broadcast=False):
+            kind="array", ns=None, name=None, broadcast=False, constant=()):
     """Declare the derivative rule of a primitive callee ``fn``; returns the :class:`Rule`.
 
     ``broadcast=True`` marks an elementwise operation that broadcasts its array operands."""
     rule = Rule(fn, params, vjp=vjp, joint=joint, jvp=jvp, forbid=forbid, view=view, kind=kind,
-                ns=ns, name=name, broadcast=broadcast)
+                ns=ns, name=name, broadcast=broadcast, constant=constant)
     _RULES[_key(fn)] = rule
     return rule
 

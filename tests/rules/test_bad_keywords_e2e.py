@@ -336,3 +336,18 @@ def test_same_keywords_on_inactive_values(f):
     check_grads(f, (X,))
     value = s2sad.value_and_grad(f)(X)[0]
     assert value == pytest.approx(f(X), rel=1e-12)
+
+
+# -- a value that carries a derivative into a parameter the rule has no derivative for ------------
+def pad_with_active_fill(x, d):
+    return np.sum(np.pad(x, 1, constant_values=d) ** 2)
+
+
+def test_active_value_into_a_parameter_without_derivative_is_refused():
+    # np.pad's rule differentiates `array` only: an active fill value must not silently get zero
+    with pytest.raises(s2sad.RuleError, match="constant_values") as ei:
+        s2sad.grad(pad_with_active_fill, wrt=(0, 1))(np.ones(3), 0.5)
+    assert f"{__file__}:{_line_of(pad_with_active_fill, 'np.pad')}" in str(ei.value)
+    # a constant fill value is fine
+    g = s2sad.grad(pad_with_active_fill)(np.ones(3), 0.5)
+    np.testing.assert_allclose(g, 2 * np.ones(3))
