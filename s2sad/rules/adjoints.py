@@ -2683,3 +2683,13 @@ def nan_to_num_tangent(t, x, which="x"):
     ok = _nan_to_num_mask(x, which)
     t_ = asarray(t, like=asarray(x))
     return xp(ok).where(ok, t_, 0 * t_)
+
+
+def slogdet_tangent(t, ans, a):
+    """Tangent of ``slogdet``: (sign, log|det|) move by (i Im tr(a^-1 t) sign, Re tr(a^-1 t))."""
+    m = xp(a, t)
+    tr = m.trace(m.linalg.solve(a, t), axis1=-2, axis2=-1)
+    sign = ans[0]
+    if m.iscomplexobj(tr):
+        return (1j * tr.imag * sign, tr.real)
+    return (m.zeros_like(sign), tr)

@@ -267,7 +267,8 @@ defrule(np.linalg.inv, "a", vjp={"a": "_adj.inv(g, ans)"},
         jvp={"a": "-(ans @ t @ ans)"}, ns=A)
 defrule(np.linalg.det, "a", vjp={"a": "_adj.det(g, ans, a)"},
         jvp={"a": "ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)"}, ns=A)
-defrule(np.linalg.slogdet, "a", vjp={"a": "_adj.slogdet(g, ans, a)"}, kind="any", ns=A)
+defrule(np.linalg.slogdet, "a", vjp={"a": "_adj.slogdet(g, ans, a)"},
+        jvp={"a": "_adj.slogdet_tangent(t, ans, a)"}, kind="any", ns=A)
 defrule(np.linalg.solve, "a, b", joint=(("a", "b"), "_adj.solve(g, ans, a, b)"),
         jvp={"a": "-np.linalg.solve(a, t @ ans) if np.ndim(b) != 1 "
                   "else -np.linalg.solve(a, (t @ ans[..., None]))[..., 0]",

@@ -55,3 +55,13 @@ def test_method_updating_its_object_in_forward_mode():
     # both modes: the updated object is the method's second output
     check_grads(L.outer_acc, (1.5,), 0, modes=("rev", "fwd"))
     check_consistency(L.outer_acc, (1.5,), 0)
+
+
+def slogdet_prog(a):
+    s, l = np.linalg.slogdet(a)
+    return l * 2.0 + s
+
+
+def test_slogdet_forward():
+    a = np.random.default_rng(7).standard_normal((3, 3)) + 3 * np.eye(3)
+    check_grads(slogdet_prog, (a,), 0, modes=("rev", "fwd"))
