@@ -78,6 +78,9 @@ def unbroadcast(g, x):
         s = g.sum() if hasattr(g, "sum") else g
         return real_like(s, x)
     shape = getattr(x, "shape", None)
+    xdt = getattr(x, "dtype", None)
+    if xdt is not None and shape is not None and xdt.kind not in "fc" and _is_array(x):
+        return array_module(x).zeros(shape)    # integer/bool arrays carry no derivative
     if shape is None:                       # other Python scalars (complex, bool)
         if hasattr(g, "shape") and g.shape != ():
             return g.sum()
