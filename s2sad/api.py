@@ -7,7 +7,7 @@ import inspect
 import sys
 
 from . import runtime
-from .cache import CACHE, reverse_derivative
+from .cache import reverse_derivative
 from .errors import NonScalarOutputError, S2SADError, WrtError
 from .frontend.source import get_function
 from .ir import Origin
@@ -406,5 +406,3 @@ def vjp(fn, *args, **kwargs):
         return tuple(fin.get(w) for w in where)
     return value, pullback
 
-
-CACHE  # noqa: B018 (re-exported for tests through s2sad.cache)

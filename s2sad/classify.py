@@ -14,7 +14,7 @@ import operator
 
 from . import ir, runtime
 from .errors import ArgumentWriteError, RuleError, UnsupportedSyntaxError
-from .frontend.analysis import join, kind_of_value, operand_kind, positions as _positions
+from .frontend.analysis import join, operand_kind, positions as _positions
 from .rules import registry
 
 _S2SAD_MODULE_PREFIX = __name__.split(".")[0] + "."
@@ -239,7 +239,6 @@ def check_mutation(fn, varied):
             continue                              # a copy only passes the object on
         for v in s.reads():
             reads[v] = reads.get(v, 0) + 1
-    from .frontend.analysis import written_arrays
     views = _view_sources(fn)
     params = set(fn.params) - {getattr(fn, "constructed", None)}
     from .frontend.analysis import _mutated
@@ -286,7 +285,7 @@ def check_mutation(fn, varied):
                     f"this line changes `{owner}.{name}` in place with a value that carries a "
                     f"derivative, and the function reads `{owner}.{name}` again; s2sad does not "
                     f"follow derivatives through state kept on objects", origin=s.origin,
-                    fix=f"keep the values in a local list and read them from there")
+                    fix="keep the values in a local list and read them from there")
         is_view = made is not None and (
             (made.rule is not None and made.rule.view) or
             (isinstance(made.fn, (ir.Attr, ir.Method)) and made.fn.name in _VIEW_NAMES))
@@ -544,6 +543,3 @@ def site_description(call):
         chosen = ""
     return cls, chosen
 
-
-operator  # noqa: B018 (kept for readers: operator sites are Static callees)
-kind_of_value  # noqa: B018

@@ -12,18 +12,17 @@
 """
 import functools
 import inspect
-import itertools
 
 import numpy as np
 
 from . import runtime
 from .api import _run, _scalar_seed, vjp
-from .cache import CACHE, reverse_derivative
+from .cache import reverse_derivative
 from .codegen import text as T
 from .codegen.build_forward import forward_derivative
 from .codegen.forward import _jvp_python, materialize, zeros_like
 from .codegen.load import GeneratedModule
-from .errors import NonScalarOutputError, S2SADError, WrtError
+from .errors import S2SADError, WrtError
 from .frontend.source import get_function
 
 __all__ = ["jvp", "forward_source", "jacfwd", "jacrev", "jacobian", "hessian", "hvp",
@@ -288,4 +287,3 @@ def hessian(f, wrt=0):
     return hess
 
 
-CACHE, itertools, NonScalarOutputError  # noqa: B018
