@@ -32,7 +32,7 @@ import numpy as np
 from ..runtime import _is_array
 from .. import ir, runtime
 from ..errors import ArgumentWriteError, OpaqueCalleeError, RuleError, UnsupportedSyntaxError
-from ..frontend.analysis import diff_reads, written_arrays
+from ..frontend.analysis import IN_PLACE_METHODS, activity, in_place_call, written_arrays
 from . import text as T
 from .reverse import _OpaqueSite, _is_scalar_operand
 
@@ -47,81 +47,14 @@ def d(v):
 
 
 # -- activity -------------------------------------------------------------------------------------
-_IN_PLACE = {"append", "extend", "insert", "pop", "update", "setdefault", "sort", "remove",
-             "clear", "popitem", "reverse"}
-
-
-def _in_place_call(s):
-    """(receiver, call) for a container method that changes its receiver and is not a ``Mutate``
-    statement (``d.update(k=v)``, ``d.setdefault(k, v)``, ``xs.sort()``), else None."""
-    call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) else None
-    if isinstance(call, ir.Call) and isinstance(call.fn, ir.Method) and call.fn.name in _IN_PLACE \
-            and call.args and isinstance(call.args[0], str):
-        return call.args[0], call
-    if isinstance(call, ir.Call) and call.info and call.info.get("mutates"):
-        return call.info["mutates"], call          # a method that may update its object
-    return None
+# forward mode uses the reverse emitter's analysis (frontend/analysis.py: activity, in_place_call)
+_IN_PLACE = IN_PLACE_METHODS
+_in_place_call = in_place_call
 
 
 def forward_activity(fn, wrt):
-    """Active variables: varied by ``wrt`` and useful for the output (the reverse emitter's
-    analysis, :func:`~s2sad.frontend.analysis.activity`), with two more ways a value is used:
-
-    * a container method that changes its receiver (``d.update(k=v)``, ``xs.sort()``) makes the
-      receiver varied by its arguments, and its arguments useful when the receiver is;
-    * a user function or method called for its effect with varied arguments uses them: its forward
-      derivative is built, so that what it does with them (a write into an argument) is refused
-      or followed, never silently dropped."""
-    stmts = list(ir.walk(fn.body))
-    varied = set(wrt)
-    changed = True
-    while changed:
-        changed = False
-        for s in stmts:
-            if isinstance(s, ir.Assign) and s.target not in varied:
-                if any(v in varied for v in diff_reads(s)):
-                    varied.add(s.target)
-                    changed = True
-            elif isinstance(s, ir.SetItem) and isinstance(s.obj, str) and s.obj not in varied:
-                if any(v in varied for v in ir.operand_vars(s.value)):
-                    varied.add(s.obj)
-                    changed = True
-            elif isinstance(s, ir.Mutate):
-                if s.obj not in varied and any(v in varied for v in s.call.reads()):
-                    varied.add(s.obj)
-                    changed = True
-                if s.target and s.target not in varied and s.obj in varied:
-                    varied.add(s.target)
-                    changed = True
-            ip = _in_place_call(s)
-            if ip is not None and ip[0] not in varied and any(v in varied for v in ip[1].reads()):
-                varied.add(ip[0])
-                changed = True
-    useful = set()
-    for s in stmts:
-        if isinstance(s, ir.Return):
-            useful.update(ir.operand_vars(s.value))
-        if isinstance(s, ir.ExprStmt) and s.call.cls in ("derived", "dynamic"):
-            useful.update(v for v in s.call.reads() if v in varied)
-    changed = True
-    while changed:
-        changed = False
-        for s in stmts:
-            new = ()
-            if isinstance(s, ir.Assign) and s.target in useful:
-                new = diff_reads(s)
-            elif isinstance(s, ir.SetItem) and s.obj in useful:
-                new = ir.operand_vars(s.value)
-            elif isinstance(s, ir.Mutate) and (s.obj in useful or (s.target and s.target in useful)):
-                new = s.call.reads()
-            ip = _in_place_call(s)
-            if ip is not None and ip[0] in useful:
-                new = list(new) + ip[1].reads()
-            new = [v for v in new if v not in useful]
-            if new:
-                useful.update(new)
-                changed = True
-    return varied & useful, varied
+    """Active variables for forward mode: :func:`~s2sad.frontend.analysis.activity`."""
+    return activity(fn, wrt)
 
 
 # -- the emitter ----------------------------------------------------------------------------------

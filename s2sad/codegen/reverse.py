@@ -801,9 +801,11 @@ class ReverseEmitter:
                 callee = T.operand_text(fn.var, c)
                 args = call.args
             parts = [callee] + [T.operand_text(a, c) for a in args] + kw
-            line = [T.Line(f"{target}, {rec} = _rt.call({', '.join(parts)})", o)]
             arg = call.info.get("argument")
-            if arg and rec != "_":
+            if arg and rec == "_":
+                rec = self.fresh("rec")            # only for the check below
+            line = [T.Line(f"{target}, {rec} = _rt.call({', '.join(parts)})", o)]
+            if arg:
                 site = self.consts.name_for(o)
                 line.append(T.Line(f"_rt.no_update({rec}, {arg!r}, {site})", o))
             return line

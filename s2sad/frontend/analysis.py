@@ -174,8 +174,33 @@ def diff_reads_call(s):
     return (call.info or {}).get("diff_vars", call.reads())
 
 
+IN_PLACE_METHODS = {"append", "extend", "insert", "pop", "update", "setdefault", "sort", "remove",
+                    "clear", "popitem", "reverse"}
+
+
+def in_place_call(s):
+    """(receiver, call) for a call that may change its receiver and is not a ``Mutate``
+    statement: a container method (``d.update(k=v)``, ``xs.sort()``) or a method of an object
+    (``acc.add(v)``); else None."""
+    call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) else None
+    if not isinstance(call, ir.Call):
+        return None
+    if isinstance(call.fn, ir.Method) and call.fn.name in IN_PLACE_METHODS and call.args and \
+            isinstance(call.args[0], str):
+        return call.args[0], call
+    if call.info and call.info.get("mutates"):
+        return call.info["mutates"], call
+    return None
+
+
 def activity(fn, active_params):
-    """Active variables: varied (depend on an active input) and useful (reach the output)."""
+    """Active variables: varied (depend on an active input) and useful (reach the output).
+
+    Beyond data flow through assignments: an in-place change (``x[i] = v``, ``xs.append(v)``,
+    ``acc.add(v)``, ``d.update(k=v)``) makes its receiver varied by what it writes and what it
+    writes useful when the receiver is; a user function or method called for its effect with
+    varied arguments uses them (its derivative is built, so a write into an argument is refused
+    or followed, never silently dropped)."""
     varied = set(active_params)
     changed = True
     stmts = list(ir.walk(fn.body))
@@ -197,40 +222,34 @@ def activity(fn, active_params):
                 if s.target and s.target not in varied and s.obj in varied:
                     varied.add(s.target)
                     changed = True
-            m = _mutated(s)
-            if m and m not in varied and any(v in varied for v in diff_reads_call(s)):
-                varied.add(m)
+            ip = in_place_call(s)
+            if ip is not None and ip[0] not in varied and any(v in varied for v in ip[1].reads()):
+                varied.add(ip[0])
                 changed = True
     useful = set()
     for s in stmts:
         if isinstance(s, ir.Return):
             useful.update(ir.operand_vars(s.value))
+        if isinstance(s, ir.ExprStmt) and s.call.cls in ("derived", "dynamic"):
+            useful.update(v for v in s.call.reads() if v in varied)
     changed = True
     while changed:
         changed = False
         for s in stmts:
+            new = ()
             if isinstance(s, ir.Assign) and s.target in useful:
-                for v in diff_reads(s):
-                    if v not in useful:
-                        useful.add(v)
-                        changed = True
+                new = diff_reads(s)
             elif isinstance(s, ir.SetItem) and s.obj in useful:
-                for v in ir.operand_vars(s.value):
-                    if v not in useful:
-                        useful.add(v)
-                        changed = True
-            elif isinstance(s, ir.Mutate):
-                if s.obj in useful or (s.target and s.target in useful):
-                    for v in s.call.reads():
-                        if v not in useful:
-                            useful.add(v)
-                            changed = True
-            m = _mutated(s)
-            if m and m in useful:
-                for v in diff_reads_call(s):
-                    if v not in useful:
-                        useful.add(v)
-                        changed = True
+                new = ir.operand_vars(s.value)
+            elif isinstance(s, ir.Mutate) and (s.obj in useful or (s.target and s.target in useful)):
+                new = s.call.reads()
+            ip = in_place_call(s)
+            if ip is not None and ip[0] in useful:
+                new = list(new) + ip[1].reads()
+            new = [v for v in new if v not in useful]
+            if new:
+                useful.update(new)
+                changed = True
     return varied & useful, varied
 
 
