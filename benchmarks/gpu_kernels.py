@@ -123,7 +123,7 @@ def bench_permute(shape, axes, dt, peers=True):
 def tune():
     """Pick launch parameters on the large float32 cases (a few compiles)."""
     best = {}
-    for tpb, ept in [(256, 4), (256, 8), (512, 4), (128, 8)]:
+    for tpb, ept in [(128, 8), (128, 16), (256, 8), (256, 16), (128, 32), (512, 8)]:
         _cuda.CONFIG.update(tpb=tpb, ept=ept)
         nb, r = bench_concat(8, 1 << 24, np.float32)
         best[(tpb, ept)] = nb / r["s2sad"] / 1e12
