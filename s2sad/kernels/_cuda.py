@@ -155,6 +155,25 @@ def _segments_kernel(st, dt, D, acc, pointers):
                 so = table[(s) * W + 0]
                 do = table[(s) * W + 1]
                 k0 = (b - table[(s) * W + 2]) * (TPB * EPT) + tid
+                if D == 1 and k0 + (EPT - 1) * TPB < n:
+                    # a full run of a 1-D segment: all loads first, then all stores (the loads
+                    # of one thread overlap instead of waiting on each store)
+                    ss = table[(s) * W + 5]
+                    ds = table[(s) * W + 6]
+                    va = cuda.local.array(EPT, CT)
+                    for e in range(EPT):
+                        va[e] = CT(src[so + (k0 + e * TPB) * ss])
+                    if ACC:
+                        vb = cuda.local.array(EPT, CT)
+                        for e in range(EPT):
+                            vb[e] = CT(dst[do + (k0 + e * TPB) * ds])
+                        for e in range(EPT):
+                            dst[do + (k0 + e * TPB) * ds] = OT(vb[e] + va[e])
+                    else:
+                        for e in range(EPT):
+                            dst[do + (k0 + e * TPB) * ds] = OT(va[e])
+                    b += cuda.gridDim.x
+                    continue
                 for e in range(EPT):
                     k = k0 + e * TPB
                     if k < n:
