@@ -136,7 +136,7 @@ def tune_permute():
     """Pick the permute kernel's tile edge and block height on the 8192² float32 swap; each
     thread moves (tile / 32) x (tile / block y) elements."""
     tb = {}
-    for tile, by in [(32, 8), (64, 8), (64, 16), (64, 4)]:
+    for tile, by in [(32, 8), (32, 4), (64, 8), (64, 16), (64, 4), (64, 2)]:
         _cuda.CONFIG.update(tile=tile, tile_by=by)
         nb, r = bench_permute((8192, 8192), (1, 0), np.float32, peers=False)
         tb[(tile, by)] = round(nb / r["s2sad"] / 1e12, 3)
