@@ -232,6 +232,7 @@ def _tiled_kernel(rdt, V, DB, acc, T, pointers):
         OT = rdt.type
         ACC = acc
         NY, NX = T // BY, T // TX        # each thread moves NY x NX elements (x V components)
+        NACC = NY * NX * V
         SHAPE = (V, T, T + 1)            # compile-time shape of the shared tile (+1: no bank conflicts)
         TT = T
 
@@ -293,15 +294,30 @@ def _tiled_kernel(rdt, V, DB, acc, T, pointers):
                 cuda.syncthreads()
                 # store: thread (tx, ty) writes l = l0 + tx + ix*TX, a = a0 + ty + iy*BY
                 q0 = do + (a0 + ty) * d_a + (l0 + tx) * d_l
-                if full:
+                if full and ACC:
+                    # all of a thread's loads of dst first, then its stores (not load-add-store
+                    # per element, which serialises the thread's memory traffic)
+                    old = cuda.local.array(NACC, CT)
+                    k = 0
                     for iy in range(NY):
                         for ix in range(NX):
                             p = q0 + iy * dy + ix * dx
                             for c in range(V):
-                                if ACC:
-                                    dst[p + c] = OT(CT(dst[p + c]) + tile[c, tx + ix * TX, ty + iy * BY])
-                                else:
-                                    dst[p + c] = OT(tile[c, tx + ix * TX, ty + iy * BY])
+                                old[k] = CT(dst[p + c])
+                                k += 1
+                    k = 0
+                    for iy in range(NY):
+                        for ix in range(NX):
+                            p = q0 + iy * dy + ix * dx
+                            for c in range(V):
+                                dst[p + c] = OT(old[k] + tile[c, tx + ix * TX, ty + iy * BY])
+                                k += 1
+                elif full:
+                    for iy in range(NY):
+                        for ix in range(NX):
+                            p = q0 + iy * dy + ix * dx
+                            for c in range(V):
+                                dst[p + c] = OT(tile[c, tx + ix * TX, ty + iy * BY])
                 else:
                     for iy in range(NY):
                         ia = a0 + ty + iy * BY
