@@ -257,24 +257,27 @@ def _dot_test(f, args, positions, grads, w, *, eps, rtol, atol, rng, n_dirs, wha
             _check_leaf_grad(gl, leaf, label)
             for d in range(n_dirs):
                 v = _random_like(leaf, rng)
-                plus = list(args)
-                minus = list(args)
-                plus[i] = _replace(args[i], path, _axpy(leaf, eps, v))
-                minus[i] = _replace(args[i], path, _axpy(leaf, -eps, v))
-                fp, fm = f(*plus), f(*minus)
-                num = (_tree_inner(w, fp) - _tree_inner(w, fm)) / (2 * eps)
-                ad = _inner(gl, v)
-                # central differences lose about eps_machine * |L| / eps to round-off
-                roundoff = 64 * np.finfo(np.float64).eps * (
-                    _tree_abs(_scaled(w, fp)) + _tree_abs(_scaled(w, fm))) / (2 * eps)
-                if not _close(num, ad, rtol, atol, roundoff):
-                    raise AssertionError(
-                        f"{label}: directional derivative mismatch (direction {d}, eps={eps}):\n"
-                        f"  expected (central differences) {num!r}\n"
-                        f"  got      (s2sad)               {ad!r}\n"
-                        f"  abs err {abs(num - ad):.3e}, rel err "
-                        f"{abs(num - ad) / max(abs(num), abs(ad), 1e-300):.3e} "
-                        f"(rtol={rtol}, atol={atol})")
+                _compare_with_differences(f, args, i, path, leaf, v, w, _inner(gl, v), eps, rtol,
+                                          atol, label, d)
+
+
+def _compare_with_differences(f, args, i, path, leaf, v, w, ad, eps, rtol, atol, label, d):
+    """Check the derivative ``ad`` = <w, J v> against central differences of f along v."""
+    plus, minus = list(args), list(args)
+    plus[i] = _replace(args[i], path, _axpy(leaf, eps, v))
+    minus[i] = _replace(args[i], path, _axpy(leaf, -eps, v))
+    fp, fm = f(*plus), f(*minus)
+    num = (_tree_inner(w, fp) - _tree_inner(w, fm)) / (2 * eps)
+    # central differences lose about eps_machine * |L| / eps to round-off
+    roundoff = 64 * np.finfo(np.float64).eps * (
+        _tree_abs(_scaled(w, fp)) + _tree_abs(_scaled(w, fm))) / (2 * eps)
+    if not _close(num, ad, rtol, atol, roundoff):
+        raise AssertionError(
+            f"{label}: directional derivative mismatch (direction {d}, eps={eps}):\n"
+            f"  expected (central differences) {num!r}\n"
+            f"  got      (s2sad)               {ad!r}\n"
+            f"  abs err {abs(num - ad):.3e}, rel err "
+            f"{abs(num - ad) / max(abs(num), abs(ad), 1e-300):.3e} (rtol={rtol}, atol={atol})")
 
 
 def _scaled(w, y):
@@ -386,20 +389,8 @@ def _check_fwd(f, args, positions, *, eps, rtol, atol, rng, n_dirs):
                 tangents[i] = _replace(tangents[i], path, v)
                 value, tout = jvp(f, tuple(args), tuple(tangents))
                 w = _random_tree(value, rng)
-                plus, minus = list(args), list(args)
-                plus[i] = _replace(args[i], path, _axpy(leaf, eps, v))
-                minus[i] = _replace(args[i], path, _axpy(leaf, -eps, v))
-                fp, fm = f(*plus), f(*minus)
-                num = (_tree_inner(w, fp) - _tree_inner(w, fm)) / (2 * eps)
-                ad = _tree_inner(w, tout)
-                roundoff = 64 * np.finfo(np.float64).eps * (
-                    _tree_abs(_scaled(w, fp)) + _tree_abs(_scaled(w, fm))) / (2 * eps)
-                if not _close(num, ad, rtol, atol, roundoff):
-                    raise AssertionError(
-                        f"{label}: directional derivative mismatch (direction {d}, eps={eps}):\n"
-                        f"  expected (central differences) {num!r}\n"
-                        f"  got      (s2sad)               {ad!r}\n"
-                        f"  abs err {abs(num - ad):.3e} (rtol={rtol}, atol={atol})")
+                _compare_with_differences(f, args, i, path, leaf, v, w, _tree_inner(w, tout), eps,
+                                          rtol, atol, label, d)
 
 
 def check_grads(f, args, wrt=None, *, eps=1e-6, rtol=1e-5, atol=1e-7, seed=0, modes=("rev",),
