@@ -971,42 +971,8 @@ def pull(rec, g, g_self=_NOTHING):
             return _z(pos[0]), tuple(_z(v) for v in pos[1:]), kw
         return 0.0, tuple(_z(v) for v in pos), kw
     if kind == "derived":
-        _, d, tape, mask, names, kwnames, ncells, cellnames, nself, npos, defaulted, mut = rec
-        grads = iter(d.bwd(tape, (g, 0.0) if mut else g))
-        full = [_z(next(grads)) if m else 0.0 for m in mask]
-        cells = full[:ncells]
-        vals = full[ncells:]
-        callee = {n: v for n, v in zip(cellnames, cells)} if ncells else 0.0
-        if defaulted:
-            callee = dict(callee) if isinstance(callee, dict) else {}
-            for n in defaulted:
-                callee[f"{n}="] = vals[names.index(n)]
-        if nself:
-            callee = vals[0]
-        if names is None:
-            return callee, tuple(vals[nself:]), {}
-        import inspect
-        sig = inspect.signature(d.ir.pyfunc, follow_wrapped=False)
-        by_name = dict(zip(names, vals))
-        pos, kw = [], {}
-        params = sig.parameters
-        for n in names[nself:]:
-            if n in defaulted:
-                continue
-            p = params.get(n)
-            if p is not None and p.kind == p.VAR_POSITIONAL:
-                pos.extend(by_name[n] if not is_zero(by_name[n]) else ())
-            elif p is not None and p.kind == p.VAR_KEYWORD:
-                if not is_zero(by_name[n]):
-                    kw.update(by_name[n])
-            elif n in kwnames:
-                kw[n] = by_name[n]
-            else:
-                pos.append(by_name[n])
-        pos = pos[:npos] + [0.0] * max(0, npos - len(pos))
-        for k in kwnames:
-            kw.setdefault(k, 0.0)
-        return callee, tuple(pos), kw
+        d, tape, mut = rec[1], rec[2], rec[-1]
+        return _derived_adjoints(rec, d.bwd(tape, (g, 0.0) if mut else g))
     if kind == "partial":
         _, inner, npart, pkw, nargs, kwnames = rec
         c, a, k = pull(inner, g)
@@ -1048,29 +1014,51 @@ def _pull_mut(rec, g, g_self):
     if rec is not None and rec[0] == "derived" and rec[-1]:
         if is_zero(g) and is_zero(g_self):
             return _ZERO_PULL
-        _, d, tape, mask, names, kwnames, ncells, cellnames, nself, npos, defaulted, mut = rec
-        seeded = ("derived", d, tape, mask, names, kwnames, ncells, cellnames, nself, npos,
-                  defaulted, False)
         # the sweep's output adjoint is (result, object after); its bwd takes the pair
-        grads = d.bwd(tape, (g, g_self))
-        fake = ("pair",) + seeded[1:]
-        return _pull_with_grads(fake, grads)
+        return _derived_adjoints(rec, rec[1].bwd(rec[2], (g, g_self)))
     r = pull(rec, g)
     c, a, k = r[0], r[1], r[2]
     return (add(g_self, c) if not is_zero(g_self) else c), a, k
 
 
-def _pull_with_grads(rec, grads):
+def _derived_adjoints(rec, grads):
+    """(callee adjoint, positional adjoints, keyword adjoints) of a derived call, from the
+    gradients its reverse sweep returned (one per active sweep parameter)."""
     _, d, tape, mask, names, kwnames, ncells, cellnames, nself, npos, defaulted, mut = rec
     grads = iter(grads)
     full = [_z(next(grads)) if m else 0.0 for m in mask]
+    cells = full[:ncells]
     vals = full[ncells:]
-    callee = vals[0] if nself else 0.0
+    callee = {n: v for n, v in zip(cellnames, cells)} if ncells else 0.0
+    if defaulted:
+        callee = dict(callee) if isinstance(callee, dict) else {}
+        for n in defaulted:
+            callee[f"{n}="] = vals[names.index(n)]
+    if nself:
+        callee = vals[0]
     if names is None:
         return callee, tuple(vals[nself:]), {}
+    import inspect
+    params = inspect.signature(d.ir.pyfunc, follow_wrapped=False).parameters
     by_name = dict(zip(names, vals))
-    pos = [by_name[n] for n in names[nself:] if n not in defaulted and n not in kwnames]
-    return callee, tuple(pos[:npos]), {k: by_name.get(k, 0.0) for k in kwnames}
+    pos, kw = [], {}
+    for n in names[nself:]:
+        if n in defaulted:
+            continue
+        p = params.get(n)
+        if p is not None and p.kind == p.VAR_POSITIONAL:
+            pos.extend(by_name[n] if not is_zero(by_name[n]) else ())
+        elif p is not None and p.kind == p.VAR_KEYWORD:
+            if not is_zero(by_name[n]):
+                kw.update(by_name[n])
+        elif n in kwnames:
+            kw[n] = by_name[n]
+        else:
+            pos.append(by_name[n])
+    pos = pos[:npos] + [0.0] * max(0, npos - len(pos))
+    for k in kwnames:
+        kw.setdefault(k, 0.0)
+    return callee, tuple(pos), kw
 
 
 class _ZeroPull(tuple):

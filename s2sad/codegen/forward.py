@@ -438,16 +438,10 @@ class ForwardEmitter:
         recv = call.args[0]
         c = self.consts
         args = call.args[1:]
-        if self.kinds.get(recv) != "c":         # may be something else: decide at run time
-            text = self.dynamic_text(call)
-            if target is None:
-                return [T.Line(text, o)]
-            if target in self.active:
-                return [T.Line(f"{target}, {self.d(target)} = {text}", o)]
-            return [T.Line(f"{target}, _ = {text}", o)]
-        if name not in ("append", "insert", "reverse", "clear") or call.kwargs:
-            # the tangent's change depends on the values (remove by value, extend by an
-            # iterable): decided at run time, next to the primal change
+        if self.kinds.get(recv) != "c" or \
+                name not in ("append", "insert", "reverse", "clear") or call.kwargs:
+            # maybe not a container, or the tangent's change depends on the values (remove by
+            # value, extend by an iterable): decided at run time, next to the primal change
             text = self.dynamic_text(call)
             if target is None:
                 return [T.Line(text, o)]
