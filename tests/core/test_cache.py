@@ -101,6 +101,15 @@ def test_clear_forces_a_rebuild():
     assert CACHE.builds == n + 1
 
 
+def _run_threads(worker, n):
+    """Run worker(0) ... worker(n - 1) in n threads at once and wait for them all."""
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def threaded_fn(x, w):
     h = np.tanh(x * w)
     return np.sum(h * h) + np.sum(x)
@@ -130,11 +139,7 @@ def test_eight_threads_build_once_and_all_get_right_answers(monkeypatch):
         except Exception as e:                # noqa: BLE001
             errors.append(e)
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _run_threads(worker, 8)
     assert not errors, errors
     assert CACHE.builds == n + 1
     assert len(calls) == 1
@@ -165,11 +170,7 @@ def test_threads_with_derived_callees():
         except Exception as e:                # noqa: BLE001
             errors.append(e)
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _run_threads(worker, 8)
     assert not errors, errors
     assert CACHE.builds - n <= 2            # the caller, and the callee at most once
     for x, g in out:

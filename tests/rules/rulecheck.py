@@ -6,7 +6,7 @@ parameters to check.  :func:`check_case` runs the rule's adjoint templates direc
 cases through ``case.call``.
 """
 import dataclasses
-import numbers
+import zlib
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -242,3 +242,39 @@ def check_tangent(case, rng, dtype="f8"):
         scale = max(1.0, float(np.max(np.abs(fd))) if fd.size else 1.0)
         assert err <= case.rtol * 10 * scale, f"{case.name()} [{dtype}] tangent: max error {err}"
     return True
+
+
+def rule_params(cases):
+    """pytest params for the adjoint checks: every case at float64, plus float32 and complex128
+    where the case allows them."""
+    import pytest
+    out = []
+    for c in cases:
+        out.append(pytest.param(c, "f8", id=c.name() + "-f8"))
+        if c.f32:
+            out.append(pytest.param(c, "f4", id=c.name() + "-f4"))
+        if c.cplx:
+            out.append(pytest.param(c, "c16", id=c.name() + "-c16"))
+    return out
+
+
+def tangent_params(cases):
+    """pytest params for the tangent checks: cases whose rule has jvp templates."""
+    import pytest
+    out = []
+    for c in cases:
+        r = c.rule()
+        if r is not None and r.jvp:
+            out.append(pytest.param(c, "f8", id=c.name() + "-f8"))
+            if c.cplx:
+                out.append(pytest.param(c, "c16", id=c.name() + "-c16"))
+    return out
+
+
+def run_rule(case, dtype):
+    check_case(case, np.random.default_rng(zlib.crc32((case.name() + dtype).encode())), dtype)
+
+
+def run_tangent(case, dtype):
+    check_tangent(case, np.random.default_rng(zlib.crc32((case.name() + dtype + "jvp").encode())),
+                  dtype)

@@ -1,39 +1,17 @@
 """Dot-product tests of the SciPy rules (the table loads only when SciPy is imported)."""
-import zlib
-
-import numpy as np
 import pytest
 
 pytest.importorskip("scipy")
 
 from cases_scipy import CASES  # noqa: E402
-from rulecheck import check_case, check_tangent  # noqa: E402
-
-PARAMS = []
-for c in CASES:
-    PARAMS.append(pytest.param(c, "f8", id=c.name() + "-f8"))
-    if c.f32:
-        PARAMS.append(pytest.param(c, "f4", id=c.name() + "-f4"))
-    if c.cplx:
-        PARAMS.append(pytest.param(c, "c16", id=c.name() + "-c16"))
+from rulecheck import rule_params, run_rule, run_tangent, tangent_params  # noqa: E402
 
 
-@pytest.mark.parametrize("case,dtype", PARAMS)
+@pytest.mark.parametrize("case,dtype", rule_params(CASES))
 def test_rule(case, dtype):
-    rng = np.random.default_rng(zlib.crc32((case.name() + dtype).encode()))
-    check_case(case, rng, dtype)
+    run_rule(case, dtype)
 
 
-JVP_PARAMS = []
-for c in CASES:
-    r = c.rule()
-    if r is not None and r.jvp:
-        JVP_PARAMS.append(pytest.param(c, "f8", id=c.name() + "-f8"))
-        if c.cplx:
-            JVP_PARAMS.append(pytest.param(c, "c16", id=c.name() + "-c16"))
-
-
-@pytest.mark.parametrize("case,dtype", JVP_PARAMS)
+@pytest.mark.parametrize("case,dtype", tangent_params(CASES))
 def test_tangent(case, dtype):
-    rng = np.random.default_rng(zlib.crc32((case.name() + dtype + "jvp").encode()))
-    check_tangent(case, rng, dtype)
+    run_tangent(case, dtype)
