@@ -7,7 +7,9 @@ counts dy read + dx read + dx written:
   * s2sad:  s2sad.kernels.concat_adjoint(dy, xs, 0, acc=dxs) / permute_adjoint(dy, axes, acc=dx)
   * cupy:   dxs[i] += dy[a:b] per input / dx += dy.transpose(inverse)
   * torch:  autograd backward of torch.cat / permute with existing .grad (AccumulateGrad adds)
-Time per call: wall clock over back-to-back calls, synchronised at the end (host overhead included).
+Time per call ("µs"): wall clock over back-to-back calls, synchronised at the end (host overhead
+included); TB/s is computed from it.  "GPU µs": device time per call alone, measured with CUDA events
+around calls queued behind a long matrix product (so the host's launch work is hidden).
 """
 import argparse
 import datetime
@@ -44,6 +46,37 @@ def timeit(fn, n_iter, warm=3, sync=cp.cuda.Device().synchronize):
     return (time.perf_counter() - t) / n_iter
 
 
+_BUSY = None
+
+
+def device_time(fn, n_iter, sync=cp.cuda.Device().synchronize):
+    """Device time per call: queue the calls behind ~20 ms of matrix products, so that the GPU runs
+    them back to back whatever the host costs per call; time them with events."""
+    global _BUSY
+    if _BUSY is None:
+        _BUSY = cp.ones((4096, 4096), cp.float32)
+    n_iter = min(n_iter, 100)
+    fn()
+    sync()
+    for _ in range(8):
+        _BUSY @ _BUSY
+    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+    e0.record()
+    for _ in range(n_iter):
+        fn()
+    e1.record()
+    done_early = e0.done           # True: the queue ran dry, host overhead leaked into the timing
+    e1.synchronize()
+    sync()
+    t = cp.cuda.get_elapsed_time(e0, e1) * 1e-3 / n_iter
+    return float("nan") if done_early else t
+
+
+def measure(fn, nbytes, sync=cp.cuda.Device().synchronize):
+    n = iters(nbytes)
+    return timeit(fn, n, sync=sync), device_time(fn, n, sync=sync)
+
+
 def iters(nbytes):
     return max(10, min(300, int(2e9 / max(nbytes, 1))))
 
@@ -69,12 +102,12 @@ def bench_concat(k, n, dt):
     dxs = [cp.zeros((n,), dt) for _ in range(k)]
     nbytes = 3 * dy.nbytes
     res = {}
-    res["s2sad"] = timeit(lambda: concat_adjoint(dy, xs, 0, acc=dxs), iters(nbytes))
+    res["s2sad"] = measure(lambda: concat_adjoint(dy, xs, 0, acc=dxs), nbytes)
 
     def cupy_native():
         for i in range(k):
             dxs[i] += dy[i * n:(i + 1) * n]
-    res["cupy"] = timeit(cupy_native, iters(nbytes))
+    res["cupy"] = measure(cupy_native, nbytes)
     # correctness spot check
     ref = [d.copy() for d in dxs]
     concat_adjoint(dy, xs, 0, acc=dxs)
@@ -85,8 +118,8 @@ def bench_concat(k, n, dt):
         y = torch.cat(txs)
         tdy = torch.from_dlpack(dy)
         torch.autograd.backward(y, tdy, retain_graph=True)
-        res["torch"] = timeit(lambda: torch.autograd.backward(y, tdy, retain_graph=True), iters(nbytes),
-                              sync=torch.cuda.synchronize)
+        res["torch"] = measure(lambda: torch.autograd.backward(y, tdy, retain_graph=True), nbytes,
+                               sync=torch.cuda.synchronize)
     return nbytes, res
 
 
@@ -97,7 +130,7 @@ def bench_permute(shape, axes, dt, peers=True):
     inv = tuple(np.argsort(axes))
     nbytes = 3 * dy.nbytes
     res = {}
-    res["s2sad"] = timeit(lambda: permute_adjoint(dy, axes, acc=dx), iters(nbytes))
+    res["s2sad"] = measure(lambda: permute_adjoint(dy, axes, acc=dx), nbytes)
     if not peers:
         d0 = dx.copy()
         permute_adjoint(dy, axes, acc=dx)
@@ -106,7 +139,7 @@ def bench_permute(shape, axes, dt, peers=True):
 
     def cupy_native():
         dx[...] += dy.transpose(inv)
-    res["cupy"] = timeit(cupy_native, iters(nbytes))
+    res["cupy"] = measure(cupy_native, nbytes)
     d0 = dx.copy()
     permute_adjoint(dy, axes, acc=dx)
     assert bool(cp.allclose(dx, d0 + dy.transpose(inv), rtol=1e-2, atol=1e-2))
@@ -115,9 +148,35 @@ def bench_permute(shape, axes, dt, peers=True):
         y = tx.permute(*axes)
         tdy = torch.from_dlpack(dy)
         torch.autograd.backward(y, tdy, retain_graph=True)
-        res["torch"] = timeit(lambda: torch.autograd.backward(y, tdy, retain_graph=True), iters(nbytes),
-                              sync=torch.cuda.synchronize)
+        res["torch"] = measure(lambda: torch.autograd.backward(y, tdy, retain_graph=True), nbytes,
+                               sync=torch.cuda.synchronize)
     return nbytes, res
+
+
+def profile_host(out_lines):
+    """Where the host time of the small s2sad calls goes (cProfile, top entries)."""
+    import cProfile
+    import io
+    import pstats
+    xs = [rand((1 << 10,), np.float32) for _ in range(8)]
+    dy = rand((8 << 10,), np.float32)
+    dxs = [cp.zeros((1 << 10,), np.float32) for _ in range(8)]
+    g = rand((256, 256, 256), np.float32)
+    acc = cp.zeros((256, 256, 256), np.float32)
+    calls = {"concat 8x1K": lambda: concat_adjoint(dy, xs, 0, acc=dxs),
+             "permute 256³": lambda: permute_adjoint(g, (2, 0, 1), acc=acc)}
+    for name, fn in calls.items():
+        fn()
+        cp.cuda.Device().synchronize()
+        pr = cProfile.Profile()
+        pr.enable()
+        for _ in range(200):
+            fn()
+        pr.disable()
+        cp.cuda.Device().synchronize()
+        buf = io.StringIO()
+        pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(12)
+        out_lines += ["", f"host profile, {name}, 200 calls:", "```", buf.getvalue().strip(), "```"]
 
 
 def tune():
@@ -126,21 +185,23 @@ def tune():
     for tpb, ept in [(128, 8), (128, 16), (256, 8), (256, 16), (128, 32), (512, 8)]:
         _cuda.CONFIG.update(tpb=tpb, ept=ept)
         nb, r = bench_concat(8, 1 << 24, np.float32)
-        best[(tpb, ept)] = nb / r["s2sad"] / 1e12
+        best[(tpb, ept)] = nb / r["s2sad"][0] / 1e12
     (tpb, ept) = max(best, key=best.get)
     _cuda.CONFIG.update(tpb=tpb, ept=ept)
     return {"segments (tpb, ept) -> TB/s": best, "(tile, block y) -> TB/s": tune_permute()}
 
 
 def tune_permute():
-    """Pick the permute kernel's tile edge and block height on the 8192² float32 swap; each
-    thread moves (tile / 32) x (tile / block y) elements."""
+    """Pick the permute kernel's tile edge and block height on the two float32 permutes (8192²
+    swap, 256³ (2, 0, 1)): each thread moves (tile / 32) x (tile / block y) elements.  The choice
+    with the best smaller TB/s of the two wins."""
     tb = {}
-    for tile, by in [(32, 8), (32, 4), (64, 8), (64, 16), (64, 4), (64, 2)]:
+    for tile, by in [(32, 8), (64, 8), (64, 4), (64, 2)]:
         _cuda.CONFIG.update(tile=tile, tile_by=by)
-        nb, r = bench_permute((8192, 8192), (1, 0), np.float32, peers=False)
-        tb[(tile, by)] = round(nb / r["s2sad"] / 1e12, 3)
-    tile, by = max(tb, key=tb.get)
+        r2 = [bench_permute(shape, axes, np.float32, peers=False)
+              for shape, axes in [((8192, 8192), (1, 0)), ((256, 256, 256), (2, 0, 1))]]
+        tb[(tile, by)] = tuple(round(nb / r["s2sad"][0] / 1e12, 3) for nb, r in r2)
+    tile, by = max(tb, key=lambda k: min(tb[k]))
     _cuda.CONFIG.update(tile=tile, tile_by=by)
     return tb
 
@@ -151,7 +212,12 @@ def main():
     ap.add_argument("--no-tune", action="store_true")
     ap.add_argument("--tune-permute", action="store_true", help="tune only the permute tile")
     ap.add_argument("--dtypes", default="float16,float32,float64,complex64")
+    ap.add_argument("--cases", default="", help="only cases whose label contains one of these (comma-separated)")
+    ap.add_argument("--launch", default=None, help="s2sad kernel launcher: cupy or numba")
+    ap.add_argument("--profile", action="store_true", help="append a host profile of the small calls")
     args = ap.parse_args()
+    if args.launch:
+        _cuda.CONFIG["launch"] = args.launch
     props = cp.cuda.runtime.getDeviceProperties(0)
     name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
     lines = [f"Card: {name}; date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
@@ -159,18 +225,19 @@ def main():
     bw = copy_bandwidth()
     lines.append(f"Device-to-device copy (cp.copyto, 1 GiB float32, read+write): {bw:.2f} TB/s")
     tuned = tune_permute() if args.tune_permute else (None if args.no_tune else tune())
-    lines.append(f"Launch config: {dict((k, _cuda.CONFIG[k]) for k in ('tpb', 'ept', 'tile', 'tile_by'))}; "
+    lines.append(f"Launch config: {dict((k, _cuda.CONFIG[k]) for k in ('tpb', 'ept', 'tile', 'tile_by', 'tile_wide'))}; "
                  f"tuning: {tuned}")
-    lines.append(f"Kernel entry: {'raw pointers' if _cuda._use_pointers() else 'array arguments'}"
-                 f" (pointer build error: {_cuda._state['pointer_error']})")
     lines.append("")
-    lines.append("| case | dtype | s2sad µs | s2sad TB/s | %copy | cupy µs | cupy TB/s | torch µs | torch TB/s |")
-    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    lines.append("| case | dtype | s2sad µs | s2sad GPU µs | s2sad TB/s | %copy | cupy µs | cupy GPU µs "
+                 "| cupy TB/s | torch µs | torch GPU µs | torch TB/s |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     cases = [("concat 8x16M", lambda dt: bench_concat(8, 1 << 24, dt)),
              ("concat 8x1K", lambda dt: bench_concat(8, 1 << 10, dt)),
              ("concat 64x4K", lambda dt: bench_concat(64, 1 << 12, dt)),
              ("permute 8192² (1,0)", lambda dt: bench_permute((8192, 8192), (1, 0), dt)),
              ("permute 256³ (2,0,1)", lambda dt: bench_permute((256, 256, 256), (2, 0, 1), dt))]
+    if args.cases:
+        cases = [c for c in cases if any(w in c[0] for w in args.cases.split(","))]
     for label, fn in cases:
         for dname in args.dtypes.split(","):
             dt = np.dtype(dname).type
@@ -182,13 +249,20 @@ def main():
                 continue
             cells = []
             for m in ("s2sad", "cupy", "torch"):
-                t = r.get(m)
+                t, tg = r.get(m, (None, None))
                 cells.append("–" if t is None else f"{t * 1e6:.1f}")
+                cells.append("–" if tg is None else f"{tg * 1e6:.1f}")
                 cells.append("–" if t is None else f"{nb / t / 1e12:.3f}")
                 if m == "s2sad":
                     cells.append(f"{100 * nb / t / 1e12 / bw:.0f}%")
             lines.append(f"| {label} | {dname} | " + " | ".join(cells) + " |")
             print(lines[-1], flush=True)
+    lines.append("")
+    lines.append(f"Kernel entry: {'raw pointers' if _cuda._use_pointers() else 'array arguments'}, "
+                 f"launched by {_cuda.CONFIG['launch']} (pointer build error: {_cuda._state['pointer_error']}; "
+                 f"CuPy launch error: {_cuda._state['cupy_launch_error']})")
+    if args.profile:
+        profile_host(lines)
     text = "\n".join(lines)
     print(text)
     if args.out:

@@ -255,7 +255,25 @@ def acc_getitem(acc, x, idx, g, _owned=False):
     if _basic_index(idx):
         acc[idx] += g
     else:
-        array_module(acc).add.at(acc, idx, g)
+        scatter_add(acc, idx, g)
+    return acc
+
+
+def scatter_add(acc, idx, g):
+    """``acc[idx] += g`` in place with repeated indices summed (``np.add.at``).  CuPy's ``add.at``
+    takes no complex dtypes: there complex values go in as real and imaginary parts."""
+    xp = array_module(acc)
+    if xp is np or acc.dtype.kind != "c":
+        xp.add.at(acc, idx, g)
+        return acc
+    g = xp.asarray(g)
+    part = xp.zeros(acc.shape, acc.real.dtype)
+    xp.add.at(part, idx, g.real)
+    acc += part
+    if g.dtype.kind == "c":
+        part = xp.zeros(acc.shape, acc.real.dtype)
+        xp.add.at(part, idx, g.imag)
+        acc += 1j * part
     return acc
 
 

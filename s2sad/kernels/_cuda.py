@@ -36,15 +36,21 @@ from .device import is_cupy, check_devices
 CONFIG = {
     "tpb": 128,        # threads per block, segments kernel (tuned on H200: 128x8 best of 4)
     "ept": 8,          # elements per thread, segments kernel
-    "tile": 64,        # tile edge, tiled kernel (H200, 8192² float32 swap, TB/s by (tile, block y):
-    "tile_tx": 32,     #   (32, 8) 2.20, (64, 8) 2.17, (64, 16) 1.88, (64, 4) 2.53; each thread
-    "tile_by": 4,      #   moves (tile / tile_tx) x (tile / tile_by) elements: 2 x 16 here)
+    # tiled kernel: tile edge and block height (block width tile_tx); each thread moves
+    # (tile / tile_tx) x (tile / tile_by) elements.  H200, float32 TB/s on the 8192² swap and the
+    # 256³ (2,0,1) permutation: (32, 8) 3.45/3.23, (64, 4) 3.27/2.97, (64, 8) 2.95/2.75,
+    # (64, 2) 2.70/2.44; float64 likes (32, 8) too, float16 and complex64 (64, 4).
+    "tile": 32,
+    "tile_tx": 32,
+    "tile_by": 8,
+    "tile_wide": {"float16": (64, 4), "complex64": (64, 4)},   # (tile, tile_by) by dtype
     "max_grid": 1 << 20,
     "pointers": True,  # raw-pointer entry points on the GPU (falls back to arrays if they fail to build)
+    "launch": "cupy",  # who launches raw-pointer kernels: "cupy" (a few µs) or "numba"
     "table_cache": 256,
 }
 
-_state = {"pointer_error": None}
+_state = {"pointer_error": None, "cupy_launch_error": None}
 _kernels = {}
 _streams = {}
 _tables = {}
@@ -85,7 +91,8 @@ _REAL = {np.dtype(np.float16): np.dtype(np.float16), np.dtype(np.float32): np.dt
          np.dtype(np.float64): np.dtype(np.float64), np.dtype(np.complex64): np.dtype(np.float32),
          np.dtype(np.complex128): np.dtype(np.float64)}
 _NAMES = {np.dtype(np.float16): "float16", np.dtype(np.float32): "float32",
-          np.dtype(np.float64): "float64"}
+          np.dtype(np.float64): "float64", np.dtype(np.complex64): "complex64",
+          np.dtype(np.complex128): "complex128"}
 
 
 def _real(dt):
@@ -99,13 +106,28 @@ def _compute(a, b):
     return np.float64 if (a == np.float64 or b == np.float64) else np.float32
 
 
+def _tile_type(dt):
+    """The arithmetic (and shared-tile) type of the tiled kernel: float16 goes through float32."""
+    return np.float32 if dt == np.float16 else dt.type
+
+
 # ---------------------------------------------------------------------------------------------
 # kernels (built lazily, cached per specialisation)
 # ---------------------------------------------------------------------------------------------
+def _compiled(key, build):
+    """The object cached under ``key`` in ``_kernels``, built once by ``build()`` (under the lock)."""
+    k = _kernels.get(key)
+    if k is None:
+        with _lock:
+            k = _kernels.get(key)
+            if k is None:
+                _nb()
+                k = _kernels[key] = build()
+    return k
+
+
 def _ptr_intrinsic(dt):
-    key = ("ptr", dt)
-    f = _kernels.get(key)
-    if f is None:
+    def build():
         from numba.cuda.extending import intrinsic
         from numba.cuda import types
         from numba.cuda.np.numpy_support import from_dtype
@@ -118,237 +140,289 @@ def _ptr_intrinsic(dt):
             def codegen(context, builder, signature, args):
                 return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
             return sig, codegen
-        f = _kernels[key] = as_ptr
-    return f
+        return as_ptr
+    return _compiled(("ptr", dt), build)
+
+
+class _Launcher:
+    """A compiled kernel ``body(src, dst, table, tlen, nblocks)`` and the cheapest way to launch it.
+
+    ``pointers``: the kernel takes raw device addresses and lengths (7 int64 scalars) instead of
+    arrays.  Such a kernel is launched by CuPy's driver call on CuPy's current stream (the cubin
+    Numba built, loaded once per device: a few µs per launch), or, with ``CONFIG["launch"] ==
+    "numba"`` or when that fails, by Numba's own launch on CuPy's stream.  Array kernels (the
+    simulator, and the fallback when pointer entries fail to build) use Numba's launch."""
+
+    __slots__ = ("kernel", "pointers", "_fns")
+
+    def __init__(self, kernel, pointers):
+        self.kernel, self.pointers, self._fns = kernel, pointers, {}
+
+    def __call__(self, grid, block, args, gpu):
+        """Launch on ``grid`` blocks (int or tuple) of ``block`` threads (tuple)."""
+        if not gpu:
+            self.kernel[grid, block](*args)
+            return
+        if self.pointers:
+            if type(grid) is int:
+                grid = (grid,)
+            if CONFIG["launch"] == "cupy":
+                fn = self._cupy_function()
+                if fn is not None:
+                    fn(grid, block, tuple(map(np.int64, args)))   # CuPy's current stream
+                    return
+            ov = self.kernel.overloads
+            if len(ov) == 1:
+                next(iter(ov.values())).launch(args, grid + (1,) * (3 - len(grid)),
+                                               block + (1,) * (3 - len(block)), _stream(core=True), 0)
+                return
+        self.kernel[grid, block, _stream()](*args)
+
+    def _cupy_function(self):
+        import cupy as cp
+        dev = cp.cuda.runtime.getDevice()
+        try:
+            return self._fns[dev]
+        except KeyError:
+            pass
+        with _lock:
+            fn = None
+            try:
+                compiled = next(iter(self.kernel.overloads.values()))
+                lib = compiled._codelibrary
+                cc = tuple(int(c) for c in cp.cuda.Device(dev).compute_capability)
+                module = cp.cuda.function.Module()
+                module.load(_as_bytes(lib.get_cubin(cc=cc)))
+                fn = module.get_function(compiled.entry_name)
+            except Exception as e:  # noqa: BLE001  (record and fall back to Numba's launch)
+                _state["cupy_launch_error"] = repr(e)
+            self._fns[dev] = fn
+            return fn
+
+
+def _as_bytes(cubin):
+    """The bytes of a cubin as Numba returns it (bytes, or a cuda.core ObjectCode)."""
+    if isinstance(cubin, (bytes, bytearray, memoryview)):
+        return bytes(cubin)
+    code = getattr(cubin, "code", None)
+    if isinstance(code, (bytes, bytearray, memoryview)):
+        return bytes(code)
+    if isinstance(code, str):                 # a file path
+        with open(code, "rb") as f:
+            return f.read()
+    raise TypeError(f"cannot read a cubin from {type(cubin).__name__}")
+
+
+def _finish(body, sdt, ddt, pointers):
+    """A :class:`_Launcher` for ``body(src, dst, table, tlen, nblocks)`` over flat buffers of the
+    real dtypes ``sdt``/``ddt`` and an int64 table: array arguments, or a raw-pointer entry."""
+    if not pointers:
+        sig = f"void({_NAMES[sdt]}[::1], {_NAMES[ddt]}[::1], int64[::1], int64, int64)"
+        return _Launcher(cuda.jit(sig)(body), False)
+    from numba.cuda.np.numpy_support import carray
+    dev = cuda.jit(device=True)(body)
+    ps, pd, pi = _ptr_intrinsic(sdt), _ptr_intrinsic(ddt), _ptr_intrinsic(np.dtype(np.int64))
+
+    def entry(sp, slen, dp, dlen, tp, tlen, nblocks):
+        dev(carray(ps(sp), (slen,)), carray(pd(dp), (dlen,)), carray(pi(tp), (tlen,)), tlen, nblocks)
+    return _Launcher(cuda.jit("void(int64, int64, int64, int64, int64, int64, int64)")(entry), True)
 
 
 def _segments_kernel(st, dt, D, acc, pointers):
     tpb, ept = CONFIG["tpb"], CONFIG["ept"]
-    key = ("seg", st, dt, D, acc, pointers, tpb, ept)
-    k = _kernels.get(key)
-    if k is not None:
-        return k
-    with _lock:
-        k = _kernels.get(key)
-        if k is not None:
-            return k
-        _nb()
-        CT = _compute(st, dt)
-        OT = dt.type
-        TPB, EPT, ACC = tpb, ept, acc
-        W = 4 + 3 * D
+    return _compiled(("seg", st, dt, D, acc, pointers, tpb, ept),
+                     lambda: _build_segments(st, dt, D, acc, pointers, tpb, ept))
 
-        def body(src, dst, table, nseg, nblocks):
-            tid = cuda.threadIdx.x
-            b = cuda.blockIdx.x
-            while b < nblocks:
-                lo = 0
-                hi = nseg - 1
-                while lo < hi:
-                    mid = (lo + hi + 1) // 2
-                    if table[(mid) * W + 2] <= b:
-                        lo = mid
-                    else:
-                        hi = mid - 1
-                s = lo
-                n = table[(s) * W + 3]
-                so = table[(s) * W + 0]
-                do = table[(s) * W + 1]
-                k0 = (b - table[(s) * W + 2]) * (TPB * EPT) + tid
-                if D == 1 and k0 + (EPT - 1) * TPB < n:
-                    # a full run of a 1-D segment: all loads first, then all stores (the loads
-                    # of one thread overlap instead of waiting on each store)
-                    ss = table[(s) * W + 5]
-                    ds = table[(s) * W + 6]
-                    va = cuda.local.array(EPT, CT)
-                    for e in range(EPT):
-                        va[e] = CT(src[so + (k0 + e * TPB) * ss])
-                    if ACC:
-                        vb = cuda.local.array(EPT, CT)
-                        for e in range(EPT):
-                            vb[e] = CT(dst[do + (k0 + e * TPB) * ds])
-                        for e in range(EPT):
-                            dst[do + (k0 + e * TPB) * ds] = OT(vb[e] + va[e])
-                    else:
-                        for e in range(EPT):
-                            dst[do + (k0 + e * TPB) * ds] = OT(va[e])
-                    b += cuda.gridDim.x
-                    continue
+
+def _build_segments(st, dt, D, acc, pointers, tpb, ept):
+    CT = _compute(st, dt)
+    OT = dt.type
+    TPB, EPT, ACC = tpb, ept, acc
+    W = 4 + 3 * D
+
+    def body(src, dst, table, tlen, nblocks):
+        nseg = tlen // W
+        tid = cuda.threadIdx.x
+        b = cuda.blockIdx.x
+        while b < nblocks:
+            lo = 0
+            hi = nseg - 1
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if table[(mid) * W + 2] <= b:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            s = lo
+            n = table[(s) * W + 3]
+            so = table[(s) * W + 0]
+            do = table[(s) * W + 1]
+            k0 = (b - table[(s) * W + 2]) * (TPB * EPT) + tid
+            if D == 1 and k0 + (EPT - 1) * TPB < n:
+                # a full run of a 1-D segment: all loads first, then all stores (the loads
+                # of one thread overlap instead of waiting on each store)
+                ss = table[(s) * W + 5]
+                ds = table[(s) * W + 6]
+                va = cuda.local.array(EPT, CT)
                 for e in range(EPT):
-                    k = k0 + e * TPB
-                    if k < n:
-                        if D == 1:
-                            si = so + k * table[(s) * W + 5]
-                            di = do + k * table[(s) * W + 6]
-                        else:
-                            si = so
-                            di = do
-                            rem = k
-                            for d in range(D - 1, -1, -1):
-                                sz = table[(s) * W + 4 + d]
-                                q = rem // sz
-                                c = rem - q * sz
-                                rem = q
-                                si += c * table[(s) * W + 4 + D + d]
-                                di += c * table[(s) * W + 4 + 2 * D + d]
-                        if ACC:
-                            dst[di] = OT(CT(dst[di]) + CT(src[si]))
-                        else:
-                            dst[di] = OT(CT(src[si]))
-                b += cuda.gridDim.x
-
-        sn, dn = _NAMES[st], _NAMES[dt]
-        if not pointers:
-            k = cuda.jit(f"void({sn}[::1], {dn}[::1], int64[::1], int64, int64)")(body)
-        else:
-            from numba.cuda.np.numpy_support import carray
-            dev = cuda.jit(device=True)(body)
-            ps, pd, pi = _ptr_intrinsic(st), _ptr_intrinsic(dt), _ptr_intrinsic(np.dtype(np.int64))
-
-            def entry(sp, slen, dp, dlen, tp, nseg, nblocks):
-                src = carray(ps(sp), (slen,))
-                dst = carray(pd(dp), (dlen,))
-                table = carray(pi(tp), (nseg * W,))
-                dev(src, dst, table, nseg, nblocks)
-            k = cuda.jit("void(int64, int64, int64, int64, int64, int64, int64)")(entry)
-        _kernels[key] = k
-        return k
-
-
-def _tiled_kernel(rdt, V, DB, acc, T, pointers):
-    TX, BY = min(CONFIG["tile_tx"], T), min(CONFIG["tile_by"], T)
-    key = ("tile", rdt, V, DB, acc, T, TX, BY, pointers)
-    k = _kernels.get(key)
-    if k is not None:
-        return k
-    with _lock:
-        k = _kernels.get(key)
-        if k is not None:
-            return k
-        _nb()
-        from numba.cuda.np.numpy_support import from_dtype
-        CT = _compute(rdt, rdt)          # float16 moves through float32 arithmetic and tiles
-        CTN = from_dtype(np.dtype(CT))
-        OT = rdt.type
-        ACC = acc
-        NY, NX = T // BY, T // TX        # each thread moves NY x NX elements (x V components)
-        NACC = NY * NX * V
-        SHAPE = (V, T, T + 1)            # compile-time shape of the shared tile (+1: no bank conflicts)
-        TT = T
-
-        def body(src, dst, meta):
-            # meta: n_a, n_l, nt_a, nt_l, s_a, s_l, d_a, d_l, src_off, dst_off, nblocks, (shape, ss, ds)*DB
-            # a: the source's fast axis (loads coalesce along it), l: the destination's fast axis.
-            tile = cuda.shared.array(SHAPE, CTN)
-            tx = cuda.threadIdx.x
-            ty = cuda.threadIdx.y
-            n_a = meta[0]
-            n_l = meta[1]
-            nt_a = meta[2]
-            nt_l = meta[3]
-            s_a = meta[4]
-            s_l = meta[5]
-            d_a = meta[6]
-            d_l = meta[7]
-            nblocks = meta[10]
-            # per-thread steps between the elements a thread moves (strength-reduced addressing)
-            sx = TX * s_a
-            sy = BY * s_l
-            dx = TX * d_l
-            dy = BY * d_a
-            b = cuda.blockIdx.x
-            while b < nblocks:
-                tl = b % nt_l
-                r = b // nt_l
-                ta = r % nt_a
-                bb = r // nt_a
-                so = meta[8]
-                do = meta[9]
-                for j in range(DB - 1, -1, -1):
-                    sz = meta[11 + 3 * j]
-                    q = bb // sz
-                    c = bb - q * sz
-                    bb = q
-                    so += c * meta[12 + 3 * j]
-                    do += c * meta[13 + 3 * j]
-                a0 = ta * TT
-                l0 = tl * TT
-                full = a0 + TT <= n_a and l0 + TT <= n_l
-                # load: thread (tx, ty) reads a = a0 + tx + ix*TX, l = l0 + ty + iy*BY
-                p0 = so + (a0 + tx) * s_a + (l0 + ty) * s_l
-                if full:                  # interior tile: no bounds tests, loads issued together
-                    for iy in range(NY):
-                        for ix in range(NX):
-                            p = p0 + iy * sy + ix * sx
-                            for c in range(V):
-                                tile[c, ty + iy * BY, tx + ix * TX] = CT(src[p + c])
+                    va[e] = CT(src[so + (k0 + e * TPB) * ss])
+                if ACC:
+                    vb = cuda.local.array(EPT, CT)
+                    for e in range(EPT):
+                        vb[e] = CT(dst[do + (k0 + e * TPB) * ds])
+                    for e in range(EPT):
+                        dst[do + (k0 + e * TPB) * ds] = OT(vb[e] + va[e])
                 else:
-                    for iy in range(NY):
-                        il = l0 + ty + iy * BY
-                        for ix in range(NX):
-                            ia = a0 + tx + ix * TX
-                            if il < n_l and ia < n_a:
-                                p = p0 + iy * sy + ix * sx
-                                for c in range(V):
-                                    tile[c, ty + iy * BY, tx + ix * TX] = CT(src[p + c])
-                cuda.syncthreads()
-                # store: thread (tx, ty) writes l = l0 + tx + ix*TX, a = a0 + ty + iy*BY
-                q0 = do + (a0 + ty) * d_a + (l0 + tx) * d_l
-                if full and ACC:
-                    # all of a thread's loads of dst first, then its stores (not load-add-store
-                    # per element, which serialises the thread's memory traffic)
-                    old = cuda.local.array(NACC, CT)
-                    k = 0
-                    for iy in range(NY):
-                        for ix in range(NX):
-                            p = q0 + iy * dy + ix * dx
-                            for c in range(V):
-                                old[k] = CT(dst[p + c])
-                                k += 1
-                    k = 0
-                    for iy in range(NY):
-                        for ix in range(NX):
-                            p = q0 + iy * dy + ix * dx
-                            for c in range(V):
-                                dst[p + c] = OT(old[k] + tile[c, tx + ix * TX, ty + iy * BY])
-                                k += 1
-                elif full:
-                    for iy in range(NY):
-                        for ix in range(NX):
-                            p = q0 + iy * dy + ix * dx
-                            for c in range(V):
-                                dst[p + c] = OT(tile[c, tx + ix * TX, ty + iy * BY])
-                else:
-                    for iy in range(NY):
-                        ia = a0 + ty + iy * BY
-                        for ix in range(NX):
-                            il = l0 + tx + ix * TX
-                            if il < n_l and ia < n_a:
-                                p = q0 + iy * dy + ix * dx
-                                for c in range(V):
-                                    if ACC:
-                                        dst[p + c] = OT(CT(dst[p + c]) + tile[c, tx + ix * TX, ty + iy * BY])
-                                    else:
-                                        dst[p + c] = OT(tile[c, tx + ix * TX, ty + iy * BY])
-                cuda.syncthreads()
+                    for e in range(EPT):
+                        dst[do + (k0 + e * TPB) * ds] = OT(va[e])
                 b += cuda.gridDim.x
+                continue
+            for e in range(EPT):
+                k = k0 + e * TPB
+                if k < n:
+                    if D == 1:
+                        si = so + k * table[(s) * W + 5]
+                        di = do + k * table[(s) * W + 6]
+                    else:
+                        si = so
+                        di = do
+                        rem = k
+                        for d in range(D - 1, -1, -1):
+                            sz = table[(s) * W + 4 + d]
+                            q = rem // sz
+                            c = rem - q * sz
+                            rem = q
+                            si += c * table[(s) * W + 4 + D + d]
+                            di += c * table[(s) * W + 4 + 2 * D + d]
+                    if ACC:
+                        dst[di] = OT(CT(dst[di]) + CT(src[si]))
+                    else:
+                        dst[di] = OT(CT(src[si]))
+            b += cuda.gridDim.x
 
-        n = _NAMES[rdt]
-        if not pointers:
-            k = cuda.jit(f"void({n}[::1], {n}[::1], int64[::1])")(body)
+    return _finish(body, st, dt, pointers)
+
+
+def _tile_config(edt):
+    """(tile edge, block width, block height) of the tiled kernel for elements of dtype ``edt``;
+    the shared tile stays under 40 kB."""
+    T, BY = CONFIG["tile_wide"].get(edt.name, (CONFIG["tile"], CONFIG["tile_by"]))
+    while T > 16 and T * (T + 1) * np.dtype(_tile_type(edt)).itemsize > 40000:
+        T //= 2
+    return T, min(CONFIG["tile_tx"], T), min(BY, T)
+
+
+def _tiled_kernel(edt, DB, acc, T, TX, BY, pointers):
+    return _compiled(("tile", edt, DB, acc, T, TX, BY, pointers),
+                     lambda: _build_tiled(edt, DB, acc, T, TX, BY, pointers))
+
+
+def _build_tiled(edt, DB, acc, T, TX, BY, pointers):
+    """Tiled transpose over elements of dtype ``edt`` (complex elements move whole: 8/16-byte
+    accesses); float16 moves through float32 tiles and arithmetic."""
+    from numba.cuda.np.numpy_support import from_dtype
+    CT = _tile_type(edt)
+    CTN = from_dtype(np.dtype(CT))
+    OT = edt.type
+    ACC = acc
+    NY, NX = T // BY, T // TX        # each thread moves NY x NX elements
+    NACC = NY * NX
+    SHAPE = (T, T + 1)               # compile-time shape of the shared tile (+1: no bank conflicts)
+    TT = T
+
+    def body(src, dst, meta, mlen, nbatch):
+        # meta: n_a, n_l, nt_a, nt_l, s_a, s_l, d_a, d_l, src_off, dst_off, l_on_x,
+        #       (shape, ss, ds) * DB, outermost batch axis first
+        # a: the source's fast axis (loads coalesce along it), l: the destination's fast axis.
+        # Grid: (l tiles, a tiles, batches) or (a tiles, l tiles, batches); batches stride by
+        # gridDim.z.  No integer division except for batch axes after the outermost.
+        tile = cuda.shared.array(SHAPE, CTN)
+        tx = cuda.threadIdx.x
+        ty = cuda.threadIdx.y
+        n_a = meta[0]
+        n_l = meta[1]
+        s_a = meta[4]
+        s_l = meta[5]
+        d_a = meta[6]
+        d_l = meta[7]
+        if meta[10]:
+            tl = cuda.blockIdx.x
+            ta = cuda.blockIdx.y
         else:
-            from numba.cuda.np.numpy_support import carray
-            dev = cuda.jit(device=True)(body)
-            pr, pi = _ptr_intrinsic(rdt), _ptr_intrinsic(np.dtype(np.int64))
+            ta = cuda.blockIdx.x
+            tl = cuda.blockIdx.y
+        # per-thread steps between the elements a thread moves (strength-reduced addressing)
+        sx = TX * s_a
+        sy = BY * s_l
+        dx = TX * d_l
+        dy = BY * d_a
+        bz = cuda.blockIdx.z
+        while bz < nbatch:
+            so = meta[8]
+            do = meta[9]
+            bb = bz
+            for j in range(DB - 1, 0, -1):
+                sz = meta[11 + 3 * j]
+                q = bb // sz
+                c = bb - q * sz
+                bb = q
+                so += c * meta[12 + 3 * j]
+                do += c * meta[13 + 3 * j]
+            if DB > 0:
+                so += bb * meta[12]
+                do += bb * meta[13]
+            a0 = ta * TT
+            l0 = tl * TT
+            full = a0 + TT <= n_a and l0 + TT <= n_l
+            # load: thread (tx, ty) reads a = a0 + tx + ix*TX, l = l0 + ty + iy*BY
+            p0 = so + (a0 + tx) * s_a + (l0 + ty) * s_l
+            if full:                  # interior tile: no bounds tests, loads issued together
+                for iy in range(NY):
+                    for ix in range(NX):
+                        tile[ty + iy * BY, tx + ix * TX] = CT(src[p0 + iy * sy + ix * sx])
+            else:
+                for iy in range(NY):
+                    il = l0 + ty + iy * BY
+                    for ix in range(NX):
+                        ia = a0 + tx + ix * TX
+                        if il < n_l and ia < n_a:
+                            tile[ty + iy * BY, tx + ix * TX] = CT(src[p0 + iy * sy + ix * sx])
+            cuda.syncthreads()
+            # store: thread (tx, ty) writes l = l0 + tx + ix*TX, a = a0 + ty + iy*BY
+            q0 = do + (a0 + ty) * d_a + (l0 + tx) * d_l
+            if full and ACC:
+                # all of a thread's loads of dst first, then its stores (not load-add-store
+                # per element, which serialises the thread's memory traffic)
+                old = cuda.local.array(NACC, CTN)
+                k = 0
+                for iy in range(NY):
+                    for ix in range(NX):
+                        old[k] = CT(dst[q0 + iy * dy + ix * dx])
+                        k += 1
+                k = 0
+                for iy in range(NY):
+                    for ix in range(NX):
+                        dst[q0 + iy * dy + ix * dx] = OT(old[k] + tile[tx + ix * TX, ty + iy * BY])
+                        k += 1
+            elif full:
+                for iy in range(NY):
+                    for ix in range(NX):
+                        dst[q0 + iy * dy + ix * dx] = OT(tile[tx + ix * TX, ty + iy * BY])
+            else:
+                for iy in range(NY):
+                    ia = a0 + ty + iy * BY
+                    for ix in range(NX):
+                        il = l0 + tx + ix * TX
+                        if il < n_l and ia < n_a:
+                            p = q0 + iy * dy + ix * dx
+                            if ACC:
+                                dst[p] = OT(CT(dst[p]) + tile[tx + ix * TX, ty + iy * BY])
+                            else:
+                                dst[p] = OT(tile[tx + ix * TX, ty + iy * BY])
+            cuda.syncthreads()
+            bz += cuda.gridDim.z
 
-            def entry(sp, slen, dp, dlen, mp, mlen):
-                src = carray(pr(sp), (slen,))
-                dst = carray(pr(dp), (dlen,))
-                meta = carray(pi(mp), (mlen,))
-                dev(src, dst, meta)
-            k = cuda.jit("void(int64, int64, int64, int64, int64, int64)")(entry)
-        _kernels[key] = k
-        return k
+    return _finish(body, edt, edt, pointers)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,8 +434,9 @@ def _addr(x):
     return x.__array_interface__["data"][0]
 
 
-def _layout(x, rdt):
-    """Shape and strides (in units of ``rdt`` elements) of ``x``; complex x gets a trailing (2,) axis."""
+def _layout(x, rdt, pairs=True):
+    """Shape and strides (in units of ``rdt`` elements) of ``x``; with ``pairs`` a complex x (seen
+    as pairs of reals) gets a trailing (2,) axis.  None when a stride is not a multiple."""
     isz = rdt.itemsize
     shape = list(x.shape)
     strides = []
@@ -369,7 +444,7 @@ def _layout(x, rdt):
         if s % isz:
             return None
         strides.append(s // isz)
-    if x.dtype.kind == "c":
+    if pairs and x.dtype.kind == "c":
         shape.append(2)
         strides.append(1)
     return shape, strides
@@ -469,24 +544,46 @@ def _group_spans(items, rdt, gpu):
 # ---------------------------------------------------------------------------------------------
 # launching
 # ---------------------------------------------------------------------------------------------
-def _stream():
+def _stream(core=False):
+    """CuPy's current stream as a Numba stream (``core``: as the cuda.core stream that a compiled
+    kernel's ``launch`` takes; passing Numba's own object there is deprecated)."""
     import cupy as cp
     ptr = cp.cuda.get_current_stream().ptr
-    s = _streams.get(ptr)
+    s = _streams.get((ptr, core))
     if s is None:
         _nb()
         s = cuda.default_stream() if ptr == 0 else cuda.external_stream(ptr)
-        _streams[ptr] = s
+        if core:
+            try:
+                from numba.cuda.cudadrv.driver import _to_core_stream
+                s = _to_core_stream(s)
+            except ImportError:       # older numba-cuda: launch takes Numba's stream
+                pass
+        _streams[(ptr, core)] = s
     return s
 
 
+_uploads = []     # (event, pinned host buffer) of table copies that may still be in flight
+
+
 def _device_table(table):
-    """The table on the GPU, cached by content (training loops repeat the same layouts)."""
+    """The table on the GPU, cached by content (training loops repeat the same layouts).
+
+    Uploaded from pinned host memory on CuPy's current stream, so the copy does not make the host
+    wait for the GPU (a copy from pageable memory waits for all the work queued before it); the
+    pinned buffer is held until the copy's event has passed."""
     key = table.tobytes()
     t = _tables.get(key)
     if t is None:
         import cupy as cp
-        t = cp.asarray(table)
+        stream = cp.cuda.get_current_stream()
+        mem = cp.cuda.alloc_pinned_memory(max(table.nbytes, 1))
+        host = np.frombuffer(mem, table.dtype, table.size).reshape(table.shape)
+        host[...] = table
+        t = cp.empty(table.shape, table.dtype)
+        t.set(host, stream=stream)
+        _uploads[:] = [u for u in _uploads if not u[0].done]
+        _uploads.append((stream.record(), mem))
         if len(_tables) >= CONFIG["table_cache"]:
             _tables.pop(next(iter(_tables)))
         _tables[key] = t
@@ -501,27 +598,20 @@ def _get(builder, *args):
     """Build a kernel; on the GPU try the raw-pointer entry first, fall back to array arguments."""
     if _use_pointers():
         try:
-            return builder(*args, True), True
+            return builder(*args, True)
         except Exception as e:  # noqa: BLE001  (record and fall back)
             _state["pointer_error"] = repr(e)
-    return builder(*args, False), False
+    return builder(*args, False)
 
 
-def _launch(kernel, pointers, grid, block, gpu, args):
-    if not gpu:
-        kernel[grid, block](*args)
-        return
-    stream = _stream()
-    if pointers:
-        ov = getattr(kernel, "overloads", None)
-        if ov and len(ov) == 1:
-            g = grid if isinstance(grid, tuple) else (grid, 1, 1)
-            b = block if isinstance(block, tuple) else (block, 1, 1)
-            if len(b) == 2:
-                b = (b[0], b[1], 1)
-            next(iter(ov.values())).launch(args, g, b, stream, 0)
-            return
-    kernel[grid, block, stream](*args)
+_tls = threading.local()      # .rec: the launches being recorded for a plan (see _planned)
+
+
+def _launch(launcher, grid, block, gpu, args, keep=None):
+    rec = getattr(_tls, "rec", None)
+    if rec is not None:
+        rec.append((launcher, grid, block, args, keep))
+    launcher(grid, block, args, gpu)
 
 
 def _run_segments(segs, acc):
@@ -607,53 +697,88 @@ def _launch_segments_table(part, sspan, dspan, srdt, drdt, acc, gpu):
         row[4 + D:4 + 2 * D] = [0] * pad + s.sst
         row[4 + 2 * D:4 + 3 * D] = [0] * pad + s.dstr
         nblocks += -(-s.n // per)
-    kernel, pointers = _get(_segments_kernel, srdt, drdt, D, acc) if gpu else \
-        (_segments_kernel(srdt, drdt, D, acc, False), False)
+    kernel = _get(_segments_kernel, srdt, drdt, D, acc) if gpu else \
+        _segments_kernel(srdt, drdt, D, acc, False)
     grid = min(nblocks, CONFIG["max_grid"])
-    nseg = len(part)
-    if gpu:
-        dt = _device_table(table)
-        if pointers:
-            args = (sspan.base, sspan.length, dspan.base, dspan.length, dt.data.ptr, nseg, nblocks)
-        else:
-            args = (sspan.flat(), dspan.flat(), dt.ravel(), nseg, nblocks)
+    tlen = table.size
+    if not gpu:
+        _launch(kernel, grid, (tpb,), gpu, (sspan.flat(), dspan.flat(), table.ravel(), tlen, nblocks))
+        return
+    dt = _device_table(table)
+    if kernel.pointers:
+        args = (sspan.base, sspan.length, dspan.base, dspan.length, dt.data.ptr, tlen, nblocks)
     else:
-        args = (sspan.flat(), dspan.flat(), table.ravel(), nseg, nblocks)
-    if _rec is not None:
-        _rec.append((kernel, pointers, grid, tpb, args, dt if gpu else None))
-    _launch(kernel, pointers, grid, tpb, gpu, args)
+        args = (sspan.flat(), dspan.flat(), dt.ravel(), tlen, nblocks)
+    _launch(kernel, grid, (tpb,), gpu, args, keep=dt)
 
 
 # ---------------------------------------------------------------------------------------------
-# concat
+# plans: the host work of one adjoint, recorded once and replayed
 # ---------------------------------------------------------------------------------------------
-# Plan cache (GPU, raw-pointer entry): the host work of a concat adjoint (layout analysis, tables,
-# table upload) depends only on the layout of g, the shapes/dtypes of the inputs and the addresses
-# of the accumulation buffers; it is recorded on the first call and replayed afterwards, so a
-# small concatenation costs a dictionary lookup, the output allocations and one launch per dtype.
+# On the GPU (raw-pointer kernels) the host work of a concat or permute adjoint (layout analysis,
+# tables, table upload, kernel lookup) depends only on the layout of the cotangent g, the shapes and
+# dtypes involved and the addresses of the accumulation buffers.  ``_planned`` records the launches
+# of the first call under that key, with source addresses relative to g and destination addresses
+# relative to the fresh output buffers (or absolute, inside the accumulation buffers, whose
+# addresses are part of the key); later calls allocate the outputs and launch, nothing else.
 _plans = {}
-_rec = None
 
 
-def _plan_key(g, arrays, infos, axis, acc):
+class _Fresh:
+    """A flat output buffer for all the fresh adjoints of one dtype, handed out in pieces."""
+    __slots__ = ("buf", "pos", "zero")
+
+    def __init__(self, xp, dt, n, zero):
+        self.buf = xp.zeros(n, dt) if zero else xp.empty(n, dt)
+        self.pos, self.zero = 0, zero
+
+    def take(self, shape, n):
+        out = self.buf[self.pos: self.pos + n].reshape(shape)
+        self.pos += n
+        return out
+
+
+def _acc_key(acc):
     if acc is None:
-        ak = None
-    else:
-        ak = tuple(None if b is None else (b.data.ptr, b.shape, b.strides, b.dtype.char) for b in acc)
-    return (g.shape, g.strides, g.dtype.char, g.device.id, axis, tuple(infos),
-            tuple(type(x) for x in arrays), ak, CONFIG["tpb"], CONFIG["ept"])
+        return None
+    return tuple(None if b is None else (b.data.ptr, b.shape, b.strides, b.dtype.char) for b in acc)
 
 
-def _replay(plan, g, arrays, acc):
+def _config_key():
+    return CONFIG["tpb"], CONFIG["ept"], CONFIG["tile"], CONFIG["tile_tx"], CONFIG["tile_by"], \
+        tuple(sorted(CONFIG["tile_wide"].items())), CONFIG["launch"]
+
+
+def _planned(key, g, acc, compute):
+    """``compute()`` -> (outputs, fresh buffers by dtype, address of g used or None); the outputs,
+    from the plan recorded under ``key`` when there is one."""
+    plan = _plans.get(key)
+    if plan is not None:
+        return _replay(plan, g, acc)
+    _tls.rec = []
+    try:
+        outs, fresh, gaddr = compute()
+        rec = _tls.rec
+    finally:
+        _tls.rec = None
+    plan = _record(rec, fresh, outs, acc, gaddr)
+    if plan is not None:
+        if len(_plans) >= CONFIG["table_cache"]:
+            _plans.pop(next(iter(_plans)))
+        _plans[key] = plan
+    return outs
+
+
+def _replay(plan, g, acc):
     import cupy as cp
-    launches, fresh, outs_spec = plan
-    bufs = [(cp.zeros(n, dt) if zero else cp.empty(n, dt)) for dt, n, zero in fresh]
+    launches, fresh_spec, outs_spec = plan
+    bufs = [(cp.zeros(n, dt) if zero else cp.empty(n, dt)) for dt, n, zero in fresh_spec]
     gptr = g.data.ptr
-    for kernel, grid, tpb, sdelta, slen, dgroup, dd, dlen, tptr, nseg, nblocks, _keep in launches:
-        dbase = dd if dgroup < 0 else bufs[dgroup].data.ptr + dd
-        _launch(kernel, True, grid, tpb, True, (gptr + sdelta, slen, dbase, dlen, tptr, nseg, nblocks))
+    for launcher, grid, block, sdelta, slen, grp, dd, tail, _keep in launches:
+        dbase = dd if grp < 0 else bufs[grp].data.ptr + dd
+        launcher(grid, block, (gptr + sdelta, slen, dbase) + tail, True)
     outs = []
-    for x, spec in zip(arrays, outs_spec):
+    for spec in outs_spec:
         if spec is None:
             outs.append(None)
         elif spec[0] == "acc":
@@ -661,9 +786,9 @@ def _replay(plan, g, arrays, acc):
         else:
             _, grp, off, shape, dt = spec
             b = bufs[grp]
-            o = cp.ndarray(shape, dt, memptr=b.data + off * dt.itemsize) if len(b) else b.reshape(shape)
-            outs.append(_scalar_out(x, o))
-    return tuple(outs)
+            outs.append(cp.ndarray(shape, dt, memptr=b.data + off * dt.itemsize) if len(b)
+                        else b.reshape(shape))
+    return outs
 
 
 def _record(rec, fresh, outs, acc, gaddr):
@@ -671,19 +796,19 @@ def _record(rec, fresh, outs, acc, gaddr):
         return None
     fresh_list = list(fresh.items())
     launches = []
-    for kernel, pointers, grid, tpb, args, dtab in rec:
-        if not pointers:
+    for launcher, grid, block, args, keep in rec:
+        if not launcher.pointers:
             return None
-        sbase, slen, dbase, dlen, tptr, nseg, nblocks = args
+        sbase, slen, dbase = args[:3]
         grp, dd = -1, dbase
-        for j, (dt, (buf, _)) in enumerate(fresh_list):
-            p = buf.data.ptr
-            if buf.size and p <= dbase < p + buf.nbytes:
+        for j, (dt, f) in enumerate(fresh_list):
+            p = f.buf.data.ptr
+            if f.buf.size and p <= dbase < p + f.buf.nbytes:
                 grp, dd = j, dbase - p
         if grp < 0 and acc is None:
             return None
-        launches.append((kernel, grid, tpb, sbase - gaddr, slen, grp, dd, dlen, tptr, nseg, nblocks, dtab))
-    fresh_spec = [(dt, int(buf.size), bool(dt.kind == "c")) for dt, (buf, _) in fresh_list]
+        launches.append((launcher, grid, block, sbase - gaddr, slen, grp, dd, tuple(args[3:]), keep))
+    fresh_spec = [(dt, int(f.buf.size), f.zero) for dt, f in fresh_list]
     outs_spec = []
     for i, o in enumerate(outs):
         if o is None:
@@ -691,12 +816,18 @@ def _record(rec, fresh, outs, acc, gaddr):
         elif acc is not None and acc[i] is not None:
             outs_spec.append(("acc", i))
         else:
-            for j, (dt, (buf, _)) in enumerate(fresh_list):
+            for j, (dt, f) in enumerate(fresh_list):
                 if o.dtype == dt:
-                    off = (o.data.ptr - buf.data.ptr) // dt.itemsize if o.size else 0
+                    off = (o.data.ptr - f.buf.data.ptr) // dt.itemsize if o.size else 0
                     outs_spec.append(("fresh", j, off, o.shape, dt))
                     break
+            else:
+                return None
     return launches, fresh_spec, outs_spec
+
+
+# ---------------------------------------------------------------------------------------------
+# concat
 # ---------------------------------------------------------------------------------------------
 def _xp(a):
     if is_cupy(a):
@@ -715,32 +846,20 @@ def _region_strides(shape, g_stride):
 
 
 def concat_adjoint(g, arrays, infos, axis, starts, acc):
-    global _rec
     check_devices("concat_adjoint", (g, arrays, acc) if acc is not None else (g, arrays))
     xp = _xp(g)
     gpu = xp is not np
-    key = None
-    if gpu and _use_pointers() and (axis is not None or g.ndim == 1):
-        key = _plan_key(g, arrays, infos, axis, acc)
-        plan = _plans.get(key)
-        if plan is not None:
-            return _replay(plan, g, arrays, acc)
-        if acc is not None and any(b is None and info[1] is not None for b, info in zip(acc, infos)):
-            key = None                       # mixed fresh/accumulated outputs: not cached
-    if key is not None:
-        _rec = []
-        try:
-            outs = _concat_adjoint(g, arrays, infos, axis, starts, acc, xp, gpu)
-            rec = _rec
-        finally:
-            _rec = None
-        plan = _record(rec, outs[1], outs[0], acc, outs[2])
-        if plan is not None:
-            if len(_plans) >= CONFIG["table_cache"]:
-                _plans.pop(next(iter(_plans)))
-            _plans[key] = plan
-        return tuple(_scalar_out(x, o) for x, o in zip(arrays, outs[0]))
-    outs = _concat_adjoint(g, arrays, infos, axis, starts, acc, xp, gpu)[0]
+
+    def compute():
+        return _concat_adjoint(g, arrays, infos, axis, starts, acc, xp, gpu)
+    if gpu and _use_pointers() and (axis is not None or g.ndim == 1) and \
+            (acc is None or not any(b is None and info[1] is not None for b, info in zip(acc, infos))):
+        # (mixed fresh and accumulated outputs share one destination span: not planned)
+        key = ("cat", g.shape, g.strides, g.dtype.char, g.device.id, axis, tuple(infos),
+               tuple(type(x) for x in arrays), _acc_key(acc), _config_key())
+        outs = _planned(key, g, acc, compute)
+    else:
+        outs = compute()[0]
     return tuple(_scalar_out(x, o) for x, o in zip(arrays, outs))
 
 
@@ -768,10 +887,8 @@ def _concat_adjoint(g, arrays, infos, axis, starts, acc, xp, gpu):
             continue
         n = int(np.prod(shape, dtype=np.int64))
         fresh_sizes[dt] = fresh_sizes.get(dt, 0) + n
-    fresh = {}
-    for dt, n in fresh_sizes.items():
-        zero = dt.kind == "c" and not gcomplex
-        fresh[dt] = [xp.zeros(n, dt) if zero else xp.empty(n, dt), 0]
+    # (a real cotangent fills only the real parts of a complex input's adjoint)
+    fresh = {dt: _Fresh(xp, dt, n, dt.kind == "c" and not gcomplex) for dt, n in fresh_sizes.items()}
     segs_copy, segs_add = [], []
     for i, (shape, dt) in enumerate(infos):
         if dt is None:
@@ -787,10 +904,7 @@ def _concat_adjoint(g, arrays, infos, axis, starts, acc, xp, gpu):
             rshape, rst = list(shape), list(gstr)
         buf = acc[i] if acc is not None else None
         if buf is None:
-            fb = fresh[dt]
-            out = fb[0][fb[1]: fb[1] + n].reshape(shape)
-            fb[1] += n
-            outs[i] = out
+            out = outs[i] = fresh[dt].take(shape, n)
         else:
             if tuple(buf.shape) != tuple(shape):
                 raise ValueError(f"acc[{i}] has shape {tuple(buf.shape)}, expected {tuple(shape)}")
@@ -906,21 +1020,54 @@ def permute(g, perm, acc):
     xp = _xp(g)
     gpu = xp is not np
     oshape = tuple(g.shape[p] for p in perm)
+    if acc is not None and tuple(acc.shape) != oshape:
+        raise ValueError(f"acc has shape {tuple(acc.shape)}, expected {oshape}")
+
+    def compute():
+        return _permute(g, perm, acc, oshape, xp, gpu)
+    if gpu and _use_pointers():
+        key = ("perm", g.shape, g.strides, g.dtype.char, g.device.id, perm,
+               _acc_key(None if acc is None else (acc,)), _config_key())
+        return _planned(key, g, None if acc is None else (acc,), compute)[0]
+    return compute()[0][0]
+
+
+def _permute(g, perm, acc, oshape, xp, gpu):
+    """The unplanned path; returns ([output], fresh buffers by dtype, address of g used)."""
+    fresh = {}
+    n = int(np.prod(oshape, dtype=np.int64))
     if acc is None:
-        out = xp.empty(oshape, g.dtype)
+        fresh[g.dtype] = f = _Fresh(xp, g.dtype, n, False)
+        out = f.take(oshape, n)
     else:
-        if tuple(acc.shape) != oshape:
-            raise ValueError(f"acc has shape {tuple(acc.shape)}, expected {oshape}")
         out = acc
-    if out.size == 0:
-        return out
-    srdt = _real(g.dtype)
-    drdt = _real(out.dtype)
+    gaddr = _addr(g)
+    if n == 0:
+        return [out], fresh, gaddr
+    sc, dc = g.dtype.kind == "c", out.dtype.kind == "c"
+    shape = list(oshape)
+    if g.dtype == out.dtype:
+        # tiled kernel: elements move whole (complex ones too), so strides are in elements
+        gl = _layout(g, g.dtype, pairs=False)
+        if gl is not None:
+            dsh, dst = _layout(out, out.dtype, pairs=False)
+            sst = [gl[1][p] for p in perm]
+            if acc is not None and any(s == 0 and k > 1 for k, s in zip(shape, dst)):
+                raise ValueError("cannot accumulate into a buffer with overlapping elements (stride 0)")
+            cshape, (csst, cdst) = _collapse(shape, [sst, dst])
+            if len(cshape) >= 2:
+                a = min(range(len(cshape)), key=lambda j: abs(csst[j]))
+                l = min(range(len(cshape)), key=lambda j: abs(cdst[j]))
+                if a != l and abs(csst[a]) == 1 and abs(cdst[l]) == 1 and cshape[a] > 1 and cshape[l] > 1:
+                    _launch_tiled(g, out, cshape, csst, cdst, a, l, g.dtype, acc is not None, gpu)
+                    return [out], fresh, gaddr
+    # general path: one strided segment (real units; complex = pairs of reals)
+    srdt, drdt = _real(g.dtype), _real(out.dtype)
     gl = _layout(g, srdt)
     if gl is None:
         g = xp.ascontiguousarray(g)
         gl = _layout(g, srdt)
-    sc, dc = g.dtype.kind == "c", out.dtype.kind == "c"
+        gaddr = None                 # g was copied: a recorded plan would point at a temporary
     gsh, gst = gl
     dsh, dst = _layout(out, drdt)
     if sc:
@@ -928,39 +1075,23 @@ def permute(g, perm, acc):
     if dc:
         dst = dst[:-1]
     sst = [gst[p] for p in perm]
-    shape = list(oshape)
-    if acc is not None and any(s == 0 and n > 1 for n, s in zip(shape, dst)):
+    if acc is not None and any(s == 0 and k > 1 for k, s in zip(shape, dst)):
         raise ValueError("cannot accumulate into a buffer with overlapping elements (stride 0)")
-    V = 2 if (sc and dc) else 1
-    if srdt == drdt and V in (1, 2):
-        cshape, (csst, cdst) = _collapse(shape, [sst, dst])
-        if len(cshape) >= 2:
-            a = min(range(len(cshape)), key=lambda j: abs(csst[j]))
-            l = min(range(len(cshape)), key=lambda j: abs(cdst[j]))
-            if a != l and abs(csst[a]) == V and abs(cdst[l]) == V and cshape[a] > 1 and cshape[l] > 1 \
-                    and (V == 1 or (sc and dc)):
-                _launch_tiled(g, out, cshape, csst, cdst, a, l, V, srdt, acc is not None, gpu)
-                return out
-    # general path: one strided segment
     if sc and dc:
         seg = _Seg(g, _addr(g), out, _addr(out), shape + [2], sst + [1], dst + [1], srdt, drdt)
     else:
         seg = _Seg(g, _addr(g), out, _addr(out), shape, sst, dst, srdt, drdt)
-    if dc and not sc and acc is None:
-        out[...] = 0
     _run_segments([seg], acc is not None)
-    return out
+    return [out], fresh, gaddr
 
 
-def _launch_tiled(g, out, shape, sst, dstr, a, l, V, rdt, acc, gpu):
-    T = CONFIG["tile"]
-    while T > 16 and V * T * (T + 1) * np.dtype(_compute(rdt, rdt)).itemsize > 40000:
-        T //= 2
-    isz = rdt.itemsize
+def _launch_tiled(g, out, shape, sst, dstr, a, l, edt, acc, gpu):
+    T, TX, BY = _tile_config(edt)
+    isz = edt.itemsize
     slo, shi = _extent(shape, sst)
     dlo, dhi = _extent(shape, dstr)
-    sspan = _Span([g], [(_addr(g) + slo * isz, _addr(g) + shi * isz + (V - 1) * isz)], rdt)
-    dspan = _Span([out], [(_addr(out) + dlo * isz, _addr(out) + dhi * isz + (V - 1) * isz)], rdt)
+    sspan = _Span([g], [(_addr(g) + slo * isz, _addr(g) + shi * isz)], edt)
+    dspan = _Span([out], [(_addr(out) + dlo * isz, _addr(out) + dhi * isz)], edt)
     batch = [j for j in range(len(shape)) if j not in (a, l)]
     DB = len(batch)
     nt_a = -(-shape[a] // T)
@@ -968,24 +1099,25 @@ def _launch_tiled(g, out, shape, sst, dstr, a, l, V, rdt, acc, gpu):
     nb = 1
     for j in batch:
         nb *= shape[j]
-    nblocks = nt_a * nt_l * nb
+    l_on_x = nt_a <= 65535             # grid y and z take at most 65535 blocks
+    grid = (nt_l, nt_a) if l_on_x else (nt_a, nt_l)
+    if grid[1] > 65535:
+        raise ValueError(f"permutation too large for one launch ({shape[a]} x {shape[l]})")
+    grid += (min(nb, 65535),)
     meta = [shape[a], shape[l], nt_a, nt_l, sst[a], sst[l], dstr[a], dstr[l],
-            (_addr(g) - sspan.base) // isz, (_addr(out) - dspan.base) // isz, nblocks]
+            (_addr(g) - sspan.base) // isz, (_addr(out) - dspan.base) // isz, int(l_on_x)]
     for j in batch:
         meta += [shape[j], sst[j], dstr[j]]
     meta = np.asarray(meta, np.int64)
-    if gpu:
-        kernel, pointers = _get(_tiled_kernel, rdt, V, DB, acc, T)
+    kernel = _get(_tiled_kernel, edt, DB, acc, T, TX, BY) if gpu else \
+        _tiled_kernel(edt, DB, acc, T, TX, BY, False)
+    block = (TX, BY)
+    if not gpu:
+        _launch(kernel, grid, block, gpu, (sspan.flat(), dspan.flat(), meta, meta.size, nb))
+        return
+    dm = _device_table(meta)
+    if kernel.pointers:
+        args = (sspan.base, sspan.length, dspan.base, dspan.length, dm.data.ptr, meta.size, nb)
     else:
-        kernel, pointers = _tiled_kernel(rdt, V, DB, acc, T, False), False
-    TX, BY = min(CONFIG["tile_tx"], T), min(CONFIG["tile_by"], T)
-    grid = min(nblocks, CONFIG["max_grid"])
-    if gpu:
-        dm = _device_table(meta)
-        if pointers:
-            args = (sspan.base, sspan.length, dspan.base, dspan.length, dm.data.ptr, meta.size)
-        else:
-            args = (sspan.flat(), dspan.flat(), dm)
-    else:
-        args = (sspan.flat(), dspan.flat(), meta)
-    _launch(kernel, pointers, grid, (TX, BY), gpu, args)
+        args = (sspan.flat(), dspan.flat(), dm, meta.size, nb)
+    _launch(kernel, grid, block, gpu, args, keep=dm)

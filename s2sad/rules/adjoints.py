@@ -1088,7 +1088,7 @@ def repeat(g, a, repeats, axis=None):
     idx = np.repeat(np.arange(n), np.asarray(repeats))
     gt = m.moveaxis(g, axis, 0)
     out = m.zeros((n,) + gt.shape[1:], dtype=g.dtype)
-    m.add.at(out, m.asarray(idx) if m is not np else idx, gt)
+    _rt.scatter_add(out, m.asarray(idx) if m is not np else idx, gt)
     return like(m.moveaxis(out, 0, axis), a)
 
 
@@ -1114,7 +1114,7 @@ def pad(g, array, pad_width, mode="constant"):
                         "reflect, symmetric or wrap")
     idx = np.pad(np.arange(a_.size).reshape(a_.shape), pad_width, mode=mode)
     flat = m.zeros(a_.size, dtype=g.dtype)
-    m.add.at(flat, m.asarray(idx.ravel()) if m is not np else idx.ravel(), g.ravel())
+    _rt.scatter_add(flat, m.asarray(idx.ravel()) if m is not np else idx.ravel(), g.ravel())
     return like(flat.reshape(a_.shape), array)
 
 
@@ -1155,7 +1155,7 @@ def take(g, a, indices, axis=None, mode="raise"):
     ot = m.moveaxis(out, ax, 0)
     # g has shape src.shape[:ax] + idx.shape + src.shape[ax+1:]
     gt = m.moveaxis(g.reshape(src.shape[:ax] + (idx.size,) + src.shape[ax + 1:]), ax, 0)
-    m.add.at(ot, idx.ravel(), gt)
+    _rt.scatter_add(ot, idx.ravel(), gt)
     return like(out.reshape(a_.shape), a)
 
 
@@ -1188,7 +1188,7 @@ def take_along_axis(g, arr, indices, axis=-1):
                                     max(idx.shape[k], 1) for k in range(a_.ndim)))
     idx = idx % a_.shape[axis]
     out = m.zeros(a_.shape, dtype=a_.dtype)
-    m.add.at(out, _along_axis_index(a_.shape, idx, axis), m.broadcast_to(g, idx.shape))
+    _rt.scatter_add(out, _along_axis_index(a_.shape, idx, axis), m.broadcast_to(g, idx.shape))
     return like(out, arr)
 
 
@@ -2220,8 +2220,8 @@ def interp(g, x, xp_, fp, left=None, right=None, which="fp"):
         out = m.zeros(F.shape, dtype=np.result_type(F.dtype, g_.dtype))
         lo_w = m.where(inside, 1 - w, 0).astype(out.real.dtype)
         hi_w = m.where(inside, w, 0).astype(out.real.dtype)
-        m.add.at(out, j.reshape(-1), (gb * lo_w).reshape(-1))
-        m.add.at(out, j1.reshape(-1), (gb * hi_w).reshape(-1))
+        _rt.scatter_add(out, j.reshape(-1), (gb * lo_w).reshape(-1))
+        _rt.scatter_add(out, j1.reshape(-1), (gb * hi_w).reshape(-1))
         if left is None:
             out[0] += (gb * below).sum()
         if right is None:
@@ -2241,8 +2241,8 @@ def interp(g, x, xp_, fp, left=None, right=None, which="fp"):
     # xp: the knots of the segment: d/dxp[j] = -slope (1 - w), d/dxp[j+1] = -slope w
     c = gb * cj(slope)
     out = m.zeros(P.shape, dtype=np.result_type(P.dtype, c.real.dtype))
-    m.add.at(out, j.reshape(-1), (-(c * (1 - w)).real).reshape(-1))
-    m.add.at(out, j1.reshape(-1), (-(c * w).real).reshape(-1))
+    _rt.scatter_add(out, j.reshape(-1), (-(c * (1 - w)).real).reshape(-1))
+    _rt.scatter_add(out, j1.reshape(-1), (-(c * w).real).reshape(-1))
     return like(out, xp_)
 
 

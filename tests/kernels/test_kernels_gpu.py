@@ -18,13 +18,18 @@ except Exception:  # noqa: BLE001
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _OK, reason="needs CuPy, a GPU and NUMBA_ENABLE_CUDASIM=0")]
 
 
-@pytest.fixture(params=["pointers", "arrays"], autouse=True)
+@pytest.fixture(params=["cupy-launch", "numba-launch", "arrays"], autouse=True)
 def route(request):
+    """Every test runs through each kernel entry: raw pointers launched by CuPy (the default),
+    raw pointers launched by Numba, and Numba's array arguments (the fallback)."""
     from s2sad.kernels import _cuda
-    old = _cuda.CONFIG["pointers"]
-    _cuda.CONFIG["pointers"] = request.param == "pointers"
+    old = dict(_cuda.CONFIG)
+    _cuda.CONFIG["pointers"] = request.param != "arrays"
+    _cuda.CONFIG["launch"] = "numba" if request.param == "numba-launch" else "cupy"
     yield request.param
-    _cuda.CONFIG["pointers"] = old
+    assert _cuda._state["cupy_launch_error"] is None
+    assert _cuda._state["pointer_error"] is None
+    _cuda.CONFIG.update(old)
 
 
 def gpu_like(x):
@@ -150,3 +155,23 @@ def test_plan_cache_replay(dtype):
     for it in range(2):
         got = concat_adjoint(cp.asarray(gflat), [cp.asarray(x) for x in xs2], None)
         check(got[0], gflat[:6].reshape(2, 3))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.complex128, np.float16])
+@pytest.mark.parametrize("axes", [(1, 0), (2, 0, 1)])
+def test_permute_plan_replay(dtype, axes):
+    """Repeated permute adjoints with one layout replay a recorded plan: new cotangents, fresh
+    outputs and accumulation buffers must all come out right on every call."""
+    rng = np.random.default_rng(7)
+    shape = (130, 67) if axes == (1, 0) else (9, 70, 66)
+    acc_ref = rand(rng, tuple(shape[i] for i in np.argsort(axes)), dtype)
+    acc = cp.asarray(acc_ref)
+    for it in range(3):
+        g = rand(rng, shape, dtype)
+        fresh = permute_adjoint(cp.asarray(g), axes)
+        check(fresh, permute_adjoint(g, axes))
+        permute_adjoint(cp.asarray(g), axes, acc=acc)
+        acc_ref = (acc_ref + permute_adjoint(g, axes)).astype(dtype)
+        check(acc, acc_ref)
+        strided_g = cp.asarray(np.concatenate([g, g], axis=-1))[..., ::2]   # not contiguous
+        check(permute_adjoint(strided_g, axes), permute_adjoint(cp.asnumpy(strided_g), axes))

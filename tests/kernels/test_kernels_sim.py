@@ -21,7 +21,7 @@ def small_launches():
     from s2sad.kernels import _cuda
     saved = dict(_cuda.CONFIG)
     # tiny blocks: the simulator runs a Python thread per CUDA thread
-    _cuda.CONFIG.update(tpb=8, ept=2, tile=8, tile_tx=8, tile_by=4)
+    _cuda.CONFIG.update(tpb=8, ept=2, tile=8, tile_tx=8, tile_by=4, tile_wide={})
     yield _cuda
     _cuda.CONFIG.clear()
     _cuda.CONFIG.update(saved)
@@ -245,13 +245,13 @@ def test_concat_tangent_complex_mix():
 
 
 # ---------------------------------------------------------------- permute (kernels)
-PERMS = [(1, 0), (0, 1), (2, 0, 1), (1, 2, 0), (0, 2, 1), (2, 1, 0), (1, 0, 2), (3, 1, 2, 0)]
+PERMS = [(1, 0), (0, 1), (2, 0, 1), (1, 2, 0), (0, 2, 1), (2, 1, 0), (1, 0, 2), (3, 1, 2, 0), (4, 2, 0, 3, 1)]
 
 
 @pytest.mark.parametrize("axes", PERMS)
 def test_permute_adjoint_axes(axes):
     rng = np.random.default_rng(13)
-    shape = (9, 5, 4, 3)[:len(axes)]
+    shape = (9, 5, 4, 3, 2)[:len(axes)]
     x = rand(rng, shape, np.float32)
     g = np.ascontiguousarray(np.transpose(x, axes))
     got = permute_adjoint(g, axes, backend="cuda")
