@@ -172,6 +172,15 @@ class _Launcher:
                 if fn is not None:
                     fn(grid, block, tuple(map(np.int64, args)))   # CuPy's current stream
                     return
+        import cupy as cp
+        dev = cp.cuda.runtime.getDevice()
+        if cuda.current_context().device.id != dev:      # Numba launches in its current context
+            with cuda.gpus[dev]:
+                return self._numba_launch(grid, block, args)
+        self._numba_launch(grid, block, args)
+
+    def _numba_launch(self, grid, block, args):
+        if self.pointers:
             ov = self.kernel.overloads
             if len(ov) == 1:
                 next(iter(ov.values())).launch(args, grid + (1,) * (3 - len(grid)),
@@ -549,8 +558,9 @@ def _stream(core=False):
     """CuPy's current stream as a Numba stream (``core``: as the cuda.core stream that a compiled
     kernel's ``launch`` takes; passing Numba's own object there is deprecated)."""
     import cupy as cp
-    ptr = cp.cuda.get_current_stream().ptr
-    s = _streams.get((ptr, core))
+    key = (cp.cuda.runtime.getDevice(), cp.cuda.get_current_stream().ptr, core)
+    ptr = key[1]
+    s = _streams.get(key)
     if s is None:
         _nb()
         s = cuda.default_stream() if ptr == 0 else cuda.external_stream(ptr)
@@ -560,7 +570,7 @@ def _stream(core=False):
                 s = _to_core_stream(s)
             except ImportError:       # older numba-cuda: launch takes Numba's stream
                 pass
-        _streams[(ptr, core)] = s
+        _streams[key] = s
     return s
 
 
@@ -573,10 +583,10 @@ def _device_table(table):
     Uploaded from pinned host memory on CuPy's current stream, so the copy does not make the host
     wait for the GPU (a copy from pageable memory waits for all the work queued before it); the
     pinned buffer is held until the copy's event has passed."""
-    key = table.tobytes()
+    import cupy as cp
+    key = (cp.cuda.runtime.getDevice(), table.tobytes())
     t = _tables.get(key)
     if t is None:
-        import cupy as cp
         stream = cp.cuda.get_current_stream()
         mem = cp.cuda.alloc_pinned_memory(max(table.nbytes, 1))
         host = np.frombuffer(mem, table.dtype, table.size).reshape(table.shape)
@@ -846,8 +856,21 @@ def _region_strides(shape, g_stride):
     return st[::-1]
 
 
+def _other_gpu(dev):
+    """``cupy.cuda.Device`` of ``dev`` ("cuda:N") when it is not the current device, else None:
+    kernels launch on the current device, so work on another GPU's arrays switches to it."""
+    if dev is None or dev == "cpu":
+        return None
+    import cupy as cp
+    i = int(dev[5:])
+    return None if i == cp.cuda.runtime.getDevice() else cp.cuda.Device(i)
+
+
 def concat_adjoint(g, arrays, infos, axis, starts, acc):
-    check_devices("concat_adjoint", (g, arrays, acc) if acc is not None else (g, arrays))
+    other = _other_gpu(check_devices("concat_adjoint", (g, arrays, acc) if acc is not None else (g, arrays)))
+    if other is not None:
+        with other:
+            return concat_adjoint(g, arrays, infos, axis, starts, acc)
     xp = _xp(g)
     gpu = xp is not np
 
@@ -944,7 +967,10 @@ def _scalar_out(x, o):
 
 
 def concat_tangent(tangents, arrays, axis):
-    check_devices("concat_tangent", (tangents, arrays))
+    other = _other_gpu(check_devices("concat_tangent", (tangents, arrays)))
+    if other is not None:
+        with other:
+            return concat_tangent(tangents, arrays, axis)
     from . import _info, _norm_axis
     xp = np
     for a in (*tangents, *arrays):
@@ -1017,7 +1043,10 @@ def concat_tangent(tangents, arrays, axis):
 # ---------------------------------------------------------------------------------------------
 def permute(g, perm, acc):
     """``transpose(g, perm)`` materialised C-contiguous, or added into ``acc`` in place."""
-    check_devices("permute_adjoint", (g, acc) if acc is not None else (g,))
+    other = _other_gpu(check_devices("permute_adjoint", (g, acc) if acc is not None else (g,)))
+    if other is not None:
+        with other:
+            return permute(g, perm, acc)
     xp = _xp(g)
     gpu = xp is not np
     oshape = tuple(g.shape[p] for p in perm)

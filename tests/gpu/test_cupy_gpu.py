@@ -226,3 +226,18 @@ def test_guard_two_gpus():
         b = cp.asarray(_r(2, 2))
     with pytest.raises(DeviceMismatchError, match=r"cuda:0: argument x; cuda:1: argument y"):
         s2sad.grad(ew, wrt=(0, 1))(a, b)
+
+
+def test_gradients_on_the_second_gpu():
+    """A whole gradient (concatenate and transpose adjoints included) on GPU 1, inside
+    ``with cupy.cuda.Device(1)``: the same values as on NumPy, every gradient on GPU 1."""
+    if cp.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("needs two GPUs")
+    args = (_r(3, 4), _r(3, 4))
+    ref = s2sad.value_and_grad(families, wrt=(0, 1))(*args)
+    with cp.cuda.Device(1):
+        gargs = to_gpu(args)
+        for _ in range(2):
+            got = s2sad.value_and_grad(families, wrt=(0, 1))(*gargs)
+            assert all(g.device.id == 1 for g in got[1])
+            assert_same(got, ref, "families on GPU 1")

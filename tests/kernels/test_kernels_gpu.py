@@ -175,3 +175,28 @@ def test_permute_plan_replay(dtype, axes):
         check(acc, acc_ref)
         strided_g = cp.asarray(np.concatenate([g, g], axis=-1))[..., ::2]   # not contiguous
         check(permute_adjoint(strided_g, axes), permute_adjoint(cp.asnumpy(strided_g), axes))
+
+
+def test_kernels_on_another_gpu_than_the_current_one():
+    """Arrays on GPU 1 while GPU 0 is current: the kernels run on the arrays' GPU (as CuPy's own
+    operations must) and the results stay there."""
+    if cp.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("needs two GPUs")
+    rng = np.random.default_rng(8)
+    xs = [rand(rng, (40, n), np.float32) for n in (3, 30, 7)]
+    g = rand(rng, (40, 40), np.float32)
+    g3 = rand(rng, (20, 30, 40), np.complex64)
+    with cp.cuda.Device(1):
+        cg, cxs, cg3 = cp.asarray(g), [cp.asarray(x) for x in xs], cp.asarray(g3)
+        acc = cp.zeros((30, 40, 20), np.complex64)
+    assert cp.cuda.runtime.getDevice() == 0
+    for _ in range(2):                                   # recorded, then replayed
+        got = concat_adjoint(cg, cxs, 1)
+        assert all(a.device.id == 1 for a in got)
+        for a, b in zip(got, concat_adjoint(g, xs, 1)):
+            check(a, b)
+        r = permute_adjoint(cg3, (1, 2, 0))
+        assert r.device.id == 1
+        check(r, permute_adjoint(g3, (1, 2, 0)))
+    permute_adjoint(cg3, (1, 2, 0), acc=acc)
+    check(acc, permute_adjoint(g3, (1, 2, 0)))
