@@ -188,7 +188,7 @@ def test_kernels_on_another_gpu_than_the_current_one():
     g3 = rand(rng, (20, 30, 40), np.complex64)
     with cp.cuda.Device(1):
         cg, cxs, cg3 = cp.asarray(g), [cp.asarray(x) for x in xs], cp.asarray(g3)
-        acc = cp.zeros((30, 40, 20), np.complex64)
+        acc = cp.zeros((40, 20, 30), np.complex64)
     assert cp.cuda.runtime.getDevice() == 0
     for _ in range(2):                                   # recorded, then replayed
         got = concat_adjoint(cg, cxs, 1)
