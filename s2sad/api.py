@@ -5,15 +5,17 @@ Argument handling and cache lookup happen here; everything else happens once per
 import functools
 import inspect
 import sys
+import threading
 
 from . import runtime
-from .cache import reverse_derivative
+from .cache import CACHE, reverse_derivative
 from .errors import NonScalarOutputError, S2SADError, WrtError
-from .frontend.source import get_function
+from .frontend.source import _static_value, get_function
 from .ir import Origin
 from .kernels.device import guard_arguments
 
 _RECURSION_LIMIT = 20000
+_DATA = object()         # a closure cell that holds data (or nothing yet), in _Spec._snapshot
 _NDARRAY = __import__("numpy").ndarray
 
 
@@ -30,14 +32,40 @@ class _Spec:
         self.pyfunc = get_function(fn)
         self.bound_self = getattr(fn, "__self__", None) if inspect.ismethod(fn) else None
         self.sig = inspect.signature(self.pyfunc, follow_wrapped=False)
-        from .frontend.source import split_closure
-        self.cells = split_closure(self.pyfunc)[1]      # closure data: leading sweep parameters
+        self._split_closure()
         self.params = list(self.sig.parameters)
         self.plain = all(p.kind == p.POSITIONAL_OR_KEYWORD for p in self.sig.parameters.values())
         self.offset = 1 if self.bound_self is not None else 0
         self.single = not isinstance(wrt, (tuple, list))
         self.wrt = self._normalise(wrt)
+
+    def _split_closure(self):
+        """Which closure cells hold data (passed to the sweeps as leading parameters) and a
+        snapshot of the others, which derivatives read as constants; forgets built derivatives."""
+        from .frontend.source import split_closure
+        static, self.cells = split_closure(self.pyfunc)
+        names = self.pyfunc.__code__.co_freevars
+        self._snapshot = tuple(static.get(n, _DATA) for n in names)
         self._memo = {}          # (mask, kinds) -> derivative: the per-call path skips the cache key
+        self._generation = CACHE.generation
+
+    def _closure_changed(self):
+        """True when a closure cell was rebound since the split (a later assignment in the
+        enclosing function, or ``nonlocal``): a constant read at build time, or a data cell that
+        now holds a function."""
+        for cell, was in zip(self.pyfunc.__closure__, self._snapshot):
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                v = _DATA
+            if v is was:
+                continue
+            if was is _DATA:
+                if v is not _DATA and _static_value(v):
+                    return True
+            elif not (type(v) is type(was) and type(v) in (int, str, bytes) and v == was):
+                return True
+        return False
 
     def locate(self, i):
         """(parameter index, element of *args or None) of the i-th positional argument of a call."""
@@ -106,6 +134,8 @@ class _Spec:
         """(derivative, full argument list) for bound ``args``; ``wrt`` holds (parameter index,
         element of *args or None) pairs."""
         guard_arguments(self.pyfunc.__qualname__, args, self.params)   # NumPy/CuPy mixed: clear error
+        if self.pyfunc.__closure__ and self._closure_changed() or self._generation != CACHE.generation:
+            self._split_closure()
         full = self.full_args(args)
         nc = len(full) - len(args)
         mask = [False] * len(full)
@@ -126,6 +156,30 @@ class _Spec:
         if d is None or not d.fresh():
             d = self._memo[key] = reverse_derivative(self.pyfunc, key[0], kinds)
         return d, full
+
+
+_SPECS = {}              # (function, wrt) -> _Spec, most recent last: grad(f)(x) inside a loop
+_SPECS_MAX = 128
+_SPECS_LOCK = threading.Lock()
+
+
+def _spec_for(fn, wrt):
+    """The :class:`_Spec` of ``fn`` and ``wrt``, shared by the ``grad(fn)`` calls of one
+    function (reading a signature costs more than a small gradient).  A bounded cache: it keeps
+    at most ``_SPECS_MAX`` functions alive."""
+    try:
+        key = (fn, ("n", tuple(wrt)) if isinstance(wrt, (tuple, list)) else ("1", wrt))
+        hash(key)
+    except TypeError:
+        return _Spec(fn, wrt)
+    spec = _SPECS.get(key)
+    if spec is None:
+        spec = _Spec(fn, wrt)
+        with _SPECS_LOCK:
+            if len(_SPECS) >= _SPECS_MAX:
+                _SPECS.pop(next(iter(_SPECS)), None)
+            _SPECS[key] = spec
+    return spec
 
 
 def _describe(v):
@@ -236,6 +290,7 @@ def _finish_grads(grads, args, wrt):
 
 
 def _value_and_grad(spec, args, kwargs, wrt):
+    """(value, gradients, the derivative used)."""
     args = spec.bind(args, kwargs)
     d, full = spec.derivative(args, wrt)
 
@@ -243,7 +298,7 @@ def _value_and_grad(spec, args, kwargs, wrt):
         value, tape = d.fwd(*full)
         return value, d.bwd(tape, _scalar_seed(value, spec.pyfunc))
     value, grads = _run(sweeps)
-    return value, _finish_grads(grads, args, wrt)
+    return value, _finish_grads(grads, args, wrt), d
 
 
 class Differentiable:
@@ -267,8 +322,7 @@ class Differentiable:
         return Differentiable(self._fn.__get__(obj, objtype), self._wrt, self._mode)
 
     def value_and_grad(self, *args, **kwargs):
-        v, g = _value_and_grad(self._spec, args, kwargs, self._spec.wrt)
-        self._last = self._spec.derivative(self._spec.bind(args, kwargs), self._spec.wrt)[0]
+        v, g, self._last = _value_and_grad(self._spec, args, kwargs, self._spec.wrt)
         return v, (g[0] if self._spec.single else tuple(g))
 
     def grad(self, *args, **kwargs):
@@ -368,11 +422,11 @@ def _mark(wrapper, fn, wrt, kind):
 
 def value_and_grad(fn, wrt=0):
     """``value_and_grad(f, wrt)(*args) -> (value, gradient)``; a tuple of gradients for a tuple wrt."""
-    spec = _Spec(fn, wrt) if _grad_of(fn) is None else None
+    spec = _spec_for(fn, wrt) if _grad_of(fn) is None else None
 
     def vg(*args, **kwargs):
         s = spec if spec is not None else _Spec(_concrete(fn, args), wrt)
-        v, g = _value_and_grad(s, args, kwargs, s.wrt)
+        v, g, _ = _value_and_grad(s, args, kwargs, s.wrt)
         return v, (g[0] if s.single else tuple(g))
     return _mark(vg, fn, wrt, "value_and_grad")
 
@@ -391,7 +445,7 @@ def grad(fn, wrt=0):
 def vjp(fn, *args, **kwargs):
     """``value, pullback = vjp(f, *args)``; ``pullback(ct)`` returns one adjoint per positional
     argument (``None`` for arguments that carry no derivative)."""
-    spec = _Spec(_concrete(fn, args), 0)
+    spec = _spec_for(_concrete(fn, args), 0)
     full = spec.bind(args, kwargs)
     npos = len(args)
     where = [spec.locate(i) for i in range(npos)]

@@ -15,6 +15,7 @@ class DerivativeCache:
         self._locks = {}
         self._guard = threading.Lock()
         self.builds = 0            # how many derivatives were built (tests read this)
+        self.generation = 0        # bumped by clear(): memos outside the cache start over
 
     def key(self, pyfunc, mode, mask, kinds):
         """(code, the closure cells read as constants, globals, mode, wrt mask, value kinds).
@@ -52,6 +53,7 @@ class DerivativeCache:
         with self._guard:
             self._store.clear()
             self._locks.clear()
+            self.generation += 1
 
     def __len__(self):
         return len(self._store)

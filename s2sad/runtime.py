@@ -14,6 +14,7 @@ from .errors import ArgumentWriteError
 
 _FunctionType = _types.FunctionType
 _ModuleType = _types.ModuleType
+_NDARRAY = np.ndarray
 
 
 def _is_array(x):
@@ -457,6 +458,8 @@ def sum_adjoint(g, iterable):
 # -- kinds of run-time values (the build is specialised on them) ----------------------------------
 def kind_of(v):
     t = type(v)
+    if t is _NDARRAY:
+        return "a"
     if t is float:
         return "f"
     if t is complex:
@@ -475,6 +478,8 @@ def kind_of(v):
 def differentiable(v):
     """True for values that carry a derivative: real/complex floats and arrays, containers of them."""
     t = type(v)
+    if t is _NDARRAY:
+        return v.dtype.kind in "fc"
     if t is float or t is complex:
         return True
     if t is tuple or t is list or isinstance(v, (tuple, list)):

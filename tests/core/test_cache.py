@@ -176,3 +176,68 @@ def test_threads_with_derived_callees():
     for x, g in out:
         want = np.cos(x) * x + np.sin(x) + 2 * (np.cos(2 * x) * 2 * x + np.sin(2 * x))
         np.testing.assert_allclose(g, want, rtol=1e-12)
+
+
+def test_rebinding_a_closure_constant_after_the_first_gradient():
+    """A function, module or int a closure reads is a constant of its derivative: rebinding it in
+    the enclosing function (or with nonlocal) must give the new derivative, also on a decorated
+    function whose earlier derivative is memoised."""
+    x = np.array([0.3, 0.7])
+
+    def outer():
+        act, n = np.sin, 3
+
+        def f(x):
+            return np.sum(act(x) * x ** n)
+        df = s2sad.differentiate(f)
+        before = df.grad(x)
+        act, n = np.cos, 4
+        return before, df.grad(x), s2sad.grad(f)(x), df.jvp((x,), (np.ones(2),))[1]
+    before, after, fresh, tangent = outer()
+    np.testing.assert_allclose(before, np.cos(x) * x ** 3 + np.sin(x) * 3 * x ** 2)
+    expect = -np.sin(x) * x ** 4 + np.cos(x) * 4 * x ** 3
+    np.testing.assert_allclose(after, expect)
+    np.testing.assert_allclose(fresh, expect)
+    np.testing.assert_allclose(tangent, np.sum(expect))
+
+
+def test_closure_cell_that_changes_from_data_to_a_function():
+    x = np.array([0.5, 1.5])
+
+    def outer():
+        scale = 2.0
+
+        def f(x):
+            return np.sum(scale(x)) if callable(scale) else np.sum(scale * x * x)
+        df = s2sad.differentiate(f)
+        first = df.grad(x)
+        scale = np.exp
+        return first, df.grad(x)
+    first, second = outer()
+    np.testing.assert_allclose(first, 4.0 * x)
+    np.testing.assert_allclose(second, np.exp(x))
+
+
+def test_inline_grad_of_many_closures_and_methods():
+    """grad(f)(x) written inline shares the argument handling of earlier calls with the same
+    function only: closures over other data, other functions and bound methods of other objects
+    each get their own gradient."""
+    x = np.array([0.2, -0.4, 1.1])
+
+    def make(scale, act):
+        return lambda v: np.sum(act(v) * scale)
+
+    for scale, act, dact in [(2.0, np.sin, np.cos), (3.0, np.sin, np.cos), (2.0, np.tanh,
+                                                                                lambda v: 1 - np.tanh(v) ** 2)]:
+        for _ in range(2):
+            np.testing.assert_allclose(s2sad.grad(make(scale, act))(x), scale * dact(x))
+
+    class Model:
+        def __init__(self, w):
+            self.w = w
+
+        def loss(self, v):
+            return np.sum(self.w * v * v)
+    for w in (1.0, 5.0):
+        m = Model(w)
+        np.testing.assert_allclose(s2sad.grad(m.loss)(x), 2 * w * x)
