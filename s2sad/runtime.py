@@ -260,6 +260,13 @@ def acc_getitem(acc, x, idx, g, _owned=False):
     return acc
 
 
+def add_at_delta(a, indices, b):
+    """The change ``np.add.at(a, indices, b)`` makes to ``a`` (repeated indices add up), as a new
+    array: the frontend lowers ``np.add.at(a, i, b)`` to ``a[...] += add_at_delta(a, i, b)``."""
+    d = array_module(a).zeros(a.shape, a.dtype)
+    return scatter_add(d, indices, b)
+
+
 def scatter_add(acc, idx, g):
     """``acc[idx] += g`` in place with repeated indices summed (``np.add.at``).  CuPy's ``add.at``
     takes no complex dtypes: there complex values go in as real and imaginary parts."""
@@ -1135,18 +1142,37 @@ def attr(obj, name):
 
 
 # -- opaque callees -------------------------------------------------------------------------------
+def _ufunc_method(fn):
+    """``np.add.reduce`` for a method of a NumPy ufunc, else None."""
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, np.ufunc):
+        return f"np.{owner.__name__}.{getattr(fn, '__name__', '?')}"
+    return None
+
+
 def _opaque_message(fn, origin=None):
-    name = getattr(fn, "__qualname__", None) or repr(fn)
-    mod = getattr(fn, "__module__", None)
-    full = f"{mod}.{name}" if mod else name
+    full = _ufunc_method(fn)
+    if full is None:
+        name = getattr(fn, "__qualname__", None) or repr(fn)
+        mod = getattr(fn, "__module__", None)
+        full = f"{mod}.{name}" if mod else name
     return (f"{full} has no Python source and no derivative rule, and it returned a value that "
             f"carries a derivative")
+
+
+_ALTERNATIVES = {
+    "numpy.piecewise": "np.piecewise is not differentiated (its functions are called by NumPy); "
+                       "write it with np.where or np.select, which are",
+}
 
 
 def _rule_skeleton(fn):
     name = getattr(fn, "__qualname__", None) or "fn"
     mod = getattr(fn, "__module__", None) or ""
-    ref = f"{mod.split('.')[0]}.{name}" if mod and mod != "builtins" else name
+    ref = _ufunc_method(fn) or (f"{mod.split('.')[0]}.{name}" if mod and mod != "builtins" else name)
+    alt = _ALTERNATIVES.get(ref)
+    if alt is not None:
+        return alt
     return ("declare its derivative, e.g.\n\n"
             "    import s2sad\n"
             f"    s2sad.defrule({ref}, \"x, /\",\n"

@@ -43,6 +43,8 @@ class Consts:
 def const_text(c, consts):
     if c.text is not None:
         return c.text
+    if c.value is Ellipsis:
+        return "..."
     if is_literal(c.value):
         return repr(c.value)
     return consts.name_for(c.value)

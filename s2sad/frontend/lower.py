@@ -227,6 +227,8 @@ class Lowerer:
                     return
                 if self._super_init(v, o):
                     return
+                if self._add_at(v, o):
+                    return
                 call = self.call(v)
                 if isinstance(call, str):               # lowered to statements (map, reduce...)
                     return
@@ -405,6 +407,28 @@ class Lowerer:
                                  attr=target.attr))
         else:
             self.unsupported(target, f"assignment to {type(target).__name__}")
+
+    def _add_at(self, node, o):
+        """``np.add.at(a, indices, b)`` (scatter-add, repeated indices add up), lowered as
+        ``a[...] += _rt.add_at_delta(a, indices, b)``: a write into ``a`` that the analyses and
+        both emitters already follow (and refuse where ``a`` is an argument or a view)."""
+        if not isinstance(node.func, gast.Attribute) or node.func.attr != "at" or node.keywords \
+                or len(node.args) != 3 or any(isinstance(a, gast.Starred) for a in node.args):
+            return False
+        found = self._static_chain(node.func)
+        owner = getattr(found[0], "__self__", None) if found else None
+        if getattr(owner, "__name__", None) != "add" or type(owner).__name__ != "ufunc":
+            return False
+        obj, idx, vals = (self.expr(a) for a in node.args)
+        delta = self.tmp()
+        self.emit(ir.Assign(delta, ir.Call(ir.Static(runtime.add_at_delta, "_rt.add_at_delta"),
+                                           [obj, idx, vals]), o))
+        whole = ir.Index([ir.Const(Ellipsis)], False)
+        old, new = self.tmp(), self.tmp()
+        self.emit(ir.Assign(old, ir.Call(ir.Static(operator.getitem, "[]"), [obj, whole]), o))
+        self.emit(ir.Assign(new, ir.Call(ir.Static(operator.add, "+"), [old, delta]), o))
+        self.emit(ir.SetItem(obj, whole, new, o))
+        return True
 
     def augassign(self, node, o):
         fn = BINOPS.get(type(node.op))

@@ -2693,3 +2693,110 @@ def slogdet_tangent(t, ans, a):
     if m.iscomplexobj(tr):
         return (1j * tr.imag * sign, tr.real)
     return (m.zeros_like(sign), tr)
+
+
+# -- ufunc methods and np.select -------------------------------------------------------------------
+def running_extremum(g, ans, a, axis=0):
+    """Adjoint of ``np.maximum.accumulate`` / ``np.minimum.accumulate``.
+
+    Output ``i`` equals the elements ``j <= i`` where the running extremum was reached with its
+    current value (its "plateau"); like ``np.max``, its adjoint is shared evenly among them (what
+    central differences give at a tie)."""
+    a = asarray(a)
+    m = xp(a)
+    if a.ndim == 0:
+        return like(asarray(g, like=a), a)
+    axis = axis % a.ndim
+    A = m.moveaxis(a, axis, -1)
+    Y = m.moveaxis(asarray(ans, like=a), axis, -1)
+    G = m.moveaxis(m.broadcast_to(asarray(g, like=a), a.shape), axis, -1)
+    n = A.shape[-1]
+    idx = m.broadcast_to(m.arange(n), A.shape)
+    hit = A == Y                                    # element j is (one of) the extremum at j
+    start = m.ones(Y.shape, dtype=bool)
+    start[..., 1:] = Y[..., 1:] != Y[..., :-1]      # a new plateau of the running extremum
+    end = m.ones(Y.shape, dtype=bool)
+    end[..., :-1] = start[..., 1:]
+    first = m.maximum.accumulate(m.where(start, idx, 0), axis=-1)
+    last = m.flip(m.minimum.accumulate(m.flip(m.where(end, idx, n - 1), -1), axis=-1), -1)
+    hits = m.cumsum(hit, axis=-1)
+    before = m.take_along_axis(hits - hit, first, axis=-1)
+    w = G / m.maximum(hits - before, 1)             # output i's share for each of its elements
+    cw = m.cumsum(w, axis=-1)
+    r = m.where(hit, m.take_along_axis(cw, last, axis=-1) - (cw - w), 0 * w)
+    return like(m.moveaxis(r, -1, axis), a)
+
+
+_OUTER_OPS = ("add", "subtract", "multiply", "divide", "true_divide")
+
+
+def ufunc_outer(g, a, b, op, which):
+    """Adjoint of ``np.<op>.outer(a, b)`` (shape ``a.shape + b.shape``) for ``a`` (which=0) or
+    ``b`` (which=1): the elementwise adjoint summed over the other operand's axes."""
+    A = asarray(a)
+    B = asarray(b, like=A)
+    g = asarray(g, like=A)
+    na, nb = A.ndim, B.ndim
+    Ae = A.reshape(A.shape + (1,) * nb)
+    Be = B.reshape((1,) * na + B.shape)
+    if op == "add":
+        d = g
+    elif op == "subtract":
+        d = g if which == 0 else -g
+    elif op == "multiply":
+        d = g * cj(Be) if which == 0 else g * cj(Ae)
+    else:                                   # divide
+        d = g / cj(Be) if which == 0 else -g * cj(Ae / (Be * Be))
+    axes = tuple(range(na, na + nb)) if which == 0 else tuple(range(na))
+    r = d.sum(axis=axes) if axes else d
+    return like(r, a if which == 0 else b)
+
+
+def ufunc_outer_tangent(t, a, b, op, which):
+    """Tangent of ``np.<op>.outer(a, b)`` along ``a`` (which=0) or ``b`` (which=1)."""
+    m = xp(a, b)
+    if op in ("add", "subtract"):
+        z = m.zeros_like(asarray(b if which == 0 else a))
+        if which == 0:
+            return m.add.outer(t, z)
+        return m.add.outer(z, t) if op == "add" else m.subtract.outer(z, t)
+    if op == "multiply":
+        return m.multiply.outer(t, b) if which == 0 else m.multiply.outer(a, t)
+    if which == 0:
+        return m.divide.outer(t, b)
+    return -m.multiply.outer(a, t / (asarray(b) * asarray(b)))
+
+
+def _select_masks(g, condlist):
+    """For each condition, where it is the first true one (np.select's choice)."""
+    m = xp(g)
+    taken = m.zeros(g.shape, dtype=bool)
+    masks = []
+    for c in condlist:
+        c = m.broadcast_to(asarray(c, like=g).astype(bool), g.shape)
+        masks.append(c & ~taken)
+        taken = taken | c
+    return masks, taken
+
+
+def select(g, condlist, choicelist, default, which):
+    """Adjoint of ``np.select(condlist, choicelist, default)``: each choice gets g where its
+    condition is the first true one, ``default`` where none is."""
+    g = asarray(g)
+    m = xp(g)
+    masks, taken = _select_masks(g, condlist)
+    if which == "default":
+        return _rt.unbroadcast(m.where(taken, 0 * g, g), default)
+    return tuple(_rt.unbroadcast(m.where(mk, g, 0 * g), ch) for mk, ch in zip(masks, choicelist))
+
+
+def select_tangent(t, condlist, choicelist, which):
+    """Tangent of ``np.select`` along the choices (``t`` a list) or ``default``."""
+    if which == "default":
+        t = asarray(t)
+        m = xp(t)
+        shape = np.broadcast_shapes(t.shape, *[np.shape(c) for c in condlist])
+        _, taken = _select_masks(m.zeros(shape, dtype=t.dtype), condlist)
+        return m.where(taken, 0 * t, t)
+    ts = tangent_list(t, choicelist)
+    return xp(*ts).select(list(condlist), ts, default=0)

@@ -219,6 +219,50 @@ _each(_np("linalg.matrix_norm"), "x, /, *, keepdims=False, ord='fro'",
       vjp={"x": "_adj.norm(g, ans, x, ord, (-2, -1), keepdims)"},
       jvp={"x": "_adj.norm_tangent(t, ans, x, ord, (-2, -1), keepdims)"}, ns=A)
 
+# ufunc methods: reduce and accumulate (axis=0 by default, unlike np.sum), outer
+_UREDUCE = "array, axis=0, dtype=None, out=None, keepdims=False, initial=None, where=True"
+defrule(np.add.reduce, _UREDUCE, name="np.add.reduce",
+        vjp={"array": "_rt.dtype_guard(dtype, _adj.sum(g, array, axis, keepdims))",
+             "initial": "_rt.unbroadcast(g, initial)"},
+        jvp={"array": "np.add.reduce(t, axis=axis, keepdims=keepdims)"},
+        forbid={"out": None, "where": True}, ns=A)
+defrule(np.multiply.reduce, _UREDUCE, name="np.multiply.reduce",
+        vjp={"array": "_rt.dtype_guard(dtype, _adj.prod(_rt.times_initial(g, initial), array, axis, "
+                      "keepdims))",
+             "initial": "_rt.unbroadcast(g * np.prod(array, axis=axis, keepdims=keepdims), initial)"},
+        jvp={"array": "_adj.prod_tangent(t, array, axis, keepdims)"},
+        forbid={"out": None, "where": True}, ns=A)
+for _u in ("maximum", "minimum"):
+    defrule(getattr(np, _u).reduce, _UREDUCE, name=f"np.{_u}.reduce",
+            vjp={"array": "_adj.extremum(g, ans, array, axis, keepdims)",
+                 "initial": "_rt.extremum_initial_adjoint(g, ans, array, initial, axis, keepdims)"},
+            jvp={"array": "_adj.extremum_tangent(t, ans, array, axis, keepdims)"},
+            forbid={"out": None, "where": True, "dtype": None}, ns=A)
+    defrule(getattr(np, _u).accumulate, "array, axis=0, dtype=None, out=None",
+            name=f"np.{_u}.accumulate", vjp={"array": "_adj.running_extremum(g, ans, array, axis)"},
+            forbid={"out": None, "dtype": None}, ns=A)
+defrule(np.add.accumulate, "array, axis=0, dtype=None, out=None", name="np.add.accumulate",
+        vjp={"array": "_rt.dtype_guard(dtype, _adj.cumsum(g, array, axis))"},
+        jvp={"array": "np.add.accumulate(t, axis=axis)"}, forbid={"out": None}, ns=A)
+defrule(np.multiply.accumulate, "array, axis=0, dtype=None, out=None",
+        name="np.multiply.accumulate",
+        vjp={"array": "_rt.dtype_guard(dtype, _adj.cumprod(g, ans, array, axis))"},
+        forbid={"out": None}, ns=A)
+for _u in ("add", "subtract", "multiply", "divide"):
+    defrule(getattr(np, _u).outer, BINARY.replace("x1, x2", "A, B"), name=f"np.{_u}.outer",
+            vjp={"A": f"_adj.ufunc_outer(g, A, B, {_u!r}, 0)", "B": f"_adj.ufunc_outer(g, A, B, {_u!r}, 1)"},
+            jvp={"A": f"_adj.ufunc_outer_tangent(t, A, B, {_u!r}, 0)",
+                 "B": f"_adj.ufunc_outer_tangent(t, A, B, {_u!r}, 1)"},
+            forbid=UFUNC, ns=A)
+
+# select: each choice where its condition is the first true one
+defrule(np.select, "condlist, choicelist, default=0",
+        vjp={"choicelist": "_adj.select(g, condlist, choicelist, default, 'choices')",
+             "default": "_adj.select(g, condlist, choicelist, default, 'default')"},
+        jvp={"choicelist": "_adj.select_tangent(t, condlist, choicelist, 'choices')",
+             "default": "_adj.select_tangent(t, condlist, choicelist, 'default')"},
+        constant=("condlist",), ns=A)
+
 # -- linear algebra -------------------------------------------------------------------------------
 _MATMUL = ("x1, x2, /, out=None, *, casting='same_kind', order='K', dtype=None, subok=True, "
            "axes=None, axis=None")

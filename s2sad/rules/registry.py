@@ -157,6 +157,8 @@ def _callee_name(fn):
     qn = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
     if isinstance(fn, np.ufunc):
         return f"numpy.{fn.__name__}"
+    if isinstance(getattr(fn, "__self__", None), np.ufunc):      # np.add.reduce, np.add.at...
+        return f"np.{fn.__self__.__name__}.{fn.__name__}"
     short = {"numpy": "np", "_operator": "operator", "builtins": ""}.get(mod.split(".")[0], mod)
     if mod.startswith("numpy"):
         short = "np" + mod[5:].replace(".core", "").replace("._core", "")

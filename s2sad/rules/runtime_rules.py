@@ -211,6 +211,9 @@ defrule(_r.setitem_adjoint, "grad, idx, /",
 defrule(_r.setitem_value_adjoint, "grad, idx, v, /",
         vjp={"grad": "_rr.scatter(g, grad, idx)"},
         jvp={"grad": "_rt.setitem_value_adjoint(t, idx, v)"}, **_any)
+defrule(_r.add_at_delta, "a, indices, b, /",
+        vjp={"b": "_rt.unbroadcast(_rr.take(g, indices), b)"},
+        jvp={"b": "_rt.add_at_delta(a, indices, t)"}, constant=("a", "indices"), **_any)
 defrule(_r.snap, "v, /", vjp={"v": "g"}, jvp={"v": "_rt.snap(t)"}, view=False, **_any)
 defrule(_r.parts, "grad, n, /", vjp={"grad": "_rr.tuple_of(g, n)"}, jvp={"grad": "_rt.parts(t, n)"},
         kind="container", ns=NS)

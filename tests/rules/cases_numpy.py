@@ -179,6 +179,30 @@ def cumprod_zeros(rng, cplx=False):
 
 add(Case(np.cumprod, cumprod_zeros, id="zeros"))
 
+# ufunc methods (axis=0 by default)
+for u in (np.add, np.multiply, np.maximum, np.minimum):
+    pos = dict(lo=0.5, hi=1.5) if u is np.multiply else {}
+    for ax in (0, 1, None, (0, 1)):
+        add(C(u.reduce, Arr(3, 4, **pos), kw={"axis": ax} if ax != 0 else {},
+              id=f"{u.__name__}-ax{ax}", cplx=u in (np.add, np.multiply)))
+    add(C(u.reduce, Arr(3, 4, **pos), kw={"axis": 1, "keepdims": True}, id=f"{u.__name__}-keep"))
+    for ax in (0, 1, -1):
+        add(C(u.accumulate, Arr(3, 4, **pos), kw={"axis": ax} if ax != 0 else {},
+              id=f"{u.__name__}-ax{ax}", cplx=u in (np.add, np.multiply)))
+add(C(np.add.reduce, Arr(3, 4), kw={"initial": Arr(scalar=True)}, id="add-initial"))
+add(C(np.maximum.accumulate, Arr(7, f=lambda x: np.round(4 * x) / 4), id="maximum-ties"))
+for u in (np.add, np.subtract, np.multiply, np.divide):
+    for s1, s2 in [((3,), (4,)), ((2, 3), (4,)), ((), (2, 3)), ((3,), ())]:
+        lo = dict(lo=0.5, hi=1.5) if u is np.divide else {}
+        add(C(u.outer, Arr(*s1, scalar=not s1), Arr(*s2, scalar=not s2, **lo),
+              id=f"{u.__name__}-{s1}.{s2}", cplx=True))
+add(C(np.select, Lst(Arr(3, 4, f=lambda x: x > 0.3, cplx_ok=False),
+                     Arr(3, 4, f=lambda x: x < -0.3, cplx_ok=False)),
+      Lst(Arr(3, 4), Arr(4)), Arr(3, 4), id="two", cplx=True))
+add(C(np.select, Lst(Arr(3, 1, f=lambda x: x > 0, cplx_ok=False)), Lst(Arr(3, 4)), id="default0"))
+add(C(np.select, Lst(Arr(2, 3, f=lambda x: x > 0, cplx_ok=False)), Lst(Arr(2, 3)),
+      Arr(scalar=True), id="scalar-default"))
+
 norm = np.linalg.norm
 for ordv in (None, 1, 2, 3, 0.5, np.inf, -np.inf):
     add(C(norm, Arr(6, lo=0.1, hi=1, f=lambda x: x * np.array([1, -1, 1, -1, 1, -1])),

@@ -56,7 +56,10 @@ _counter = itertools.count()
 
 
 def callee_expr(fn):
-    """How a user spells ``fn``: ``np.linalg.norm``, ``sp.expit``..., or None."""
+    """How a user spells ``fn``: ``np.linalg.norm``, ``sp.expit``, ``np.add.reduce``..., or None."""
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, np.ufunc) and getattr(np, owner.__name__, None) is owner:
+        return f"np.{owner.__name__}.{fn.__name__}"
     for prefix, mod in MODULES:
         name = getattr(fn, "__name__", None)
         if name is not None and getattr(mod, name, None) is fn:

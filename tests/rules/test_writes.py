@@ -549,6 +549,58 @@ def test_in_place_numpy_mutator(f):
         assert "test_writes.py" in str(e), str(e)
 
 
+# -- np.add.at: scatter-add, repeated indices add up ------------------------------------------------
+def add_at_repeated(x):
+    y = np.zeros(4)
+    np.add.at(y, [0, 1, 1, 3, 1], x[0, :3].repeat(2)[:5] * x[1, 0])
+    return np.sum(np.sin(y) * np.arange(1.0, 5.0))
+
+
+def add_at_2d_tuple_index(x):
+    y = np.ones((3, 3)) * x[2, 2]
+    np.add.at(y, (np.array([0, 2, 0]), np.array([1, 1, 1])), x[0])
+    return np.sum(y * y)
+
+
+def add_at_scalar_and_loop(x):
+    counts = np.zeros(3)
+    for i in range(4):
+        np.add.at(counts, [i % 3, (i + 1) % 3], x[i, 0] * x[i, 1])
+    np.add.at(counts, 0, 2.0)
+    return np.sum(np.tanh(counts))
+
+
+ADD_AT = [add_at_repeated, add_at_2d_tuple_index, add_at_scalar_and_loop]
+
+
+@pytest.mark.parametrize("f", ADD_AT, ids=[f.__name__ for f in ADD_AT])
+def test_np_add_at(f):
+    check_grads(f, (X,), modes=("rev", "fwd"))
+
+
+def test_np_add_at_matches_bincount_gradient():
+    idx = np.array([2, 0, 2, 2, 1, 0])
+
+    def scatter(v):
+        y = np.zeros(3)
+        np.add.at(y, idx, v)
+        return np.sum(y ** 3)
+    v = RNG.uniform(-1, 1, 6)
+    sums = np.bincount(idx, weights=v, minlength=3)
+    np.testing.assert_allclose(s2sad.grad(scatter)(v), 3 * sums[idx] ** 2)
+
+
+def add_at_into_argument(x, y):
+    np.add.at(y, [0, 0], x[0, :2])
+    return np.sum(y)
+
+
+def test_np_add_at_into_an_argument_is_refused():
+    with pytest.raises(UnsupportedSyntaxError) as ei:
+        s2sad.grad(add_at_into_argument, wrt=(0, 1))(X, V.copy())
+    assert "test_writes.py" in str(ei.value) and "np.add.at(y" in str(ei.value)
+
+
 # -- dtypes of buffers -------------------------------------------------------------------------------
 def f32_buffer(x):
     y = np.zeros(x.shape, dtype=np.float32)
