@@ -2733,9 +2733,8 @@ _OUTER_OPS = ("add", "subtract", "multiply", "divide", "true_divide")
 def ufunc_outer(g, a, b, op, which):
     """Adjoint of ``np.<op>.outer(a, b)`` (shape ``a.shape + b.shape``) for ``a`` (which=0) or
     ``b`` (which=1): the elementwise adjoint summed over the other operand's axes."""
-    A = asarray(a)
-    B = asarray(b, like=A)
-    g = asarray(g, like=A)
+    m = xp(a, b, g)
+    A, B, g = m.asarray(a), m.asarray(b), m.asarray(g)
     na, nb = A.ndim, B.ndim
     Ae = A.reshape(A.shape + (1,) * nb)
     Be = B.reshape((1,) * na + B.shape)
@@ -2754,9 +2753,10 @@ def ufunc_outer(g, a, b, op, which):
 
 def ufunc_outer_tangent(t, a, b, op, which):
     """Tangent of ``np.<op>.outer(a, b)`` along ``a`` (which=0) or ``b`` (which=1)."""
-    m = xp(a, b)
+    m = xp(a, b, t)
+    a, b, t = m.asarray(a), m.asarray(b), m.asarray(t)
     if op in ("add", "subtract"):
-        z = m.zeros_like(asarray(b if which == 0 else a))
+        z = m.zeros_like(b if which == 0 else a)
         if which == 0:
             return m.add.outer(t, z)
         return m.add.outer(z, t) if op == "add" else m.subtract.outer(z, t)
@@ -2764,7 +2764,7 @@ def ufunc_outer_tangent(t, a, b, op, which):
         return m.multiply.outer(t, b) if which == 0 else m.multiply.outer(a, t)
     if which == 0:
         return m.divide.outer(t, b)
-    return -m.multiply.outer(a, t / (asarray(b) * asarray(b)))
+    return -m.multiply.outer(a, t / (b * b))
 
 
 def _select_masks(g, condlist):

@@ -84,6 +84,26 @@ def _mirror(npmod, cpmod, prefix):
     return n
 
 
+def _ufunc_methods():
+    """``cupy.add.reduce`` and the like get the rules of ``np.add.reduce``..."""
+    for name in dir(np):
+        u = getattr(np, name, None)
+        cu = getattr(cupy, name, None)
+        if not isinstance(u, np.ufunc) or cu is None:
+            continue
+        for meth in ("reduce", "accumulate", "outer"):
+            src, dst = getattr(u, meth, None), getattr(cu, meth, None)
+            if src is None or dst is None:
+                continue
+            try:
+                rule = _RULES.get(_key(src))
+                if rule is None or _RULES.get(_key(dst)) is not None:
+                    continue
+            except TypeError:
+                continue
+            defalias(dst, rule, name=f"cupy.{name}.{meth}")
+
+
 def _special():
     try:
         import scipy.special as sp
@@ -145,5 +165,6 @@ except Exception:   # noqa: BLE001
 
 N_MIRRORED = _mirror(np, cupy, "cupy") + _mirror(np.linalg, cupy.linalg, "cupy.linalg") + \
     _mirror(np.fft, cupy.fft, "cupy.fft")
+_ufunc_methods()
 _special()
 _block_diag()

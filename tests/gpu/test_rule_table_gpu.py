@@ -30,6 +30,10 @@ def _cupy_counterparts():
                     out.setdefault(f, g)
                 except TypeError:
                     pass
+            if isinstance(f, np.ufunc) and g is not None:         # np.add.reduce -> cupy.add.reduce
+                for meth in ("reduce", "accumulate", "outer"):
+                    if getattr(g, meth, None) is not None:
+                        out.setdefault(getattr(f, meth), getattr(g, meth))
     return out
 
 
