@@ -6,7 +6,8 @@ Every method ACCUMULATES into existing gradient buffers (dx += adjoint), so the 
 counts dy read + dx read + dx written:
   * s2sad:  s2sad.kernels.concat_adjoint(dy, xs, 0, acc=dxs) / permute_adjoint(dy, axes, acc=dx)
   * cupy:   dxs[i] += dy[a:b] per input / dx += dy.transpose(inverse)
-  * torch:  autograd backward of torch.cat / permute with existing .grad (AccumulateGrad adds)
+  * torch:  autograd backward of torch.cat / permute into .grad buffers of their own (AccumulateGrad
+            adds in place; see _own_grads)
 Time per call ("µs"): wall clock over back-to-back calls, synchronised at the end (host overhead
 included); TB/s is computed from it.  "GPU µs": device time per call alone, measured with CUDA events
 around calls queued behind a long matrix product (so the host's launch work is hidden).
@@ -96,6 +97,14 @@ def rand(shape, dt):
     return x.astype(dt)
 
 
+def _own_grads(tensors):
+    """Give each leaf a gradient buffer of its own.  Without one, the first backward makes .grad a
+    view of the incoming gradient (AccumulateGrad steals it) and later backward calls add into
+    dy itself: two streams of traffic instead of three, and wrong sums."""
+    for t in tensors:
+        t.grad = torch.zeros_like(t)
+
+
 def bench_concat(k, n, dt):
     xs = [rand((n,), dt) for _ in range(k)]
     dy = rand((k * n,), dt)
@@ -117,9 +126,12 @@ def bench_concat(k, n, dt):
         txs = [torch.zeros(n, dtype=TORCH_DT[dt], device="cuda", requires_grad=True) for _ in range(k)]
         y = torch.cat(txs)
         tdy = torch.from_dlpack(dy)
-        torch.autograd.backward(y, tdy, retain_graph=True)
+        _own_grads(txs)
         res["torch"] = measure(lambda: torch.autograd.backward(y, tdy, retain_graph=True), nbytes,
                                sync=torch.cuda.synchronize)
+        g0 = txs[-1].grad.clone()           # the peer accumulates, as the formula counts
+        torch.autograd.backward(y, tdy, retain_graph=True)
+        assert bool(torch.allclose(txs[-1].grad, g0 + tdy[(k - 1) * n:], rtol=1e-2, atol=1e-2))
     return nbytes, res
 
 
@@ -147,9 +159,12 @@ def bench_permute(shape, axes, dt, peers=True):
         tx = torch.zeros(shape, dtype=TORCH_DT[dt], device="cuda", requires_grad=True)
         y = tx.permute(*axes)
         tdy = torch.from_dlpack(dy)
-        torch.autograd.backward(y, tdy, retain_graph=True)
+        _own_grads([tx])
         res["torch"] = measure(lambda: torch.autograd.backward(y, tdy, retain_graph=True), nbytes,
                                sync=torch.cuda.synchronize)
+        g0 = tx.grad.clone()
+        torch.autograd.backward(y, tdy, retain_graph=True)
+        assert bool(torch.allclose(tx.grad, g0 + tdy.permute(*inv), rtol=1e-2, atol=1e-2))
     return nbytes, res
 
 
