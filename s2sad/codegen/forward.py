@@ -603,6 +603,8 @@ def zeros_like(x):
         dt = x.dtype
         xp = runtime.array_module(x)
         return xp.zeros(x.shape, dtype=dt if dt.kind in "fc" else np.float64)
+    if isinstance(x, tuple) and hasattr(x, "_fields"):      # SVDResult, EighResult...
+        return t(*(zeros_like(v) for v in x))
     return None
 
 
@@ -663,7 +665,7 @@ def _with_leaf(x, path, value):
         return value
     items = list(x)
     items[path[0]] = _with_leaf(items[path[0]], path[1:], value)
-    return type(x)(items)
+    return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
 
 
 def _inner(a, b):

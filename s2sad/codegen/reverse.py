@@ -30,13 +30,16 @@ _ANS = "__ans__"
 
 
 class _State:
-    __slots__ = ("defined",)
+    """The adjoints that exist at a point of the reverse sweep (``defined``), and those of them
+    that may be the symbolic zero 0.0 there (``zero``: filled in where branches join)."""
+    __slots__ = ("defined", "zero")
 
-    def __init__(self, defined=()):
+    def __init__(self, defined=(), zero=()):
         self.defined = set(defined)
+        self.zero = set(zero)
 
     def copy(self):
-        return _State(self.defined)
+        return _State(self.defined, self.zero)
 
 
 _TAKEN = threading.local()   # .names: variables of the function being emitted (this thread)
@@ -98,6 +101,7 @@ class ReverseEmitter:
     def contribute(self, var, expr, origin, out, st):
         if not isinstance(var, str) or var not in self.active:
             return
+        st.zero.discard(var)
         bv = b(var)
         if var in st.defined:
             if self.kinds.get(var) in ("a", "f"):
@@ -116,6 +120,7 @@ class ReverseEmitter:
         self.read(s, "pre", var)
         for v in ir.operand_vars(idx):
             self.read(s, "pre", v)
+        st.zero.discard(var)
         if var in st.defined:
             out.append(T.Line(f"{bv} = _rt.acc_getitem({bv}, {var}, {it}, {b(s.target)})", o))
         else:
@@ -253,6 +258,9 @@ class ReverseEmitter:
         o = s.origin
         body = []
         st.defined.discard(t)
+        maybe_zero = t in st.zero
+        st.zero.discard(t)
+        defined_before, zero_before = set(st.defined), set(st.zero)
         v = s.value
         if not isinstance(v, ir.Call):
             self.contribute(v, b(t), o, body, st)
@@ -264,6 +272,13 @@ class ReverseEmitter:
             self.rev_dynamic(s, v, st, body)
         if not body:
             return []
+        if maybe_zero:
+            # the output's adjoint may be the 0.0 filled in where branches joined: then every
+            # contribution is zero, and helpers that reshape or index their g must not see it
+            newly = sorted(st.defined - defined_before)
+            body = [T.Nest(f"if not _rt.is_zero({b(t)}):", o, body,
+                           [T.Line(f"{b(x)} = 0.0", o) for x in newly] or None)]
+            st.zero |= set(newly) | (zero_before & defined_before)
         return [T.Hook(id(s), "pops", o)] + body
 
     def rev_primitive(self, s, call, st, out):
@@ -409,10 +424,13 @@ class ReverseEmitter:
         branches.append((-1, else_lines))
         states.append(se)
         union = set().union(*(x.defined for x in states))
+        zero = set().union(*(x.zero for x in states))
         for (k, lines), sk in zip(branches, states):
             for v in sorted(union - sk.defined):
                 lines.append(T.Line(f"{b(v)} = 0.0", o))
+                zero.add(v)
         st.defined = union
+        st.zero = zero
         # the try body: statement k ran to its end only if progress passed it
         body_items = []
         prog = None
@@ -432,6 +450,7 @@ class ReverseEmitter:
             lines = (lines or []) + [T.Line(f"{b(v)} = 0.0", o) for v in sorted(consumed)]
             not_run = [T.Line(f"{b(v)} = 0.0", o) for v in sorted(newly)]
             st.defined |= before
+            st.zero |= newly | consumed
             if isinstance(stmt, (ir.If, ir.For, ir.While, ir.With, ir.Try)):
                 partial = [T.Line(f"_rt.partial_compound({self.consts.name_for(stmt.origin)})", o)]
             else:
@@ -497,6 +516,7 @@ class ReverseEmitter:
             A.append(T.Line(f"{b(v)} = 0.0", s.origin))
         for v in sorted(sa.defined - sb.defined):
             B.append(T.Line(f"{b(v)} = 0.0", s.origin))
+        st.zero = sa.zero | sb.zero | (sa.defined ^ sb.defined)
         st.defined = sa.defined | sb.defined
         test = T.operand_text(s.test, self.consts)
         self.read(s, "pre", s.test)
@@ -523,7 +543,7 @@ class ReverseEmitter:
                    if v not in defs or upward_exposed(body, v) or v in st.defined}
         entry = set(st.defined)
         init = [T.Line(f"{b(v)} = 0.0", s.origin) for v in sorted(carried - entry)]
-        st_body = _State(entry | carried)
+        st_body = _State(entry | carried, st.zero | (carried - entry))
         if isinstance(s, ir.For):
             self.provided.append(s.target)
         try:
@@ -534,6 +554,8 @@ class ReverseEmitter:
         if not inner:
             return []
         inner += [T.Line(f"{b(v)} = 0.0", s.origin) for v in sorted(carried - st_body.defined)]
+        # after any number of trips (none included) a carried adjoint may still be a filled zero
+        st.zero |= st_body.zero | (carried - entry) | (carried - st_body.defined)
         st.defined = entry | carried
         o = s.origin
         if isinstance(s, ir.For):

@@ -7,6 +7,7 @@ gradient of a real loss w.r.t. a complex ``z`` is dL/dRe z + i dL/dIm z, so a ho
 has adjoint ``g * conj(f'(z))``.
 """
 import builtins
+import functools
 import math
 import numbers
 
@@ -1784,7 +1785,11 @@ def var_tangent(t, a, axis=None, ddof=0, keepdims=False):
 
 
 def std_tangent(t, ans, a, axis=None, ddof=0, keepdims=False):
-    return var_tangent(t, a, axis, ddof, keepdims) / (2 * ans)
+    """Tangent of std; 0 where the standard deviation is 0 (as the adjoint, see ``std``)."""
+    m = xp(a)
+    ans_ = asarray(ans, like=asarray(a))
+    safe = m.where(ans_ == 0, 1, ans_)
+    return m.where(ans_ == 0, 0, var_tangent(t, a, axis, ddof, keepdims) / (2 * safe))
 
 
 def norm_tangent(t, ans, x, ord=None, axis=None, keepdims=False, vector=False):
@@ -2800,3 +2805,35 @@ def select_tangent(t, condlist, choicelist, which):
         return m.where(taken, 0 * t, t)
     ts = tangent_list(t, choicelist)
     return xp(*ts).select(list(condlist), ts, default=0)
+
+
+# -- a zero adjoint in, a zero adjoint out ---------------------------------------------------------
+# Adjoints are linear in the incoming adjoint ``g`` and tangents in ``t``.  Generated code uses 0.0
+# as the zero of every kind (where branches join, an adjoint that one side did not produce is 0.0),
+# and such a zero can reach a helper that reshapes or indexes ``g``.  Every public helper whose
+# first parameter is ``g`` or ``t`` therefore answers 0.0 for it without running.
+_NOT_LINEAR_ENTRY = {"is_zero", "like", "expand", "full_like", "tmap_zero", "tangent_list"}
+
+
+def _zero_passes_through(fn):
+    @functools.wraps(fn)
+    def helper(g, *args, **kwargs):
+        if type(g) is float and g == 0.0 or g is None:
+            return 0.0
+        return fn(g, *args, **kwargs)
+    return helper
+
+
+def _wrap_linear_helpers():
+    import inspect
+    mod = globals()
+    for name, fn in list(mod.items()):
+        if name.startswith("_") or name in _NOT_LINEAR_ENTRY or not inspect.isfunction(fn) or \
+                fn.__module__ != __name__:
+            continue
+        params = list(inspect.signature(fn).parameters)
+        if params and params[0] in ("g", "t"):
+            mod[name] = _zero_passes_through(fn)
+
+
+_wrap_linear_helpers()

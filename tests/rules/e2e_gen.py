@@ -122,12 +122,16 @@ def _float_literal(v):
     return repr(v)
 
 
-def generate(case, args, kwargs, tag, loop=False):
+def generate(case, args, kwargs, tag, loop=False, join=False):
     """(source, parameter values, globals) of a function named ``case_<tag>`` calling the case.
 
     ``loop=True``: the call runs twice in a ``for`` loop on scaled copies of the parameters
     (``q0 = p0 * s`` with s = 1, 0.95), and the function returns the list of both results, so
-    the rule's inputs are intermediate values saved on a loop tape, not the arguments."""
+    the rule's inputs are intermediate values saved on a loop tape, not the arguments.
+
+    ``join=True``: the result is returned only on a branch that is not taken (the function
+    returns ``p0 * 2.0``), so the reverse sweep reaches the rule with the zero adjoint that fills
+    in where the branches join."""
     g = Gen(tag, use="q" if loop else "p")
     # Keyword values that are Python floats but not arguments to differentiate (ord=np.inf, ...)
     # are still float leaves: keep ord/axis-like keywords literal.
@@ -162,6 +166,9 @@ def generate(case, args, kwargs, tag, loop=False):
         lines += [f"        q{n} = p{n} * s" for n in range(len(g.params))]
         lines += [f"        r = {call}", f"        outs.append({post}(r))" if post else
                   "        outs.append(r)", "    return outs[0], outs[1]"]
+    elif join:
+        lines += [f"    r = {call}", "    if p0 is None:", f"        return {post}(r)" if post else
+                  "        return r", "    return p0 * 2.0"]
     elif post is not None:
         lines += [f"    r = {call}", f"    return {post}(r)"]
     else:

@@ -10,7 +10,9 @@ Variants per case:
 * ``loop`` the call twice in a ``for`` loop on scaled intermediates, both results returned;
 * ``f32``  float32 inputs: every float32 argument gets a float32 gradient of the right shape,
            close to the float64 gradient for the same cotangent;
-* ``fwd``  forward mode (jvp against central differences), for the rules in ``FWD_RULES``.
+* ``fwd``  forward mode (jvp against central differences), for the rules in ``FWD_RULES``;
+* ``join`` the result returned only on a branch not taken: the rule's adjoint runs on the zero
+           that fills in where the branches join (it must not fail on it).
 
 The direct dot-product test of the rule templates is tests/rules/test_numpy_rules.py; this file
 adds what only the pipeline does: binding of literals and keywords at call sites, list / tuple
@@ -87,7 +89,7 @@ FWD_RULES = {np.average, np.nansum, np.nanmean, np.nanmax, np.nanmin, np.median,
 
 PARAMS = []
 for (table, case), cid in zip(ALL, IDS):
-    variants = ["f8", "loop"]
+    variants = ["f8", "loop", "join"]
     if not case.method and case.fn in FWD_RULES:
         variants.append("fwd")
     if case.cplx:
@@ -111,7 +113,8 @@ def _build(case, cid, variant, gendir):
     rng = np.random.default_rng(zlib.crc32(f"{cid}-{variant}".encode()))
     args, kwargs = case.make(rng, complex) if variant == "c16" else case.make(rng)
     tag = f"{zlib.crc32((cid + variant).encode()):x}"
-    src, vals, glb = e2e_gen.generate(case, args, kwargs, tag, loop=variant == "loop")
+    src, vals, glb = e2e_gen.generate(case, args, kwargs, tag, loop=variant == "loop",
+                                      join=variant == "join")
     mod = e2e_gen.load([src], glb, gendir, stem=f"e2e_{tag}")
     return getattr(mod, f"case_{tag}"), vals, src
 
@@ -119,12 +122,14 @@ def _build(case, cid, variant, gendir):
 @pytest.mark.parametrize("case,cid,variant", PARAMS)
 def test_e2e(case, cid, variant, gendir):
     f, vals, src = _build(case, cid, variant, gendir)
+    if variant == "join" and not all(np.all(np.isfinite(v)) for v in leaves(vals)):
+        pytest.skip("inputs with nan/inf: the other branch's differences would be nan")
     if variant == "f32":
         _check_f32(f, vals, case, src)
         return
     try:
         check_grads(f, vals, eps=case.eps, rtol=max(1e-5, case.rtol), n_dirs=2,
-                    modes=("fwd",) if variant == "fwd" else ("rev",))
+                    modes=("fwd",) if variant == "fwd" else ("rev", "fwd") if variant == "join" else ("rev",))
     except AssertionError as e:
         raise AssertionError(f"{e}\n--- generated user code ---\n{src}") from None
 
