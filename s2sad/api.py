@@ -224,8 +224,11 @@ def _locate(e):
     """Give an S2SADError raised at run time (no origin yet) the user's line it came from."""
     origin = _user_origin(e)
     if origin is not None and e.args:
-        e.origin = origin
-        e.args = (f"{origin.where()}: {e.args[0]}\n    {origin.text}",) + tuple(e.args[1:])
+        if hasattr(e, "message"):
+            e.locate(origin)
+        else:
+            e.origin = origin
+            e.args = (f"{origin.where()}: {e.args[0]}\n    {origin.text}",) + tuple(e.args[1:])
 
 
 def _annotate(e):

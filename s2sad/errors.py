@@ -8,16 +8,23 @@ class S2SADError(Exception):
     """Base class of every error s2sad raises on purpose."""
 
     def __init__(self, message, origin=None, fix=None):
-        self.origin = origin
+        self.message = message
         self.fix = fix
-        text = message
+        self.origin = None
+        super().__init__(message)
+        self.locate(origin)
+
+    def locate(self, origin):
+        """Name the user's file and line (known only later for errors raised at run time)."""
+        self.origin = origin
+        text = self.message
         if origin is not None:
-            text = f"{origin.where()}: {message}"
+            text = f"{origin.where()}: {text}"
             if getattr(origin, "text", None):
                 text += f"\n    {origin.text.strip()}"
-        if fix:
-            text += f"\nFix: {fix}"
-        super().__init__(text)
+        if self.fix:
+            text += f"\nFix: {self.fix}"
+        self.args = (text,) + tuple(self.args[1:])
 
 
 class UnsupportedSyntaxError(S2SADError):

@@ -758,10 +758,24 @@ _IN_PLACE_METHODS = {"sort", "reverse", "popitem", "update", "setdefault", "remo
                      "__setitem__", "__delitem__", "__iadd__"}
 
 
+def refuse_vectorize(fn, args, kwargs):
+    """``np.vectorize(f)`` calls ``f`` element by element from inside NumPy, where s2sad cannot
+    follow it: refuse when values that carry a derivative go in."""
+    if isinstance(fn, np.vectorize) and (any(differentiable(a) for a in args) or
+                                         any(differentiable(v) for v in kwargs.values())):
+        from .errors import OpaqueCalleeError
+        raise OpaqueCalleeError(
+            "np.vectorize(...) calls its function element by element from inside NumPy, so s2sad "
+            "cannot follow the values that carry a derivative through it",
+            fix="call the function on the arrays directly (NumPy operations broadcast), or loop "
+                "over the elements in your own code")
+
+
 def call(fn, *args, **kwargs):
     """Run a call whose callee is only known now; returns (value, record for :func:`pull`)."""
     import functools
     import inspect
+    refuse_vectorize(fn, args, kwargs)
     self_ = getattr(fn, "__self__", None)
     if type(self_) in (list, dict) and getattr(fn, "__name__", None) in _IN_PLACE_METHODS and \
             (differentiable(self_) or any(differentiable(a) for a in args + tuple(kwargs.values()))):
@@ -1182,7 +1196,19 @@ def _rule_skeleton(fn):
 
 
 def check_opaque(value, site):
-    """Raise if an opaque callee (no source, no rule) produced a differentiable value."""
+    """Raise if an opaque callee (no source, no rule), called with values that carry a
+    derivative, produced a differentiable value or an iterator (whose values s2sad cannot see:
+    ``itertools.chain(xs, ys)``...)."""
+    if hasattr(value, "__next__") and hasattr(value, "__iter__") and not isinstance(value, (str, bytes)):
+        from .errors import OpaqueCalleeError
+        fn = getattr(site.call.fn, "obj", None)
+        qual = getattr(fn, "__qualname__", None) or repr(fn)
+        name = _ufunc_method(fn) or f"{getattr(fn, '__module__', None) or ''}.{qual}".lstrip(".")
+        raise OpaqueCalleeError(
+            f"{name} returned an iterator over values that carry a derivative; s2sad cannot follow "
+            f"the values an iterator without Python source yields", origin=site.origin,
+            fix="build the values with a loop or a comprehension instead (map, filter, zip, "
+                "enumerate, functools.reduce, itertools.accumulate and itertools.chain are followed)")
     if differentiable(value):
         from .errors import OpaqueCalleeError
         call = site.call

@@ -870,6 +870,7 @@ def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None, _bound=False
     ``ftan`` the callee's own tangent (a closure over data that carries one)."""
     kwargs = kwargs or {}
     tkwargs = tkwargs or {}
+    runtime.refuse_vectorize(fn, args, kwargs)
     self_ = getattr(fn, "__self__", None)
     if isinstance(self_, runtime.DerivedStub) or fn is runtime.DerivedStub.bwd:
         return _jvp_stub(fn, args, targs)

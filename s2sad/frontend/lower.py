@@ -6,6 +6,7 @@ Every operation becomes a call site: operators call :mod:`operator` functions, `
 loops over sequences become loops over ``range`` with an explicit read of the element.
 """
 import functools
+import itertools
 import operator
 import types
 
@@ -766,6 +767,13 @@ class Lowerer:
         if chain0 is not None and chain0[0] is functools.reduce and not node.keywords \
                 and len(node.args) in (2, 3):
             return self.reduce_call(node, o, target)
+        callee0 = chain0[0] if chain0 is not None else self.src.resolve(f.id) \
+            if isinstance(f, gast.Name) and f.id not in self.locals else None
+        if callee0 is itertools.accumulate and 1 <= len(node.args) <= 2 and \
+                all(k.arg in ("func", "initial") for k in node.keywords):
+            return self.accumulate_call(node, o, target)
+        if callee0 is itertools.chain and not node.keywords:
+            return self.chain_call(node, o, target)
         chain = self._static_chain(f) if isinstance(f, gast.Attribute) else None
         if isinstance(f, gast.Name) and f.id not in self.locals:
             callee = ir.Static(self.free(f.id, f), f.id)
@@ -993,6 +1001,61 @@ class Lowerer:
                                                                    [result, name]), o)], [], o))
         self.for_loop(gast.Name(id=name, ctx=gast.Store(), annotation=None, type_comment=None),
                       node.args[1], body, o)
+        return result
+
+    def chain_call(self, node, o, target=None):
+        """``itertools.chain(a, b, ...)`` -> the list of the items of a, then of b..."""
+        result = target or self.tmp()
+        self.emit(ir.Assign(result, ir.Call(ir.Static(runtime.build_list, "build_list"), []), o))
+        for it in node.args:
+            name = self.tmp()
+            self.locals.add(name)
+
+            def body(name=name):
+                self.emit(ir.Mutate(None, result, ir.Call(ir.Method("append"), [result, name]), o))
+            self.for_loop(gast.Name(id=name, ctx=gast.Store(), annotation=None, type_comment=None),
+                          it, body, o)
+        return result
+
+    def accumulate_call(self, node, o, target=None):
+        """``itertools.accumulate(xs, f, initial=v)`` -> the list of running values:
+        ``acc = v`` (or the first x), then ``acc = f(acc, x)`` for each further x."""
+        kw = {k.arg: k.value for k in node.keywords}
+        fn_node = node.args[1] if len(node.args) == 2 else kw.get("func")
+        fn = self.expr(fn_node) if fn_node is not None and \
+            not (isinstance(fn_node, gast.Constant) and fn_node.value is None) else None
+        result = target or self.tmp()
+        self.emit(ir.Assign(result, ir.Call(ir.Static(runtime.build_list, "build_list"), []), o))
+        acc, first, name = self.tmp(), self.tmp(), self.tmp()
+        for v in (acc, first, name):
+            self.locals.add(v)
+
+        def combine():
+            if fn is None:
+                return ir.Call(ir.Static(operator.add, "+"), [acc, name])
+            return self._make_call(fn, [acc, name])
+        initial = kw.get("initial")
+        if initial is not None and not (isinstance(initial, gast.Constant) and initial.value is None):
+            self.expr(initial, target=acc)
+            self.emit(ir.Mutate(None, result, ir.Call(ir.Method("append"), [result, acc]), o))
+
+            def body():
+                self._call(combine(), acc, o)
+                self.emit(ir.Mutate(None, result, ir.Call(ir.Method("append"), [result, acc]), o))
+        else:
+            self.emit(ir.Assign(first, ir.Const(True), o))
+
+            def body():
+                saved, self.block = self.block, []
+                self.emit(ir.Assign(acc, name, o))
+                self.emit(ir.Assign(first, ir.Const(False), o))
+                then, self.block = self.block, []
+                self._call(combine(), acc, o)
+                other, self.block = self.block, saved
+                self.emit(ir.If(first, then, other, o))
+                self.emit(ir.Mutate(None, result, ir.Call(ir.Method("append"), [result, acc]), o))
+        self.for_loop(gast.Name(id=name, ctx=gast.Store(), annotation=None, type_comment=None),
+                      node.args[0], body, o)
         return result
 
     def reduce_call(self, node, o, target=None):

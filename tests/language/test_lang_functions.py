@@ -274,3 +274,65 @@ def test_partial_binds_active_value():
     ga, gb = s2sad.grad(partial_bound_active, wrt=(0, 1))(1.5, 0.4)
     assert_close(ga, 2 * (2.0 * 1.5 - 0.4) * 2.0 + 2 * (0.5 * 1.5 - 0.4) * 0.5)
     assert_close(gb, -2 * (2.0 * 1.5 - 0.4) - 2 * (0.5 * 1.5 - 0.4))
+
+
+# == case: itertools_accumulate_and_chain
+import itertools                                   # noqa: E402
+from itertools import accumulate                   # noqa: E402
+
+
+def running_products(xs):
+    return sum(v * v for v in itertools.accumulate(xs, lambda a, b: a * b + 0.1))
+
+
+def running_sums_from(xs, start):
+    return sum(accumulate(xs, initial=start)) + list(itertools.accumulate(xs))[-1] ** 2
+
+
+def chained_inputs(xs, ys):
+    return sum(math.sin(v) for v in itertools.chain(xs, [2.0], ys))
+
+
+def running_max_arrays(x):
+    rows = list(itertools.accumulate([x[0], x[1], x[2]], np.maximum))
+    return float(np.sum(rows[-1] * rows[1]))
+
+
+def test_itertools_accumulate_and_chain():
+    xs, ys = [0.3, -0.7, 1.1, 0.4], [0.5, -0.2]
+    check_grads(running_products, (xs,))
+    check_grads(running_sums_from, (xs, 0.6), wrt=(0, 1))
+    check_grads(chained_inputs, (xs, ys), wrt=(0, 1))
+    check_grads(running_max_arrays, (rng(5).standard_normal((3, 4)),))
+    assert_close(s2sad.grad(running_sums_from, wrt=1)(xs, 0.6), 5.0)
+
+
+def first_two(xs):
+    return sum(itertools.islice(xs, 2))
+
+
+def test_iterator_without_source_is_refused():
+    """An iterator made by a callee without Python source yields values s2sad cannot see: a
+    clear error, never a silent zero gradient."""
+    import pytest
+    with pytest.raises(s2sad.errors.OpaqueCalleeError, match=r"itertools.islice returned an "
+                                                             r"iterator"):
+        s2sad.grad(first_two)([0.3, 0.5, 0.7])
+
+
+def vectorized_square(x):
+    sq = np.vectorize(lambda v: v * v)
+    return np.sum(sq(x))
+
+
+def test_np_vectorize_is_refused_in_both_modes():
+    import pytest
+    x = np.array([0.5, 1.5])
+    for run in (lambda: s2sad.grad(vectorized_square)(x),
+                lambda: s2sad.jvp(vectorized_square, (x,), (np.ones(2),))):
+        with pytest.raises(s2sad.errors.OpaqueCalleeError) as ei:
+            run()
+        msg = str(ei.value)
+        assert "test_lang_functions.py" in msg and "np.vectorize" in msg
+        # the user's line comes before the fix
+        assert msg.index("return np.sum(sq(x))") < msg.index("Fix:")
