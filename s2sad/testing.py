@@ -25,7 +25,7 @@ outputs :func:`s2sad.grad` is checked as well (with ``w = 1``).
 Conventions:
 
 * Arguments and outputs may be floats, complex numbers, NumPy arrays, or *pytrees* of them
-  (tuples, lists and dicts, nested).  Integers, booleans, strings and integer arrays are not
+  (tuples, lists, dicts and dataclass instances, nested).  Integers, booleans, strings and integer arrays are not
   perturbed: they carry no derivative.
 * Complex values are pairs of reals.  The gradient of a real loss ``L`` with respect to a complex
   ``z`` is ``dL/dRe z + i dL/dIm z``, and the inner product used above is ``Re sum(conj(a) * b)``.
@@ -40,8 +40,24 @@ __all__ = ["check_grads", "numerical_grad"]
 
 
 # -- pytrees ----------------------------------------------------------------------------------
+class _Attr:
+    """A path step into a dataclass field (its gradient is the same dataclass, or a dict)."""
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f".{self.name}"
+
+
+def _is_dataclass_value(x):
+    import dataclasses
+    return dataclasses.is_dataclass(x) and not isinstance(x, type)
+
+
 def _is_container(x):
-    return isinstance(x, (tuple, list, dict))
+    return isinstance(x, (tuple, list, dict)) or _is_dataclass_value(x)
 
 
 def _is_float_leaf(x):
@@ -64,6 +80,10 @@ def _leaves(x, path=()):
     elif isinstance(x, (tuple, list)):
         for i, v in enumerate(x):
             yield from _leaves(v, path + (i,))
+    elif _is_dataclass_value(x):
+        import dataclasses
+        for fld in dataclasses.fields(x):
+            yield from _leaves(getattr(x, fld.name), path + (_Attr(fld.name),))
     else:
         yield path, x
 
@@ -74,7 +94,10 @@ def _get(x, path):
             return None
         if isinstance(x, (float, int)) and not isinstance(x, bool) and x == 0:
             return None             # a zero adjoint standing for a whole container
-        x = x[p]
+        if isinstance(p, _Attr):
+            x = x.get(p.name) if isinstance(x, dict) else getattr(x, p.name, None)
+        else:
+            x = x[p]
     return x
 
 
@@ -83,6 +106,11 @@ def _replace(x, path, new):
     if not path:
         return new
     head, rest = path[0], path[1:]
+    if isinstance(head, _Attr):
+        if isinstance(x, dict):                 # an object's tangent: a dict of attribute tangents
+            return {**x, head.name: _replace(x.get(head.name), rest, new)}
+        import dataclasses
+        return dataclasses.replace(x, **{head.name: _replace(getattr(x, head.name), rest, new)})
     if isinstance(x, dict):
         out = dict(x)
         out[head] = _replace(x[head], rest, new)
@@ -95,7 +123,7 @@ def _replace(x, path, new):
 
 
 def _path_str(path):
-    return "".join(f"[{p!r}]" for p in path)
+    return "".join(repr(p) if isinstance(p, _Attr) else f"[{p!r}]" for p in path)
 
 
 # -- random values and inner products ---------------------------------------------------------
@@ -353,6 +381,9 @@ def _check_rev(f, args, positions, single, *, eps, rtol, atol, rng, n_dirs):
 def _zero_tangent(x):
     if isinstance(x, dict):
         return {k: _zero_tangent(v) for k, v in x.items()}
+    if _is_dataclass_value(x):                  # forward mode takes an object's tangent as a dict
+        import dataclasses
+        return {f.name: _zero_tangent(getattr(x, f.name)) for f in dataclasses.fields(x)}
     if isinstance(x, (tuple, list)):
         items = [_zero_tangent(v) for v in x]
         if isinstance(x, tuple):
