@@ -1,6 +1,7 @@
 """Source retrieval and namespace resolution for a user's function."""
 import builtins
 import inspect
+import keyword
 import linecache
 import textwrap
 
@@ -128,11 +129,49 @@ def get_function(obj):
             continue
         break
     if not inspect.isfunction(obj):
+        wrapper = primitive_function(obj)
+        if wrapper is not None:
+            return wrapper
         raise SourceUnavailableError(
             f"{obj!r} is not a Python function with source code (it is a {type(obj).__name__})",
             fix="differentiate a function defined with `def` in a .py file, or declare a rule for "
                 "this callee with s2sad.defrule(...)")
     return obj
+
+
+_PRIMITIVES = {}
+
+
+def primitive_function(fn):
+    """For a callee with a derivative rule but no Python source (``np.sin``, ``sp.expit``), a
+    one-line Python function that calls it, so that ``grad(np.sin)`` works like ``grad(f)``.
+    Its parameters are the rule's required positional ones; its source lives in ``linecache``."""
+    from ..rules.registry import lookup, _key
+    try:
+        rule = lookup(fn)
+    except TypeError:
+        return None
+    if rule is None or rule.zero:
+        return None
+    key = _key(fn)
+    made = _PRIMITIVES.get(key)
+    if made is not None:
+        return made
+    params = [p.name for p in rule.signature.parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    if not params:
+        return None
+    import linecache
+    ident = "".join(c if c.isalnum() else "_" for c in rule.name.split(".")[-1]) or "primitive"
+    if not ident.isidentifier() or keyword.iskeyword(ident):
+        ident = f"{ident}_"
+    filename = f"<s2sad primitive {rule.name}>"
+    src = f"def {ident}({', '.join(params)}):\n    return _callee({', '.join(params)})\n"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    ns = {"_callee": fn, "__name__": "s2sad.primitives"}
+    exec(compile(src, filename, "exec"), ns)
+    made = _PRIMITIVES[key] = ns[ident]
+    return made
 
 
 def _parse(fn):

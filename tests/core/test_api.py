@@ -172,3 +172,19 @@ def test_gradient_dtype_follows_the_input(dtype):
     g = s2sad.grad(loss)(W, x, y)
     assert g.dtype == dtype
     np.testing.assert_allclose(g, grad_W(W, x, y), rtol=1e-4 if dtype == np.float32 else 1e-12)
+
+
+def test_grad_of_a_primitive_with_a_rule():
+    """Callees without Python source but with a rule (np.sin, math.exp, scipy's expit...) can be
+    differentiated directly, in both modes and twice."""
+    import math
+    import scipy.special as sp
+    assert abs(s2sad.grad(np.sin)(1.0) - math.cos(1.0)) < 1e-12
+    assert abs(s2sad.grad(math.exp)(0.5) - math.exp(0.5)) < 1e-12
+    assert abs(s2sad.grad(sp.expit)(0.3) - sp.expit(0.3) * (1 - sp.expit(0.3))) < 1e-12
+    v, (gy, gx) = s2sad.value_and_grad(np.arctan2, wrt=(0, 1))(1.0, 2.0)
+    assert abs(gy - 0.4) < 1e-12 and abs(gx + 0.2) < 1e-12
+    assert abs(s2sad.jvp(np.exp, (1.0,), (1.0,))[1] - math.e) < 1e-12
+    assert abs(s2sad.grad(s2sad.grad(np.sin))(1.0) + math.sin(1.0)) < 1e-12
+    with pytest.raises(s2sad.errors.SourceUnavailableError):
+        s2sad.grad(np.floor)(1.0)             # no derivative: still a clear error
