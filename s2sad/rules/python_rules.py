@@ -98,6 +98,10 @@ defzero(math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite
 defrule(builtins.sum, "iterable, /, start=0",
         vjp={"iterable": "_rt.sum_adjoint(g, iterable)", "start": f"{ub}(g, start)"},
         jvp={"iterable": "_fw.sum_tangent(t, iterable, ans)", "start": "_fw.bcast(t, ans)"}, kind="any")
+defrule(math.fsum, "seq, /", vjp={"seq": "_rt.sum_adjoint(g, seq)"},
+        jvp={"seq": "float(_fw.sum_tangent(t, seq, ans))"}, **F)
+defrule(math.ldexp, "x, i, /", vjp={"x": "g * math.ldexp(1.0, i)"}, jvp={"x": "t * math.ldexp(1.0, i)"},
+        constant=("i",), **F)
 
 # -- array attributes --------------------------------------------------------------------------------
 # .T / .mT belong to the permute family: on CuPy arrays their adjoints run as the permute kernel

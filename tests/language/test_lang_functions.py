@@ -336,3 +336,13 @@ def test_np_vectorize_is_refused_in_both_modes():
         assert "test_lang_functions.py" in msg and "np.vectorize" in msg
         # the user's line comes before the fix
         assert msg.index("return np.sum(sq(x))") < msg.index("Fix:")
+
+
+# == case: math_fsum_ldexp
+def fsum_ldexp(xs, y):
+    return math.fsum([v * v for v in xs]) + math.ldexp(y, 3) * math.fsum(xs)
+
+
+def test_math_fsum_and_ldexp():
+    check_grads(fsum_ldexp, ([0.3, -1.2, 0.7], 0.4), wrt=(0, 1))
+    assert_close(s2sad.grad(fsum_ldexp, wrt=1)([0.3, -1.2, 0.7], 0.4), 8 * (0.3 - 1.2 + 0.7))
