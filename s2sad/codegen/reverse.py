@@ -308,6 +308,16 @@ class ReverseEmitter:
                 if rule.fn is _operator.getitem and v in self.index_only and p == "obj":
                     self.contribute_getitem(v, bound["idx"], s, o, out, st)
                     continue
+                same = [q for q in rule.differentiable if bound.get(q) == v]
+                if len(same) > 1:
+                    # one variable in several parameters (x * x): one line for all of them
+                    if p != same[0]:
+                        continue
+                    texts = [self.template_text(rule, q, s, bound, t) for q in same]
+                    expr = f"{len(texts)} * ({texts[0]})" if len(set(texts)) == 1 else \
+                        " + ".join(f"({x})" for x in texts)
+                    self.contribute(v, expr, o, out, st)
+                    continue
                 self.contribute(v, self.template_text(rule, p, s, bound, t), o, out, st)
 
     def rev_derived(self, s, call, st, out):
