@@ -88,6 +88,12 @@ def _use_rule(call, rule, origin):
 def _result_kind(call, kinds):
     cls, rule = call.cls, call.rule
     arg_kinds = [operand_kind(a, kinds) for a in call.args]
+    if call.info.get("operator"):
+        # u + v on such objects is (most likely) one of them again; a[i] is anything
+        return "?" if call.fn.obj is operator.getitem else "o"
+    if cls == "dynamic" and isinstance(call.fn, ir.Static) and isinstance(call.fn.obj, type) and \
+            runtime.class_has_operators(call.fn.obj):
+        return "o"                      # a constructor of such a class
     if cls == "primitive":
         k = rule.kind
         if k == "same":
@@ -112,6 +118,14 @@ def _result_kind(call, kinds):
     return "?"
 
 
+def _hashable(obj):
+    try:
+        hash(obj)
+        return True
+    except TypeError:
+        return False
+
+
 def classify_call(call, kinds, origin):
     fn = call.fn
     call.info = {}
@@ -122,6 +136,14 @@ def classify_call(call, kinds, origin):
             # (derived callees inside generated code are stubs: seen through at run time)
             call.cls = "dynamic"
             call.info["diff_vars"] = call.reads()
+            return
+        if _hashable(obj) and obj in runtime._DUNDERS and not call.kwargs and \
+                any(operand_kind(a, kinds) == "o" for a in call.args):
+            # an operator on an object of a class with Python __add__/__radd__/__getitem__...:
+            # the methods are differentiated at run time
+            call.cls = "dynamic"
+            call.info["diff_vars"] = call.reads()
+            call.info["operator"] = True
             return
         rule = registry.lookup(obj)
         if rule is not None:

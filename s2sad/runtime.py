@@ -5,6 +5,7 @@ Generated sweeps use ``0.0`` as the zero adjoint of a value whose adjoint has no
 its dtype); containers use tuples/lists/dicts of adjoints with ``None`` for leaves that carry none.
 """
 import functools as _functools
+import operator as _operator
 import numbers
 import types as _types
 
@@ -14,6 +15,7 @@ from .errors import ArgumentWriteError
 
 _FunctionType = _types.FunctionType
 _ModuleType = _types.ModuleType
+_BuiltinType = _types.BuiltinFunctionType
 _NDARRAY = np.ndarray
 
 
@@ -479,6 +481,8 @@ def kind_of(v):
         return "a"
     if isinstance(v, (tuple, list, dict)):
         return "c"
+    if class_has_operators(t):
+        return "o"                      # an object whose class defines __add__... in Python
     return "?"
 
 
@@ -771,11 +775,68 @@ def refuse_vectorize(fn, args, kwargs):
                 "over the elements in your own code")
 
 
+_DUNDERS = {_operator.add: ("__add__", "__radd__"), _operator.sub: ("__sub__", "__rsub__"),
+            _operator.mul: ("__mul__", "__rmul__"), _operator.truediv: ("__truediv__", "__rtruediv__"),
+            _operator.floordiv: ("__floordiv__", "__rfloordiv__"), _operator.mod: ("__mod__", "__rmod__"),
+            _operator.pow: ("__pow__", "__rpow__"), _operator.matmul: ("__matmul__", "__rmatmul__"),
+            _operator.neg: ("__neg__",), _operator.pos: ("__pos__",), abs: ("__abs__",),
+            _operator.getitem: ("__getitem__",)}
+
+
+def python_dunder(obj, name):
+    """``type(obj).name`` when it is a Python function s2sad may derive (a user class's
+    ``__add__``...), else None."""
+    f = getattr(type(obj), name, None)
+    return f if _is_python(f) else None
+
+
+_OPERATOR_CLASSES = {}
+
+
+def class_has_operators(cls):
+    """True for a user class that defines arithmetic operators or ``__getitem__`` in Python."""
+    known = _OPERATOR_CLASSES.get(cls)
+    if known is None:
+        known = _OPERATOR_CLASSES[cls] = any(
+            _is_python(getattr(cls, n, None)) for names in _DUNDERS.values() for n in names)
+    return known
+
+
+def _call_operator(fn, args):
+    """``a + b``, ``-a``... on objects of user classes: their Python ``__add__``/``__radd__``...
+    differentiated as methods; None when no such method applies."""
+    names = _DUNDERS[fn]
+    if len(names) == 1:                     # -a, abs(a), a[i]: a method of the first operand
+        m = python_dunder(args[0], names[0]) if args else None
+        if m is not None:
+            value, rec = _call_derived(m, tuple(args[1:]), {}, self_=args[0])
+            return value, ("operator", rec, 0)
+        return None
+    if len(args) != 2 or len(names) != 2:
+        return None
+    a, b = args
+    m = python_dunder(a, names[0])
+    if m is not None:
+        value, rec = _call_derived(m, (b,), {}, self_=a)
+        if value is not NotImplemented:
+            return value, ("operator", rec, 0)
+    m = python_dunder(b, names[1])
+    if m is not None:
+        value, rec = _call_derived(m, (a,), {}, self_=b)
+        if value is not NotImplemented:
+            return value, ("operator", rec, 1)
+    return None
+
+
 def call(fn, *args, **kwargs):
     """Run a call whose callee is only known now; returns (value, record for :func:`pull`)."""
     import functools
     import inspect
     refuse_vectorize(fn, args, kwargs)
+    if not kwargs and type(fn) is _BuiltinType and fn in _DUNDERS:
+        done = _call_operator(fn, args)
+        if done is not None:
+            return done
     self_ = getattr(fn, "__self__", None)
     if type(self_) in (list, dict) and getattr(fn, "__name__", None) in _IN_PLACE_METHODS and \
             (differentiable(self_) or any(differentiable(a) for a in args + tuple(kwargs.values()))):
@@ -1017,6 +1078,12 @@ def pull(rec, g, g_self=_NOTHING):
     if kind == "derived":
         d, tape, mut = rec[1], rec[2], rec[-1]
         return _derived_adjoints(rec, d.bwd(tape, (g, 0.0) if mut else g))
+    if kind == "operator":                  # a user class's __add__ / __radd__ / __neg__...
+        _, inner, reflected = rec
+        g_self, g_args, _ = pull(inner, g)
+        if not g_args:
+            return 0.0, (g_self,), {}
+        return 0.0, ((g_args[0], g_self) if reflected else (g_self, g_args[0])), {}
     if kind == "partial":
         _, inner, npart, pkw, nargs, kwnames = rec
         c, a, k = pull(inner, g)
@@ -1387,6 +1454,21 @@ def extremum_initial_adjoint(g, ans, a, initial, axis, keepdims):
     hit = (xp.asarray(a) == ans_k).any(axis=axes, keepdims=keepdims) if axes else \
         xp.asarray(a) == ans_k
     return unbroadcast(xp.where((ans == initial) & ~hit, g, 0.0), initial)
+
+
+def not_receiver(value, obj, origin):
+    """Refuse a method that changes its object and returns that same object (``return self``)
+    when its result gets a name (``c.add(a).add(b)``, ``d = c.add(a)``): changes made through the
+    second name would not reach the first one's derivative."""
+    if value is obj and not _is_array(obj) and type(obj) not in (list, dict, tuple) and \
+            differentiable(obj):
+        from .errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            f"this method changes its object and returns it (`return self`); s2sad does not follow "
+            f"changes through the second name that chaining or assigning the result gives it",
+            origin=origin,
+            fix="call such methods one per statement (`c.add(a)` then `c.add(b)`) and keep using "
+                "the object's own name")
 
 
 def no_update(rec, name, origin):

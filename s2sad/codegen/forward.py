@@ -389,7 +389,7 @@ class ForwardEmitter:
             helper = "jvp_method_update" if updates else "jvp_method"
             return (f"_fw.{helper}({self.text(r)}, {self.tangent_text(r) or 'None'}, {fn.name!r}, "
                     f"{argt}, {tant}{kw})")
-        callee = fn.text if isinstance(fn, ir.Static) else T.operand_text(fn.var, c)
+        callee = T.static_callee_text(fn, c) if isinstance(fn, ir.Static) else T.operand_text(fn.var, c)
         ftan = self.closure_tangent(call)
         if ftan is not None:                                             # a closure over active data
             if not kw:
@@ -871,6 +871,10 @@ def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None, _bound=False
     kwargs = kwargs or {}
     tkwargs = tkwargs or {}
     runtime.refuse_vectorize(fn, args, kwargs)
+    if not kwargs and type(fn) is types.BuiltinFunctionType and fn in runtime._DUNDERS:
+        done = _jvp_operator(fn, args, targs)
+        if done is not None:
+            return done
     self_ = getattr(fn, "__self__", None)
     if isinstance(self_, runtime.DerivedStub) or fn is runtime.DerivedStub.bwd:
         return _jvp_stub(fn, args, targs)
@@ -912,6 +916,35 @@ def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None, _bound=False
             [(tkwargs.get(k), v) for k, v in kwargs.items()]):
         raise OpaqueCalleeError(runtime._opaque_message(fn), fix=runtime._rule_skeleton(fn))
     return value, zeros_like(value)
+
+
+def _jvp_operator(fn, args, targs):
+    """``a + b``, ``-a``, ``a[i]`` on objects of user classes: their Python ``__add__`` /
+    ``__radd__``... in forward mode; None when no such method applies."""
+    names = runtime._DUNDERS[fn]
+    targs = tuple(targs) + (None,) * (len(args) - len(targs))
+
+    def obj_t(t):
+        return t if isinstance(t, dict) else None
+    if len(names) == 1:
+        m = runtime.python_dunder(args[0], names[0]) if args else None
+        if m is None:
+            return None
+        return _jvp_python(m, tuple(args), (obj_t(targs[0]),) + tuple(targs[1:]))
+    if len(args) != 2:
+        return None
+    a, b = args
+    m = runtime.python_dunder(a, names[0])
+    if m is not None:
+        value, t = _jvp_python(m, (a, b), (obj_t(targs[0]), targs[1]))
+        if value is not NotImplemented:
+            return value, t
+    m = runtime.python_dunder(b, names[1])
+    if m is not None:
+        value, t = _jvp_python(m, (b, a), (obj_t(targs[1]), targs[0]))
+        if value is not NotImplemented:
+            return value, t
+    return None
 
 
 def _jvp_construct(cls, args, targs, kwargs, tkwargs):

@@ -827,7 +827,7 @@ class ReverseEmitter:
                 callee = f"{T.operand_text(call.args[0], c)}.{fn.name}"
                 args = call.args[1:]
             elif isinstance(fn, ir.Static):
-                callee = fn.text
+                callee = T.static_callee_text(fn, c)
                 args = call.args
             else:
                 callee = T.operand_text(fn.var, c)
@@ -840,12 +840,36 @@ class ReverseEmitter:
             if arg:
                 site = self.consts.name_for(o)
                 line.append(T.Line(f"_rt.no_update({rec}, {arg!r}, {site})", o))
+            if isinstance(fn, ir.Method) and call.info.get("mutates") and target != "_" and \
+                    target in self.varied and target in self.changed_objects():
+                site = self.consts.name_for(o)
+                line.append(T.Line(f"_rt.not_receiver({target}, {T.operand_text(call.args[0], c)}, "
+                                   f"{site})", o))
             return line
         line = [T.Line(f"{target} = {T.call_text(call, c)}", o)]
         if cls == "opaque" and call.info.get("varied_args"):
             site = self.consts.name_for(_OpaqueSite(call, o))
             line.append(T.Line(f"_rt.check_opaque({target}, {site})", o))
         return line
+
+    def changed_objects(self):
+        """Variables some statement may change in place: receivers of method calls that may
+        update their object, objects written into, arguments of calls into user code."""
+        found = getattr(self, "_changed", None)
+        if found is None:
+            found = set()
+            for st in ir.walk(self.fn.body):
+                if isinstance(st, ir.SetItem) and isinstance(st.obj, str):
+                    found.add(st.obj)
+                call = st.value if isinstance(st, ir.Assign) else \
+                    st.call if isinstance(st, (ir.ExprStmt, ir.Mutate)) else None
+                if isinstance(call, ir.Call) and getattr(call, "info", None) is not None:
+                    if call.info.get("mutates"):
+                        found.add(call.info["mutates"])
+                    if getattr(call, "cls", None) in ("dynamic", "derived"):
+                        found.update(a for a in call.args if isinstance(a, str))
+            self._changed = found
+        return found
 
     def tape_text(self):
         names = self.tape_names()

@@ -40,6 +40,20 @@ class Consts:
         return self.by_id[key]
 
 
+def static_callee_text(fn, consts):
+    """How generated code names a static callee it passes as a value (``_rt.call(f, ...)``): its
+    own text when that is a dotted name, ``operator.add`` for an operator, else a constant."""
+    text = fn.text or ""
+    if text and all(part.isidentifier() for part in text.split(".")):
+        return text
+    import operator
+    name = getattr(fn.obj, "__name__", "")
+    if getattr(operator, name, None) is fn.obj:
+        consts.namespace["operator"] = operator
+        return f"operator.{name}"
+    return consts.name_for(fn.obj)
+
+
 def const_text(c, consts):
     if c.text is not None:
         return c.text

@@ -283,3 +283,88 @@ def act_loss(x, beta, scale):
 def test_inheritance_and_super():
     r = rng(37)
     check_grads(act_loss, (r.standard_normal(5), 1.3, 0.7), wrt=(0, 1, 2))
+
+
+# == case: operator_overloading
+class Vec2:
+    """A small vector type with Python operators (the way physics code is often written)."""
+
+    def __init__(self, x, y):
+        self.x = x
+        self.y = y
+
+    def __add__(self, o):
+        return Vec2(self.x + o.x, self.y + o.y)
+
+    def __sub__(self, o):
+        return Vec2(self.x - o.x, self.y - o.y)
+
+    def __mul__(self, s):
+        return Vec2(self.x * s, self.y * s)
+
+    __rmul__ = __mul__
+
+    def __neg__(self):
+        return Vec2(-self.x, -self.y)
+
+    def __getitem__(self, i):
+        return self.x if i == 0 else self.y
+
+    def dot(self, o):
+        return self.x * o.x + self.y * o.y
+
+
+def vec_expression(a, b):
+    u = Vec2(a, b)
+    v = Vec2(b, 2.0 * a)
+    w = u + 3.0 * v - (-u) * 0.5
+    return w.dot(w) + w[0] * w[1]
+
+
+def vec_argument(p, q):
+    r = p - q * 2.0
+    return r.dot(p) + (-r)[1]
+
+
+def test_operator_overloading():
+    check_grads(vec_expression, (0.3, -0.8), wrt=(0, 1))
+    a, b = 0.3, -0.8
+    wx, wy = a + 3 * b + 0.5 * a, b + 6 * a + 0.5 * b
+    assert_close(vec_expression(a, b), wx * wx + wy * wy + wx * wy)
+    p, q = Vec2(0.4, 1.1), Vec2(-0.3, 0.7)
+    g = s2sad.grad(vec_argument)(p, q)
+    # r = p - 2q; f = r.p - r.y: df/dp = r + p - (0, 1)
+    rx, ry = p.x - 2 * q.x, p.y - 2 * q.y
+    assert_close([g.x, g.y] if hasattr(g, "x") else [g["x"], g["y"]], [rx + p.x, ry + p.y - 1.0])
+
+
+# == case: chained_updates_refused
+class Accumulator:
+    total = 0.0
+
+    def add(self, v):
+        self.total = self.total + v
+        return self
+
+
+def chained_updates(a):
+    acc = Accumulator()
+    acc.add(a).add(a * a)
+    return acc.total
+
+
+def separate_updates(a):
+    acc = Accumulator()
+    acc.add(a)
+    acc.add(a * a)
+    return acc.total
+
+
+def test_chained_updates_refused_separate_updates_right():
+    """A method that changes its object and returns it, chained: the second call changes the
+    object through another name. Refused clearly (it gave a wrong gradient before)."""
+    import pytest
+    with pytest.raises(s2sad.errors.UnsupportedSyntaxError, match="returns it"):
+        s2sad.grad(chained_updates)(0.6)
+    check_grads(separate_updates, (0.6,))
+    assert_close(s2sad.grad(separate_updates)(0.6), 1 + 1.2)
