@@ -460,6 +460,9 @@ def sum_adjoint(g, iterable):
     if isinstance(iterable, (list, tuple)):
         return type(iterable)(unbroadcast(g, v) if hasattr(v, "shape") or isinstance(v, float) else g
                               for v in iterable)
+    if not hasattr(iterable, "shape"):      # d.values(), other iterables: one adjoint per element
+        return [unbroadcast(g, v) if hasattr(v, "shape") or isinstance(v, float) else g
+                for v in iterable]
     # an array summed over its first axis
     return array_module(iterable).broadcast_to(g, iterable.shape).astype(iterable.dtype)
 
@@ -648,8 +651,11 @@ def seq_adjoint(g, seq):
         return type(seq)(_z(v) for v in g)
     if hasattr(seq, "shape"):
         xp = array_module(seq)
-        return xp.stack([xp.asarray(v) for v in g]).astype(seq.dtype, copy=False) if len(g) else \
-            xp.zeros_like(seq)
+        if not len(g):
+            return xp.zeros_like(seq)
+        row = seq.shape[1:]             # rows without an adjoint are zero rows
+        return xp.stack([xp.zeros(row, dtype=seq.dtype) if is_zero(v) else
+                         xp.broadcast_to(xp.asarray(v), row) for v in g]).astype(seq.dtype, copy=False)
     return g
 
 

@@ -278,3 +278,22 @@ def regularised(x, lam):
 def test_star_kwargs_in_callee():
     r = rng(26)
     check_grads(regularised, (r.standard_normal(5) + 0.05, 0.3), wrt=(0, 1))
+
+
+# == case: sum_of_dict_values_and_sorted_rows
+def sum_dict_values(x):
+    d = {f"k{i}": x[i] ** 2 for i in range(len(x)) if i != 1}
+    return sum(d.values()) + d["k0"] * d.get("k2", 0.0)
+
+
+def sorted_rows(X):
+    rows = sorted(X, key=lambda r: float(r[0]))
+    return float(np.sum(rows[0] * 2.0 + rows[-1]))
+
+
+def test_sum_of_dict_values_and_sorted_rows():
+    """sum over a dict view, and sorted over the rows of an array (rows the result does not use
+    get zero adjoints): both used to fail in the reverse sweep."""
+    r = rng(11)
+    check_grads(sum_dict_values, (r.standard_normal(3),))
+    check_grads(sorted_rows, (r.standard_normal((4, 3)),))
