@@ -1238,7 +1238,7 @@ def _ufunc_method(fn):
 
 
 def _opaque_message(fn, origin=None):
-    full = _ufunc_method(fn)
+    full = _ufunc_method(fn) or _public_ref(fn)
     if full is None:
         name = getattr(fn, "__qualname__", None) or repr(fn)
         mod = getattr(fn, "__module__", None)
@@ -1253,10 +1253,35 @@ _ALTERNATIVES = {
 }
 
 
+def _public_ref(fn):
+    """A dotted name a user can write for ``fn``: the first public module on its module path
+    that holds it (``scipy.linalg.sqrtm``, not ``scipy.linalg._matfuncs.sqrtm``); for a method
+    of an object such a module holds, ``scipy.stats.norm.logpdf``.  None when there is none."""
+    import sys
+    owner = getattr(fn, "__self__", None)
+    bound = owner is not None and not isinstance(owner, (_ModuleType, type))
+    obj = owner if bound else fn
+    parts = (getattr(fn, "__module__", None) or "").split(".")
+    for k in range(1, len(parts) + 1):
+        if parts[k - 1].startswith("_"):
+            break
+        mod = sys.modules.get(".".join(parts[:k]))
+        if mod is None:
+            continue
+        name = getattr(obj, "__name__", None)
+        if not (name and getattr(mod, name, None) is obj):
+            name = next((a for a in dir(mod) if not a.startswith("_") and
+                         getattr(mod, a, None) is obj), None)
+        if name:
+            return ".".join(parts[:k]) + f".{name}" + (f".{fn.__name__}" if bound else "")
+    return None
+
+
 def _rule_skeleton(fn):
     name = getattr(fn, "__qualname__", None) or "fn"
     mod = getattr(fn, "__module__", None) or ""
-    ref = _ufunc_method(fn) or (f"{mod.split('.')[0]}.{name}" if mod and mod != "builtins" else name)
+    ref = _ufunc_method(fn) or _public_ref(fn) or \
+        (f"{mod.split('.')[0]}.{name}" if mod and mod != "builtins" else name)
     alt = _ALTERNATIVES.get(ref)
     if alt is not None:
         return alt
