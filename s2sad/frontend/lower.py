@@ -41,7 +41,6 @@ _CONSTRUCT_NAMES = {
     gast.AsyncFor: "`async for`", gast.ClassDef: "a class definition inside the function",
     gast.FunctionDef: "a nested function definition", gast.Global: "a `global` declaration",
     gast.Nonlocal: "a `nonlocal` declaration", gast.Delete: "a `del` statement",
-    gast.Import: "an import inside the function", gast.ImportFrom: "an import inside the function",
 }
 
 
@@ -165,8 +164,8 @@ class Lowerer:
             raise UnsupportedSyntaxError(f"name {name!r} is not defined", origin=self.src.origin(node),
                                          fix=f"define {name!r} before calling the function")
         self.namespace[name] = value
-        if name not in self.src.closure and name in self.src.globals and \
-                not isinstance(value, types.ModuleType):
+        if name not in self.src.closure and name not in self.src.imports and \
+                name in self.src.globals and not isinstance(value, types.ModuleType):
             self.global_refs[name] = value
         return value
 
@@ -293,6 +292,8 @@ class Lowerer:
                 handlers.append((t, name, self.sub_block(h.body)))
             self.emit(ir.Try(self.sub_block(node.body), handlers, self.sub_block(node.orelse),
                              self.sub_block(node.finalbody), o))
+        elif isinstance(node, (gast.Import, gast.ImportFrom)):
+            self.imports(node, o)
         elif isinstance(node, gast.Delete):
             for t in node.targets:
                 if isinstance(t, gast.Name):
@@ -304,6 +305,34 @@ class Lowerer:
                     self.unsupported(t, f"`del` of {type(t).__name__}")
         else:
             self.unsupported(node)
+
+    def imports(self, node, o):
+        """``import m as n`` / ``from m import f`` inside the function: done now, at build time
+        (imports are idempotent); the names then read like module globals."""
+        import importlib
+        try:
+            if isinstance(node, gast.Import):
+                for a in node.names:
+                    mod = importlib.import_module(a.name)
+                    if a.asname:
+                        self.src.imports[a.asname] = mod
+                    else:
+                        root = a.name.split(".")[0]
+                        self.src.imports[root] = importlib.import_module(root)
+                return
+            package = self.src.globals.get("__package__")
+            mod = importlib.import_module("." * node.level + (node.module or ""), package)
+            for a in node.names:
+                if a.name == "*":
+                    self.unsupported(node, "`from ... import *` inside the function")
+                value = getattr(mod, a.name, _MISSING)
+                if value is _MISSING:
+                    value = importlib.import_module(f"{mod.__name__}.{a.name}")
+                self.src.imports[a.asname or a.name] = value
+        except ImportError as e:
+            raise UnsupportedSyntaxError(f"this import fails when s2sad builds the derivative: {e}",
+                                         origin=o, fix="fix the import, or move it to the top of "
+                                                       "the module") from None
 
     def _super_init(self, call, o):
         """``super().__init__(...)`` in a constructor: the base class fills in the same object,

@@ -27,9 +27,13 @@ class FunctionSource:
         self.data_cells = data             # cells that become leading parameters of the sweeps
         self.cells = dict(zip(self.code.co_freevars, fn.__closure__ or ()))
         self.globals = fn.__globals__
+        self.imports = {}                  # names imported inside the function (lowering fills it)
 
     def resolve(self, name):
-        """Value of a free name: closure cell, then module globals, then builtins; _MISSING if none."""
+        """Value of a free name: an import inside the function, a closure cell, then module
+        globals, then builtins; _MISSING if none."""
+        if name in self.imports:
+            return self.imports[name]
         if name in self.closure:
             return self.closure[name]
         if name in self.globals:

@@ -382,3 +382,26 @@ def walrus(xs, c):
 
 def test_walrus_operator():
     check_grads(walrus, ([0.2, 0.9, -1.1, 0.05], 1.3), wrt=(0, 1))
+
+
+# == case: imports_inside_the_function
+def local_imports(A, x):
+    import scipy.linalg as sla
+    from numpy import tanh
+    from math import sin as msin
+    import numpy.linalg
+    y = sla.solve(A @ A.T + np.eye(2), x)
+    return float(np.sum(tanh(y))) * msin(0.3) + numpy.linalg.norm(x)
+
+
+def test_imports_inside_the_function():
+    """Imports inside a function happen when the derivative is built; the names then read like
+    module globals (and the derivative is reused on later calls)."""
+    from s2sad.cache import CACHE
+    r = rng(12)
+    A, x = r.standard_normal((2, 2)), r.standard_normal(2)
+    check_grads(local_imports, (A, x), wrt=(0, 1))
+    s2sad.grad(local_imports, wrt=(0, 1))(A, x)
+    n = CACHE.builds
+    s2sad.grad(local_imports, wrt=(0, 1))(A, x)
+    assert CACHE.builds == n
