@@ -88,12 +88,27 @@ def _use_rule(call, rule, origin):
 def _result_kind(call, kinds):
     cls, rule = call.cls, call.rule
     arg_kinds = [operand_kind(a, kinds) for a in call.args]
+    if "o" in kinds.values() and isinstance(call.fn, ir.Static) and call.fn.obj is operator.getitem \
+            and isinstance(call.args[0], str) and len(call.args) == 2:
+        # t[k] of a tuple/list display whose element k is an object with Python operators
+        # (``s, h = s0, 0.1`` unpacks through such a display)
+        elems = kinds.get(("elements", call.args[0]))
+        idx = call.args[1]
+        if isinstance(idx, ir.Index) and len(idx.parts) == 1:
+            idx = idx.parts[0]
+        if elems is not None and isinstance(idx, ir.Const) and isinstance(idx.value, int) and \
+                -len(elems) <= idx.value < len(elems) and elems[idx.value] == "o":
+            return "o"
     if call.info.get("operator"):
         # u + v on such objects is (most likely) one of them again; a[i] is anything
         return "?" if call.fn.obj is operator.getitem else "o"
     if cls == "dynamic" and isinstance(call.fn, ir.Static) and isinstance(call.fn.obj, type) and \
             runtime.class_has_operators(call.fn.obj):
         return "o"                      # a constructor of such a class
+    if cls in ("derived", "dynamic") and "o" in arg_kinds:
+        # a function of such objects most likely returns one (if not, the operators it meets
+        # are decided at run time all the same, only more slowly)
+        return "o"
     if cls == "primitive":
         k = rule.kind
         if k == "same":
@@ -214,7 +229,7 @@ def classify_call(call, kinds, origin):
             return
         call.cls = "dynamic"
         call.info["diff_vars"] = call.reads()
-        if isinstance(fn, ir.Method) and isinstance(call.args[0], str) and recv_kind == "?":
+        if isinstance(fn, ir.Method) and isinstance(call.args[0], str) and recv_kind in ("?", "o"):
             # a method of an object may update the object: the call also redefines it
             call.info["mutates"] = call.args[0]
         return
@@ -420,6 +435,9 @@ def classify(fn, param_kinds):
                 if isinstance(v, ir.Call):
                     classify_call(v, kinds, s.origin)
                     k = _result_kind(v, kinds)
+                    if isinstance(v.fn, ir.Static) and v.fn.obj in (runtime.build_tuple,
+                                                                     runtime.build_list):
+                        kinds[("elements", s.target)] = [operand_kind(a, kinds) for a in v.args]
                 else:
                     k = operand_kind(v, kinds)
                 kinds[s.target] = join(kinds.get(s.target), k) if s.target in before or \

@@ -6,7 +6,8 @@ from .. import ir
 from ..runtime import _is_array
 
 # value kinds: 'f' Python real scalar, 'a' array (NumPy/CuPy, incl. NumPy scalars),
-# 'c' container (tuple/list/dict), 'i' integer/bool/None/str (never differentiable), '?' unknown
+# 'c' container (tuple/list/dict), 'i' integer/bool/None/str (never differentiable), '?' unknown,
+# 'o' an object whose class defines operators in Python (else like '?')
 _CONTAINERS = {tuple: "c", list: "c", dict: "c"}
 
 
@@ -30,6 +31,10 @@ def join(a, b):
         return b
     if b is None or a == b:
         return a
+    if {a, b} == {"?", "o"}:
+        # an object with Python operators, or not yet known: operators on it are decided at
+        # run time either way (that is all "o" changes)
+        return "o"
     return "?"
 
 
