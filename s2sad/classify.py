@@ -96,7 +96,13 @@ def _result_kind(call, kinds):
         idx = call.args[1]
         if isinstance(idx, ir.Index) and len(idx.parts) == 1:
             idx = idx.parts[0]
-        if elems is not None and isinstance(idx, ir.Const) and isinstance(idx.value, int) and \
+        if isinstance(elems, dict) and isinstance(idx, ir.Const):
+            try:
+                if elems.get(idx.value) == "o":
+                    return "o"
+            except TypeError:                   # an unhashable key
+                pass
+        elif elems is not None and isinstance(idx, ir.Const) and isinstance(idx.value, int) and \
                 -len(elems) <= idx.value < len(elems) and elems[idx.value] == "o":
             return "o"
     if call.info.get("operator"):
@@ -438,6 +444,10 @@ def classify(fn, param_kinds):
                     if isinstance(v.fn, ir.Static) and v.fn.obj in (runtime.build_tuple,
                                                                      runtime.build_list):
                         kinds[("elements", s.target)] = [operand_kind(a, kinds) for a in v.args]
+                    elif isinstance(v.fn, ir.Static) and v.fn.obj is runtime.build_dict and \
+                            v.args and isinstance(v.args[0], ir.Const):
+                        kinds[("elements", s.target)] = dict(zip(
+                            v.args[0].value, (operand_kind(a, kinds) for a in v.args[1:])))
                 else:
                     k = operand_kind(v, kinds)
                 kinds[s.target] = join(kinds.get(s.target), k) if s.target in before or \

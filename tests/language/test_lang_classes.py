@@ -398,6 +398,12 @@ def midpoint_energy(s0, k):
     return float(np.sum(s.q ** 2) + np.sum(s.p ** 2))
 
 
+def objects_in_a_dict(s0):
+    d = {"s": s0, "w": 2.0}
+    t = d["s"] + d["s"] * d["w"]
+    return float(np.sum(t.q ** 2) + np.sum(t.p))
+
+
 def test_operators_through_functions_and_unpacking():
     """A dataclass state with Python operators, passed through helper functions and tuple
     unpacking, integrated in a loop; the gradient comes back as the dataclass."""
@@ -406,3 +412,4 @@ def test_operators_through_functions_and_unpacking():
     check_grads(midpoint_energy, (s0, 0.7), wrt=(0, 1))
     g = s2sad.grad(midpoint_energy)(s0, 0.7)
     assert isinstance(g, PhaseState) and g.q.shape == (2,)
+    check_grads(objects_in_a_dict, (s0,))
