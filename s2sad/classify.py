@@ -489,13 +489,24 @@ def finish(fn, active, varied):
     for s in ir.walk(fn.body):
         if isinstance(s, ir.SetItem) and isinstance(s.obj, ir.Const) and \
                 any(v in varied for v in ir.operand_vars(s.value)):
-            if s.attr is None:
-                what = f"global {s.index.parts[0].value}"
+            text = s.obj.text or ""
+            if s.attr is not None and text.startswith("_cell_"):
+                what = f"a write through `nonlocal {text[len('_cell_'):]}`"
+            elif s.attr is None and text == "_globals":
+                what = f"a write through `global {s.index.parts[0].value}`"
             else:
-                what = f"nonlocal {(s.obj.text or '')[len('_cell_'):]}"
+                what = f"a write into the module-level `{text or 'object'}`"
             raise UnsupportedSyntaxError(
-                f"a write through `{what}` of a value that carries a derivative", origin=s.origin,
+                f"{what} of a value that carries a derivative", origin=s.origin,
                 fix="return the value instead of storing it in a global/nonlocal variable")
+        if isinstance(s, ir.Mutate) and isinstance(s.obj, ir.Const) and \
+                any(v in varied for v in s.call.reads()):
+            raise UnsupportedSyntaxError(
+                f"`.{s.call.fn.name}(...)` changes the module-level `{s.obj.text or 'object'}` with "
+                f"a value that carries a derivative; s2sad does not follow values kept outside the "
+                f"function", origin=s.origin,
+                fix="build the list or dict inside the function and return it (or pass it in and "
+                    "return the new one)")
         call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) else None
         if not isinstance(call, ir.Call):
             continue

@@ -765,7 +765,10 @@ _NOTHING = object()
 #   ("dataclass", field names, nargs, kwnames)         a dataclass constructed from fields
 
 _IN_PLACE_METHODS = {"sort", "reverse", "popitem", "update", "setdefault", "remove", "clear",
-                     "__setitem__", "__delitem__", "__iadd__"}
+                     "__setitem__", "__delitem__", "__iadd__",
+                     # followed as statements on local lists; reached here only on other lists
+                     # (module-level, inside a dict...), which s2sad does not follow
+                     "append", "extend", "insert", "pop"}
 
 
 def refuse_vectorize(fn, args, kwargs):
@@ -847,10 +850,14 @@ def call(fn, *args, **kwargs):
     if type(self_) in (list, dict) and getattr(fn, "__name__", None) in _IN_PLACE_METHODS and \
             (differentiable(self_) or any(differentiable(a) for a in args + tuple(kwargs.values()))):
         from .errors import UnsupportedSyntaxError
+        grow = fn.__name__ in ("append", "extend", "insert", "pop")
         raise UnsupportedSyntaxError(
             f"`.{fn.__name__}(...)` changes a {type(self_).__name__} that holds values carrying "
-            f"derivatives in a way s2sad does not follow",
-            fix="build a new list/dict instead (e.g. `sorted(xs)`, `xs[::-1]`, `{**d, k: v}`)")
+            f"derivatives in a way s2sad does not follow" +
+            (" (s2sad follows these on lists held by a local variable)" if grow else ""),
+            fix="keep the list in a local variable (`xs = []` ... `xs.append(v)`) or build it with a "
+                "comprehension, and return it if the caller needs it" if grow else
+                "build a new list/dict instead (e.g. `sorted(xs)`, `xs[::-1]`, `{**d, k: v}`)")
     if inspect.ismethod(fn):
         func = fn.__func__
         if _is_python(func):

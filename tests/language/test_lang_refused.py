@@ -148,3 +148,37 @@ def test_refuse_generator_method_in_class():
     _assert_refused(ei, ["yield", "generator", "__iter__"],
                     [line_of(Batches.__iter__, "yield"), line_of(Batches.__iter__, "def "),
                      line_of(batch_loss, "Batches(X)")])
+
+
+# == case: values_kept_outside_the_function
+_MODULE_LOG = []
+_MODULE_CACHE = {}
+
+
+def appends_to_module_list(x):
+    _MODULE_LOG.append(x * 2.0)
+    return np.sum(_MODULE_LOG[-1] ** 2)
+
+
+def writes_module_dict(x):
+    _MODULE_CACHE["y"] = np.sin(x)
+    return np.sum(_MODULE_CACHE["y"] * x)
+
+
+def appends_to_list_in_dict(x):
+    d = {"k": []}
+    d["k"].append(x * 2.0)
+    return np.sum(d["k"][0] ** 2)
+
+
+def test_values_kept_outside_the_function_are_refused():
+    """Active values stored in module-level lists/dicts, or in a list reached through a dict,
+    are refused at the line (the first and last gave a silently zero gradient before)."""
+    import pytest
+    x = np.array([0.3, 0.4])
+    for f, words in [(appends_to_module_list, "append"), (writes_module_dict, "module-level `_MODULE_CACHE`"),
+                     (appends_to_list_in_dict, "append")]:
+        with pytest.raises(s2sad.errors.UnsupportedSyntaxError) as ei:
+            s2sad.grad(f)(x)
+        assert words in str(ei.value) and "test_lang_refused.py" in str(ei.value), str(ei.value)
+    _MODULE_LOG.clear()
