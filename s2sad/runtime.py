@@ -1502,11 +1502,28 @@ def not_receiver(value, obj, origin):
             differentiable(obj):
         from .errors import UnsupportedSyntaxError
         raise UnsupportedSyntaxError(
-            f"this method changes its object and returns it (`return self`); s2sad does not follow "
-            f"changes through the second name that chaining or assigning the result gives it",
+            f"this method returns its own object (`return self`), and the object is changed "
+            f"through that second name (chaining, or assigning the result); s2sad does not follow "
+            f"changes through such a second name",
             origin=origin,
             fix="call such methods one per statement (`c.add(a)` then `c.add(b)`) and keep using "
                 "the object's own name")
+
+
+def not_alias(value, args, origin):
+    """Refuse a call that returned one of its own arguments when the result is changed in place
+    later: the change would reach the argument under a name s2sad does not connect to it."""
+    if type(value) in (int, float, complex, bool, str, tuple) or value is None:
+        return
+    for a in args:
+        if a is value:
+            from .errors import UnsupportedSyntaxError
+            raise UnsupportedSyntaxError(
+                "this call returns one of its arguments (the same object), and the result is "
+                "changed in place later; s2sad does not follow changes through such a second name",
+                origin=origin,
+                fix="change the object under its own name, or have the function return a copy "
+                    "(`return x.copy()`)")
 
 
 def no_update(rec, name, origin):

@@ -206,7 +206,7 @@ class ForwardEmitter:
         o = self.origin = s.origin
         c = self.consts
         if isinstance(s, ir.Assign):
-            return self.assign(s)
+            return self.assign(s) + self.alias_check(s)
         if isinstance(s, ir.SetItem):
             if s.attr:
                 lines = [T.Line(f"{self.text(s.obj)}.{s.attr} = {self.text(s.value)}", o)]
@@ -275,6 +275,40 @@ class ForwardEmitter:
             v = s.value
             return [T.Line(f"return {self.text(v)}, {self.tangent_text(v, True)}", o)]
         raise AssertionError(f"unexpected statement {s!r}")
+
+    def alias_check(self, s):
+        """As in the reverse emitter: a call into Python code whose result is changed in place
+        later must not have returned one of its arguments (a second name for it)."""
+        call = s.value
+        if not isinstance(call, ir.Call) or not call.info or call.info.get("operator") or \
+                call.info.get("base_cls", call.cls) not in ("derived", "dynamic", "opaque") or \
+                isinstance(call.fn, ir.Attr):
+            return []
+        args = [a for a in call.args if isinstance(a, str)]
+        if not args or s.target not in self.changed_objects():
+            return []
+        site = self.consts.name_for(s.origin)
+        if call.info.get("mutates"):
+            return [T.Line(f"_rt.not_receiver({s.target}, {call.info['mutates']}, {site})", s.origin)]
+        names = ", ".join(args) + ("," if len(args) == 1 else "")
+        return [T.Line(f"_rt.not_alias({s.target}, ({names}), {site})", s.origin)]
+
+    def changed_objects(self):
+        found = getattr(self, "_changed", None)
+        if found is None:
+            found = set()
+            for st in ir.walk(self.fn.body):
+                if isinstance(st, (ir.SetItem, ir.Mutate, ir.DelItem)) and isinstance(st.obj, str):
+                    found.add(st.obj)
+                call = st.value if isinstance(st, ir.Assign) else \
+                    st.call if isinstance(st, (ir.ExprStmt, ir.Mutate)) else None
+                if isinstance(call, ir.Call) and getattr(call, "info", None):
+                    if call.info.get("mutates"):
+                        found.add(call.info["mutates"])
+                    if getattr(call, "cls", None) in ("dynamic", "derived"):
+                        found.update(a for a in call.args if isinstance(a, str))
+            self._changed = found
+        return found
 
     def assign(self, s):
         t, v, o = s.target, s.value, s.origin

@@ -815,7 +815,8 @@ class ReverseEmitter:
             if tape is None:        # the reverse sweep never needs this call's tape
                 tape = "_"
             argtext = ", ".join(T.operand_text(a, c) for a in args)
-            return [T.Line(f"{target}, {tape} = {fwd}({argtext})", o)]
+            return [T.Line(f"{target}, {tape} = {fwd}({argtext})", o)] + \
+                self.alias_check(target, [a for a in args if isinstance(a, str)], o)
         if cls == "dynamic":
             rec = self.site_names.get(id(s)) or "_"
             fn = call.fn
@@ -845,12 +846,26 @@ class ReverseEmitter:
                 site = self.consts.name_for(o)
                 line.append(T.Line(f"_rt.not_receiver({target}, {T.operand_text(call.args[0], c)}, "
                                    f"{site})", o))
+            elif not call.info.get("operator"):
+                line += self.alias_check(target, [a for a in call.args if isinstance(a, str)], o)
             return line
         line = [T.Line(f"{target} = {T.call_text(call, c)}", o)]
         if cls == "opaque" and call.info.get("varied_args"):
             site = self.consts.name_for(_OpaqueSite(call, o))
             line.append(T.Line(f"_rt.check_opaque({target}, {site})", o))
+        if call.info.get("base_cls", cls) in ("derived", "dynamic", "opaque") and \
+                not isinstance(call.fn, (ir.Attr,)):
+            line += self.alias_check(target, [a for a in call.args if isinstance(a, str)], o)
         return line
+
+    def alias_check(self, target, args, o):
+        """A call whose result is changed in place later: check that it did not return one of
+        its arguments (``b = helper(a)`` with ``return a``), a second name s2sad would not follow."""
+        if target == "_" or target not in self.changed_objects() or not args:
+            return []
+        site = self.consts.name_for(o)
+        names = ", ".join(args) + ("," if len(args) == 1 else "")
+        return [T.Line(f"_rt.not_alias({target}, ({names}), {site})", o)]
 
     def changed_objects(self):
         """Variables some statement may change in place: receivers of method calls that may
@@ -859,7 +874,7 @@ class ReverseEmitter:
         if found is None:
             found = set()
             for st in ir.walk(self.fn.body):
-                if isinstance(st, ir.SetItem) and isinstance(st.obj, str):
+                if isinstance(st, (ir.SetItem, ir.Mutate, ir.DelItem)) and isinstance(st.obj, str):
                     found.add(st.obj)
                 call = st.value if isinstance(st, ir.Assign) else \
                     st.call if isinstance(st, (ir.ExprStmt, ir.Mutate)) else None

@@ -364,7 +364,7 @@ def test_chained_updates_refused_separate_updates_right():
     """A method that changes its object and returns it, chained: the second call changes the
     object through another name. Refused clearly (it gave a wrong gradient before)."""
     import pytest
-    with pytest.raises(s2sad.errors.UnsupportedSyntaxError, match="returns it"):
+    with pytest.raises(s2sad.errors.UnsupportedSyntaxError, match="returns its own object"):
         s2sad.grad(chained_updates)(0.6)
     check_grads(separate_updates, (0.6,))
     assert_close(s2sad.grad(separate_updates)(0.6), 1 + 1.2)

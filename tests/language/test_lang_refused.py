@@ -182,3 +182,58 @@ def test_values_kept_outside_the_function_are_refused():
             s2sad.grad(f)(x)
         assert words in str(ei.value) and "test_lang_refused.py" in str(ei.value), str(ei.value)
     _MODULE_LOG.clear()
+
+
+# == case: aliases_through_calls
+class _Box:
+    def __init__(self):
+        self.w = 0.0
+
+    def me(self):
+        return self
+
+
+def _same(o):
+    return o
+
+
+def alias_via_function(x):
+    a = _Box()
+    b = _same(a)
+    b.w = x * 3.0
+    return a.w * x
+
+
+def alias_via_method(x):
+    a = _Box()
+    b = a.me()
+    b.w = x * 3.0
+    return a.w * x
+
+
+def list_alias_via_function(x):
+    l1 = [x]
+    l2 = _same(l1)
+    l2.append(x * 2.0)
+    return sum(l1)
+
+
+def array_alias_via_function(x):
+    y = np.zeros(3)
+    z = _same(y)
+    z[0] = x[0] * 5.0
+    return np.sum(y * x)
+
+
+def test_aliases_through_calls_are_refused_in_both_modes():
+    """A call that returns one of its arguments, whose result is then changed in place: refused
+    at the call's line in both modes (they gave silently wrong gradients before)."""
+    for f, arg in [(alias_via_function, 0.7), (alias_via_method, 0.7), (list_alias_via_function, 0.7),
+                   (array_alias_via_function, np.array([0.3, 0.4, 0.5]))]:
+        for run in (lambda: s2sad.grad(f)(arg),
+                    lambda: s2sad.jvp(f, (arg,), (np.ones_like(arg) if hasattr(arg, "shape") else 1.0,))):
+            with pytest.raises(s2sad.errors.UnsupportedSyntaxError) as ei:
+                run()
+            msg = str(ei.value)
+            assert "test_lang_refused.py" in msg and ("returns one of its arguments" in msg or
+                                                      "returns its own object" in msg), msg
