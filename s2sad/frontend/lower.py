@@ -153,10 +153,12 @@ class Lowerer:
 
     def unsupported(self, node, what=None):
         what = what or _CONSTRUCT_NAMES.get(type(node)) or f"`{type(node).__name__}`"
-        raise UnsupportedSyntaxError(
-            f"{what} is not supported by s2sad yet", origin=self.src.origin(node),
-            fix="rewrite this line with plain assignments, calls, if/for/while; or move it into a "
-                "helper with a rule (s2sad.defrule)")
+        fix = "define the class at module level, outside the function" \
+            if isinstance(node, gast.ClassDef) else \
+            "rewrite this line with plain assignments, calls, if/for/while; or move it into a " \
+            "helper with a rule (s2sad.defrule)"
+        raise UnsupportedSyntaxError(f"{what} is not supported by s2sad yet",
+                                     origin=self.src.origin(node), fix=fix)
 
     def free(self, name, node):
         value = self.src.resolve(name)
