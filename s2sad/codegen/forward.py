@@ -285,7 +285,8 @@ class ForwardEmitter:
                 isinstance(call.fn, ir.Attr):
             return []
         args = [a for a in call.args if isinstance(a, str)]
-        if not args or s.target not in self.changed_objects():
+        if not args or s.target not in self.changed_objects() or \
+                (isinstance(call.fn, ir.Static) and isinstance(call.fn.obj, type)):   # a constructor
             return []
         site = self.consts.name_for(s.origin)
         if call.info.get("mutates"):
@@ -305,7 +306,8 @@ class ForwardEmitter:
                 if isinstance(call, ir.Call) and getattr(call, "info", None):
                     if call.info.get("mutates"):
                         found.add(call.info["mutates"])
-                    if getattr(call, "cls", None) in ("dynamic", "derived"):
+                    if getattr(call, "cls", None) in ("dynamic", "derived") and \
+                            not call.info.get("operator"):
                         found.update(a for a in call.args if isinstance(a, str))
             self._changed = found
         return found

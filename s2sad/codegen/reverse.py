@@ -847,7 +847,8 @@ class ReverseEmitter:
                 line.append(T.Line(f"_rt.not_receiver({target}, {T.operand_text(call.args[0], c)}, "
                                    f"{site})", o))
             elif not call.info.get("operator"):
-                line += self.alias_check(target, [a for a in call.args if isinstance(a, str)], o)
+                line += self.alias_check(target, [a for a in call.args if isinstance(a, str)], o,
+                                         call.fn)
             return line
         line = [T.Line(f"{target} = {T.call_text(call, c)}", o)]
         if cls == "opaque" and call.info.get("varied_args"):
@@ -855,13 +856,15 @@ class ReverseEmitter:
             line.append(T.Line(f"_rt.check_opaque({target}, {site})", o))
         if call.info.get("base_cls", cls) in ("derived", "dynamic", "opaque") and \
                 not isinstance(call.fn, (ir.Attr,)):
-            line += self.alias_check(target, [a for a in call.args if isinstance(a, str)], o)
+            line += self.alias_check(target, [a for a in call.args if isinstance(a, str)], o,
+                                     call.fn)
         return line
 
-    def alias_check(self, target, args, o):
+    def alias_check(self, target, args, o, fn=None):
         """A call whose result is changed in place later: check that it did not return one of
         its arguments (``b = helper(a)`` with ``return a``), a second name s2sad would not follow."""
-        if target == "_" or target not in self.changed_objects() or not args:
+        if target == "_" or target not in self.changed_objects() or not args or \
+                (isinstance(fn, ir.Static) and isinstance(fn.obj, type)):    # a constructor
             return []
         site = self.consts.name_for(o)
         names = ", ".join(args) + ("," if len(args) == 1 else "")
@@ -881,7 +884,8 @@ class ReverseEmitter:
                 if isinstance(call, ir.Call) and getattr(call, "info", None) is not None:
                     if call.info.get("mutates"):
                         found.add(call.info["mutates"])
-                    if getattr(call, "cls", None) in ("dynamic", "derived"):
+                    if getattr(call, "cls", None) in ("dynamic", "derived") and \
+                            not call.info.get("operator"):
                         found.update(a for a in call.args if isinstance(a, str))
             self._changed = found
         return found
