@@ -127,8 +127,20 @@ def _flat_size(x):
     return int(np.size(x))
 
 
+def _require_array(x):
+    """Jacobians are arrays over array (or float) inputs and outputs."""
+    if isinstance(x, (float, int, complex)) or (hasattr(x, "shape") and hasattr(x, "dtype")):
+        return
+    from .errors import WrtError
+    raise WrtError(
+        f"jacobian/hessian work on float or array inputs and outputs, not a {type(x).__name__}",
+        fix="differentiate with respect to an array (for a dict, list or dataclass of arrays, use "
+            "grad/vjp/jvp, or pass the values as one array, e.g. np.concatenate([...]))")
+
+
 def _basis(x):
     """Unit tangents for every element of ``x`` (a float or an array), in C order."""
+    _require_array(x)
     if isinstance(x, (float, int)):
         yield 1.0
         return
@@ -179,6 +191,8 @@ def jacrev(f, wrt=0):
 
     @functools.wraps(get_function(f))
     def jac(*args):
+        for pos in positions:
+            _require_array(args[pos])
         value = f(*args)
         rows = [[] for _ in positions]
         for e in _basis(value):

@@ -115,3 +115,16 @@ def test_forward_over_forward_second_derivative():
     assert tt[1] == pytest.approx(18 * 1.5)
     src = tr.forward_source(dv.jvp, 0, 1.5, 1.0)
     assert "_d_d_x" in src or "_d2_x" in src or "_d_x" in src
+
+
+def _dict_loss(p):
+    return np.sum(p["a"] ** 2) + np.sum(p["b"] * p["a"][:2])
+
+
+def test_jacobian_and_hessian_of_a_dict_argument_are_refused_clearly():
+    """Jacobians and Hessians are arrays over array inputs; a dict argument gets a WrtError that
+    says what to use instead (it failed deep inside NumPy before)."""
+    p = {"a": np.ones(3), "b": np.ones(2)}
+    for make in (s2sad.hessian, s2sad.jacobian, s2sad.jacfwd, s2sad.jacrev):
+        with pytest.raises(s2sad.errors.WrtError, match="float or array"):
+            make(_dict_loss)(p)
