@@ -743,19 +743,31 @@ def jvp_by_vjp(rule, which, t, ans, args):
                         fix=f"add jvp={{{which!r}: ...}} to the rule for {rule.name}")
     zero = zeros_like(ans)
     out = zeros_like(ans)
+
+    def component(path, basis_of):
+        """The tangent's component along one output direction: Re<pull(e), t> for e = 1, and for
+        a complex output also along e = i (the adjoint convention makes these the real and
+        imaginary parts)."""
+        re = np.real(_inner(pull(_with_leaf(zero, path, basis_of(1))), t))
+        if not complex_out:
+            return re
+        return re + 1j * np.real(_inner(pull(_with_leaf(zero, path, basis_of(1j))), t))
     for path, leaf in _leaves(ans):
+        complex_out = isinstance(leaf, complex) or np.iscomplexobj(leaf)
         if isinstance(leaf, (float, complex)) or np.ndim(leaf) == 0:
-            e = _with_leaf(zero, path, type(leaf)(1) if isinstance(leaf, (float, complex))
-                           else np.ones_like(leaf))
-            val = _inner(pull(e), t)
-            out = _with_leaf(out, path, type(leaf)(val) if isinstance(leaf, (float, complex))
+            scalar = isinstance(leaf, (float, complex))
+            val = component(path, (lambda u: type(leaf)(u) if complex_out else type(leaf)(1))
+                            if scalar else (lambda u: np.ones_like(leaf) * u))
+            out = _with_leaf(out, path, type(leaf)(val) if scalar
                              else np.asarray(val, dtype=leaf.dtype))
             continue
         res = np.zeros(leaf.shape, dtype=leaf.dtype)
         for k in range(leaf.size):
-            basis = np.zeros(leaf.shape, dtype=leaf.dtype)
-            basis.flat[k] = 1
-            res.flat[k] = _inner(pull(_with_leaf(zero, path, basis)), t)
+            def basis_of(u, k=k):
+                b = np.zeros(leaf.shape, dtype=leaf.dtype)
+                b.flat[k] = u
+                return b
+            res.flat[k] = component(path, basis_of)
         out = _with_leaf(out, path, res)
     return out
 
