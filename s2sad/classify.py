@@ -335,22 +335,29 @@ def check_mutation(fn, varied):
         if is_view and not getattr(s, "attr", None) and any(isinstance(a, str) for a in made.args):
             src = next(a for a in made.args if isinstance(a, str))
             how = made.rule.name if made.rule is not None else f".{made.fn.name}"
+            what = f"`{obj}`, a view of `{src}` (made by {how})" if not obj.startswith("_") else \
+                f"a value taken from `{src}` (by {how}) that shares memory with it"
             raise UnsupportedSyntaxError(
-                f"this line writes into `{obj}`, a view of `{src}` (made by {how}); "
-                f"s2sad does not follow writes through views", origin=s.origin,
-                fix=f"write into `{src}` itself with an index (e.g. `{src}[...] = ...`), or make "
-                    f"`{obj}` a copy")
+                f"this line writes into {what}; s2sad does not follow writes through views",
+                origin=s.origin,
+                fix=f"write into `{src}` itself with one index (e.g. `{src}[i, j] = ...` for an "
+                    f"array), or build the nested values as new lists/arrays" if obj.startswith("_")
+                else f"write into `{src}` itself with an index (e.g. `{src}[...] = ...`), or make "
+                     f"`{obj}` a copy")
         if getattr(s, "attr", None):
             # an object taken out of a container and changed: the container still holds it
             others += sorted(c for c in views.get(obj, ()) if reads.get(c) and c not in others)
         if others:
             other = f"`{others[0]}`" if not others[0].startswith("_") else \
                 "the list, tuple or dict it was taken from"
+            what = f"`{obj}`" if not obj.startswith("_") else "an object taken from a container"
             raise UnsupportedSyntaxError(
-                f"`{obj}` is changed in place while {other} refers to the same object; "
+                f"{what} is changed in place while {other} refers to the same object; "
                 f"s2sad does not follow derivatives through such aliases", origin=s.origin,
                 fix=f"make a copy (`{obj} = {obj}.copy()`, `list(...)`, `copy.copy(...)`) before "
-                    f"changing it, or build a new object")
+                    f"changing it, or build a new object" if not obj.startswith("_") else
+                    "take the object into a local variable, copy it (`copy.copy(...)`), change the "
+                    "copy and put it back, or build a new object")
 
 
 _VIEW_NAMES = {"T", "mT", "real", "imag", "reshape", "view", "transpose", "swapaxes", "squeeze",
