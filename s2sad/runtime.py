@@ -811,29 +811,36 @@ def class_has_operators(cls):
     return known
 
 
-def _call_operator(fn, args):
-    """``a + b``, ``-a``... on objects of user classes: their Python ``__add__``/``__radd__``...
-    differentiated as methods; None when no such method applies."""
+def operator_methods(fn, args):
+    """The Python methods that may compute ``fn(*args)`` (``a + b``, ``-a``, ``a[i]``...) on
+    objects of user classes, in Python's order: (method, its object, its other arguments,
+    reflected).  A binary operator's second entry, ``__radd__``..., is tried when the first
+    returns NotImplemented."""
     names = _DUNDERS[fn]
     if len(names) == 1:                     # -a, abs(a), a[i]: a method of the first operand
         m = python_dunder(args[0], names[0]) if args else None
-        if m is not None:
-            value, rec = _call_derived(m, tuple(args[1:]), {}, self_=args[0])
-            return value, ("operator", rec, 0)
-        return None
-    if len(args) != 2 or len(names) != 2:
-        return None
+        return [(m, args[0], tuple(args[1:]), False)] if m is not None else []
+    if len(args) != 2:
+        return []
     a, b = args
+    out = []
     m = python_dunder(a, names[0])
     if m is not None:
-        value, rec = _call_derived(m, (b,), {}, self_=a)
-        if value is not NotImplemented:
-            return value, ("operator", rec, 0)
+        out.append((m, a, (b,), False))
     m = python_dunder(b, names[1])
     if m is not None:
-        value, rec = _call_derived(m, (a,), {}, self_=b)
-        if value is not NotImplemented:
-            return value, ("operator", rec, 1)
+        out.append((m, b, (a,), True))
+    return out
+
+
+def _call_operator(fn, args):
+    """``fn(*args)`` on objects of user classes, their operator methods differentiated; None when
+    no such method applies."""
+    unary = len(_DUNDERS[fn]) == 1
+    for m, self_, rest, reflected in operator_methods(fn, args):
+        value, rec = _call_derived(m, rest, {}, self_=self_)
+        if unary or value is not NotImplemented:
+            return value, ("operator", rec, int(reflected))
     return None
 
 
@@ -1237,11 +1244,8 @@ def attr(obj, name):
 
 # -- opaque callees -------------------------------------------------------------------------------
 def _ufunc_method(fn):
-    """``np.add.reduce`` for a method of a NumPy ufunc, else None."""
-    owner = getattr(fn, "__self__", None)
-    if isinstance(owner, np.ufunc):
-        return f"np.{owner.__name__}.{getattr(fn, '__name__', '?')}"
-    return None
+    from .rules.registry import ufunc_method_name
+    return ufunc_method_name(fn)
 
 
 def _opaque_message(fn, origin=None):
@@ -1502,9 +1506,9 @@ def not_receiver(value, obj, origin):
             differentiable(obj):
         from .errors import UnsupportedSyntaxError
         raise UnsupportedSyntaxError(
-            f"this method returns its own object (`return self`), and the object is changed "
-            f"through that second name (chaining, or assigning the result); s2sad does not follow "
-            f"changes through such a second name",
+            "this method returns its own object (`return self`), and the object is changed "
+            "through that second name (chaining, or assigning the result); s2sad does not follow "
+            "changes through such a second name",
             origin=origin,
             fix="call such methods one per statement (`c.add(a)` then `c.add(b)`) and keep using "
                 "the object's own name")

@@ -32,7 +32,8 @@ import numpy as np
 from ..runtime import _is_array
 from .. import ir, runtime
 from ..errors import ArgumentWriteError, OpaqueCalleeError, RuleError, UnsupportedSyntaxError
-from ..frontend.analysis import IN_PLACE_METHODS, activity, in_place_call, written_arrays
+from ..frontend.analysis import (IN_PLACE_METHODS, activity, changed_in_place, in_place_call,
+                                 written_arrays)
 from . import text as T
 from .reverse import _OpaqueSite, _is_scalar_operand
 
@@ -68,6 +69,7 @@ class ForwardEmitter:
         self.consts = T.Consts(namespace)
         self.derived_namer = derived_namer        # (pyfunc, mask) -> jvp name
         self.written = written_arrays(fn)
+        self.changed = changed_in_place(fn)       # variables changed in place (identity checks)
         self.n = 0
         self.names = _all_names(fn)
         self.tnames = {}
@@ -278,39 +280,14 @@ class ForwardEmitter:
 
     def alias_check(self, s):
         """As in the reverse emitter: a call into Python code whose result is changed in place
-        later must not have returned one of its arguments (a second name for it)."""
+        later must not have returned one of its arguments or its own object."""
         call = s.value
         if not isinstance(call, ir.Call) or not call.info or call.info.get("operator") or \
                 call.info.get("base_cls", call.cls) not in ("derived", "dynamic", "opaque") or \
                 isinstance(call.fn, ir.Attr):
             return []
-        args = [a for a in call.args if isinstance(a, str)]
-        if not args or s.target not in self.changed_objects() or \
-                (isinstance(call.fn, ir.Static) and isinstance(call.fn.obj, type)):   # a constructor
-            return []
-        site = self.consts.name_for(s.origin)
-        if call.info.get("mutates"):
-            return [T.Line(f"_rt.not_receiver({s.target}, {call.info['mutates']}, {site})", s.origin)]
-        names = ", ".join(args) + ("," if len(args) == 1 else "")
-        return [T.Line(f"_rt.not_alias({s.target}, ({names}), {site})", s.origin)]
-
-    def changed_objects(self):
-        found = getattr(self, "_changed", None)
-        if found is None:
-            found = set()
-            for st in ir.walk(self.fn.body):
-                if isinstance(st, (ir.SetItem, ir.Mutate, ir.DelItem)) and isinstance(st.obj, str):
-                    found.add(st.obj)
-                call = st.value if isinstance(st, ir.Assign) else \
-                    st.call if isinstance(st, (ir.ExprStmt, ir.Mutate)) else None
-                if isinstance(call, ir.Call) and getattr(call, "info", None):
-                    if call.info.get("mutates"):
-                        found.add(call.info["mutates"])
-                    if getattr(call, "cls", None) in ("dynamic", "derived") and \
-                            not call.info.get("operator"):
-                        found.update(a for a in call.args if isinstance(a, str))
-            self._changed = found
-        return found
+        return T.identity_check(s.target, call, s.origin, self.changed, self.consts,
+                                receiver=bool(call.info.get("mutates")))
 
     def assign(self, s):
         t, v, o = s.target, s.value, s.origin
@@ -969,28 +946,15 @@ def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None, _bound=False
 def _jvp_operator(fn, args, targs):
     """``a + b``, ``-a``, ``a[i]`` on objects of user classes: their Python ``__add__`` /
     ``__radd__``... in forward mode; None when no such method applies."""
-    names = runtime._DUNDERS[fn]
+    unary = len(runtime._DUNDERS[fn]) == 1
     targs = tuple(targs) + (None,) * (len(args) - len(targs))
 
     def obj_t(t):
         return t if isinstance(t, dict) else None
-    if len(names) == 1:
-        m = runtime.python_dunder(args[0], names[0]) if args else None
-        if m is None:
-            return None
-        return _jvp_python(m, tuple(args), (obj_t(targs[0]),) + tuple(targs[1:]))
-    if len(args) != 2:
-        return None
-    a, b = args
-    m = runtime.python_dunder(a, names[0])
-    if m is not None:
-        value, t = _jvp_python(m, (a, b), (obj_t(targs[0]), targs[1]))
-        if value is not NotImplemented:
-            return value, t
-    m = runtime.python_dunder(b, names[1])
-    if m is not None:
-        value, t = _jvp_python(m, (b, a), (obj_t(targs[1]), targs[0]))
-        if value is not NotImplemented:
+    for m, self_, rest, reflected in runtime.operator_methods(fn, args):
+        tans = (obj_t(targs[1]), targs[0]) if reflected else (obj_t(targs[0]),) + tuple(targs[1:])
+        value, t = _jvp_python(m, (self_,) + tuple(rest), tans)
+        if unary or value is not NotImplemented:
             return value, t
     return None
 

@@ -20,9 +20,9 @@ import threading
 
 from .. import ir, runtime
 from ..errors import UnsupportedSyntaxError
-from ..frontend.analysis import (bound_names, defined_in, definitions, may_run_after, mutations,
-                                 positions, read_in, top_level_defs, upward_exposed,
-                                 written_arrays)
+from ..frontend.analysis import (bound_names, changed_in_place, defined_in, definitions,
+                                 may_run_after, mutations, positions, read_in, top_level_defs,
+                                 upward_exposed, written_arrays)
 from . import text as T
 
 
@@ -80,6 +80,7 @@ class ReverseEmitter:
         self.n = 0
         self.real = {v for v, k in kinds.items() if k in ("f", "i")}
         self.index_only = _index_only_vars(fn)
+        self.changed = changed_in_place(fn)   # variables changed in place (identity checks)
 
     def fresh(self, base):
         taken = getattr(_TAKEN, "names", ())
@@ -816,7 +817,7 @@ class ReverseEmitter:
                 tape = "_"
             argtext = ", ".join(T.operand_text(a, c) for a in args)
             return [T.Line(f"{target}, {tape} = {fwd}({argtext})", o)] + \
-                self.alias_check(target, [a for a in args if isinstance(a, str)], o)
+                T.identity_check(target, call, o, self.changed, self.consts, args=args)
         if cls == "dynamic":
             rec = self.site_names.get(id(s)) or "_"
             fn = call.fn
@@ -841,54 +842,20 @@ class ReverseEmitter:
             if arg:
                 site = self.consts.name_for(o)
                 line.append(T.Line(f"_rt.no_update({rec}, {arg!r}, {site})", o))
-            if isinstance(fn, ir.Method) and call.info.get("mutates") and target != "_" and \
-                    target in self.varied and target in self.changed_objects():
-                site = self.consts.name_for(o)
-                line.append(T.Line(f"_rt.not_receiver({target}, {T.operand_text(call.args[0], c)}, "
-                                   f"{site})", o))
-            elif not call.info.get("operator"):
-                line += self.alias_check(target, [a for a in call.args if isinstance(a, str)], o,
-                                         call.fn)
+            if not call.info.get("operator"):
+                receiver = isinstance(fn, ir.Method) and bool(call.info.get("mutates")) and \
+                    target in self.varied
+                line += T.identity_check(target, call, o, self.changed, self.consts,
+                                         receiver=receiver)
             return line
         line = [T.Line(f"{target} = {T.call_text(call, c)}", o)]
         if cls == "opaque" and call.info.get("varied_args"):
             site = self.consts.name_for(_OpaqueSite(call, o))
             line.append(T.Line(f"_rt.check_opaque({target}, {site})", o))
         if call.info.get("base_cls", cls) in ("derived", "dynamic", "opaque") and \
-                not isinstance(call.fn, (ir.Attr,)):
-            line += self.alias_check(target, [a for a in call.args if isinstance(a, str)], o,
-                                     call.fn)
+                not isinstance(call.fn, ir.Attr):
+            line += T.identity_check(target, call, o, self.changed, self.consts)
         return line
-
-    def alias_check(self, target, args, o, fn=None):
-        """A call whose result is changed in place later: check that it did not return one of
-        its arguments (``b = helper(a)`` with ``return a``), a second name s2sad would not follow."""
-        if target == "_" or target not in self.changed_objects() or not args or \
-                (isinstance(fn, ir.Static) and isinstance(fn.obj, type)):    # a constructor
-            return []
-        site = self.consts.name_for(o)
-        names = ", ".join(args) + ("," if len(args) == 1 else "")
-        return [T.Line(f"_rt.not_alias({target}, ({names}), {site})", o)]
-
-    def changed_objects(self):
-        """Variables some statement may change in place: receivers of method calls that may
-        update their object, objects written into, arguments of calls into user code."""
-        found = getattr(self, "_changed", None)
-        if found is None:
-            found = set()
-            for st in ir.walk(self.fn.body):
-                if isinstance(st, (ir.SetItem, ir.Mutate, ir.DelItem)) and isinstance(st.obj, str):
-                    found.add(st.obj)
-                call = st.value if isinstance(st, ir.Assign) else \
-                    st.call if isinstance(st, (ir.ExprStmt, ir.Mutate)) else None
-                if isinstance(call, ir.Call) and getattr(call, "info", None) is not None:
-                    if call.info.get("mutates"):
-                        found.add(call.info["mutates"])
-                    if getattr(call, "cls", None) in ("dynamic", "derived") and \
-                            not call.info.get("operator"):
-                        found.update(a for a in call.args if isinstance(a, str))
-            self._changed = found
-        return found
 
     def tape_text(self):
         names = self.tape_names()

@@ -54,6 +54,24 @@ def static_callee_text(fn, consts):
     return consts.name_for(fn.obj)
 
 
+def identity_check(target, call, origin, changed, consts, args=None, receiver=False):
+    """After a call whose result ``target`` is changed in place later (``changed``): the run-time
+    check that it is not a second name for one of the call's arguments (``_rt.not_alias``) or,
+    with ``receiver``, for the object whose method it called (``_rt.not_receiver``).  Nothing
+    after a constructor, which makes a new object."""
+    if target == "_" or target not in changed or \
+            (isinstance(call.fn, ir.Static) and isinstance(call.fn.obj, type)):
+        return []
+    site = consts.name_for(origin)
+    if receiver:
+        return [Line(f"_rt.not_receiver({target}, {call.info['mutates']}, {site})", origin)]
+    args = [a for a in (call.args if args is None else args) if isinstance(a, str)]
+    if not args:
+        return []
+    names = ", ".join(args) + ("," if len(args) == 1 else "")
+    return [Line(f"_rt.not_alias({target}, ({names}), {site})", origin)]
+
+
 def const_text(c, consts):
     if c.text is not None:
         return c.text

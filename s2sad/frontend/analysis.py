@@ -124,6 +124,18 @@ def mutations(fn):
     return out
 
 
+def changed_in_place(fn):
+    """Variables a statement may change in place: those of :func:`mutations`, and the arguments
+    of calls into Python code other than operators (such a call may change them)."""
+    found = {v for _, v in mutations(fn) if isinstance(v, str)}
+    for s in ir.walk(fn.body):
+        call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) else None
+        if isinstance(call, ir.Call) and call.info and call.cls in ("dynamic", "derived") and \
+                not call.info.get("operator"):
+            found.update(a for a in call.args if isinstance(a, str))
+    return found
+
+
 def written_arrays(fn, classes=False):
     """Variables that may share memory with an array written in place (``x[i] = v``); with
     ``classes``, a dict from each such variable to a name for its sharing class."""

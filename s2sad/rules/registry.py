@@ -150,6 +150,14 @@ class Rule:
         return f"<Rule {self.name}({', '.join(self.signature.parameters)})>"
 
 
+def ufunc_method_name(fn):
+    """``np.add.reduce`` for a method of a NumPy ufunc (``reduce``, ``at``...), else None."""
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, np.ufunc):
+        return f"np.{owner.__name__}.{getattr(fn, '__name__', '?')}"
+    return None
+
+
 def _callee_name(fn):
     if isinstance(fn, tuple):
         return ".".join(str(p) for p in fn)
@@ -157,8 +165,9 @@ def _callee_name(fn):
     qn = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
     if isinstance(fn, np.ufunc):
         return f"numpy.{fn.__name__}"
-    if isinstance(getattr(fn, "__self__", None), np.ufunc):      # np.add.reduce, np.add.at...
-        return f"np.{fn.__self__.__name__}.{fn.__name__}"
+    method = ufunc_method_name(fn)
+    if method is not None:
+        return method
     short = {"numpy": "np", "_operator": "operator", "builtins": ""}.get(mod.split(".")[0], mod)
     if mod.startswith("numpy"):
         short = "np" + mod[5:].replace(".core", "").replace("._core", "")
