@@ -6,8 +6,6 @@ thread builds while the others wait on a per-key lock and then share the result.
 """
 import threading
 
-from .errors import S2SADError
-
 
 class DerivativeCache:
     def __init__(self):
@@ -30,17 +28,23 @@ class DerivativeCache:
         if d is not None:
             return d
         with self._guard:
-            lock = self._locks.setdefault(key, threading.Lock())
+            # an RLock: a build that needed its own key again (on the same thread) would fail
+            # with RecursionError instead of hanging
+            lock = self._locks.setdefault(key, threading.RLock())
+            generation = self.generation
         with lock:
             d = self._store.get(key)
             if d is None:
-                try:
-                    d = build()
-                except S2SADError:
-                    raise
-                self._store[key] = d
+                d = build()                   # an error propagates; a waiting thread retries
                 with self._guard:
+                    if self.generation == generation:   # not cleared while building
+                        self._store[key] = d
                     self.builds += 1
+        with self._guard:
+            # published: later callers find it in _store; threads already waiting on this lock
+            # still hold it and find it there too
+            if self._locks.get(key) is lock and key in self._store:
+                del self._locks[key]
         return d
 
     def discard(self, key, d):

@@ -27,9 +27,10 @@ def load_optional_tables():
     """Load the tables of optional libraries the user's process has imported by now."""
     for lib, table in _OPTIONAL.items():
         if table not in _optional_loaded and lib in sys.modules:
-            _optional_loaded.add(table)
             try:
                 importlib.import_module(f"{__name__}.{table}")
             except ModuleNotFoundError as e:
                 if e.name != f"{__name__}.{table}":
                     raise
+            finally:
+                _optional_loaded.add(table)   # published once filled (or failed): see registry

@@ -40,6 +40,8 @@ Rules are looked up by the callee object (identity).
 import ast
 import inspect
 import math
+import sys
+import threading
 
 import numpy as np
 
@@ -204,6 +206,7 @@ def defrule(fn, params=None, *, vjp=None, joint=None, jvp=None, forbid=None, vie
     """Declare the derivative rule of a primitive callee ``fn``; returns the :class:`Rule`.
 
     ``broadcast=True`` marks an elementwise operation that broadcasts its array operands."""
+    _before_user_declaration()
     rule = Rule(fn, params, vjp=vjp, joint=joint, jvp=jvp, forbid=forbid, view=view, kind=kind,
                 ns=ns, name=name, broadcast=broadcast, constant=constant)
     _RULES[_key(fn)] = rule
@@ -233,6 +236,7 @@ def defalias(fn, rule, name=None, subst=None):
 
 def defzero(*fns, params=None):
     """Declare callees whose outputs carry no derivative (``np.floor``, ``np.argmax``...)."""
+    _before_user_declaration()
     for fn in fns:
         _RULES[_key(fn)] = Rule(fn, params if params is not None else "*args, **kwargs", zero=True)
 
@@ -240,6 +244,7 @@ def defzero(*fns, params=None):
 def defmethod(name, params, *, vjp=None, joint=None, jvp=None, forbid=None, view=False,
               kind="array", ns=None):
     """Declare the rule of the array method ``x.name(...)``; ``params`` start with ``self``."""
+    _before_user_declaration()
     rule = Rule(("ndarray", name), params, vjp=vjp, joint=joint, jvp=jvp, forbid=forbid,
                 view=view, kind=kind, ns=ns, name=f"ndarray.{name}")
     _METHODS[name] = rule
@@ -289,8 +294,7 @@ def lookup(fn):
     except TypeError:
         return None
     if rule is None and _optional_pending():
-        from . import load_optional_tables
-        load_optional_tables()
+        _load_optional_tables()
         rule = _RULES.get(fn) if _hashable(fn) else _RULES.get(("id", id(fn)))
     return rule
 
@@ -315,14 +319,57 @@ def _hashable(fn):
         return False
 
 
+# -- loading the built-in tables -------------------------------------------------------------
+# The tables are filled first and published after: ``_loaded`` turns True only once every table
+# module has run.  Threads making their first calls together wait on ``_LOAD_LOCK`` for the thread
+# that loads; that thread itself (a table whose import looks a rule up, or declares one) goes on
+# with the tables it has filled so far.  A derivative is never built from half-filled tables.
+_LOAD_LOCK = threading.RLock()
 _loaded = False
+_loader = None          # the thread loading the tables, while it does
 
 
 def _ensure_tables():
     """Import the built-in rule tables once (lazily, so `import s2sad` stays light)."""
-    global _loaded
-    if _loaded:
+    global _loaded, _loader
+    if _loaded or _loader is threading.current_thread():
         return
-    _loaded = True
-    from . import load_builtin_tables
-    load_builtin_tables()
+    with _LOAD_LOCK:
+        if _loaded or _loader is not None:      # loaded meanwhile, or this thread is loading
+            return
+        _loader = threading.current_thread()
+        try:
+            from . import load_builtin_tables
+            load_builtin_tables()
+            _loaded = True
+        finally:
+            _loader = None
+
+
+def _load_optional_tables():
+    """Load the tables of optional libraries imported since (SciPy...), under the same lock: a
+    thread that finds a table not yet loaded waits until it is filled."""
+    global _loader
+    if _loader is threading.current_thread():
+        return
+    with _LOAD_LOCK:
+        if _loader is not None:
+            return
+        _loader = threading.current_thread()
+        try:
+            from . import load_optional_tables
+            load_optional_tables()
+        finally:
+            _loader = None
+
+
+def _before_user_declaration():
+    """A rule declared by the user (``s2sad.defrule`` before any derivative was built) must not
+    be overwritten by the built-in tables loading later: load them first.  The tables' own
+    declarations (modules of this package) skip this."""
+    if _loaded or _loader is threading.current_thread():
+        return
+    caller = sys._getframe(2).f_globals.get("__name__", "")
+    if caller.startswith(__package__ + "."):
+        return
+    _ensure_tables()
