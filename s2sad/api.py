@@ -20,6 +20,10 @@ _NDARRAY = __import__("numpy").ndarray
 
 
 def _def_origin(pyfunc):
+    if hasattr(pyfunc, "__s2sad_wrapper__"):        # generated for a callee given to the API
+        o = caller_origin()
+        if o is not None:
+            return o
     code = pyfunc.__code__
     return Origin(code.co_filename, code.co_firstlineno, 0, "", pyfunc.__qualname__)
 
@@ -108,7 +112,11 @@ class _Spec:
                                    fix=f"use one of {user_params}")
                 out.append((self.params.index(w), None))
         if len(set(out)) != len(out):
-            raise WrtError(f"wrt={wrt!r} names a parameter twice", origin=_def_origin(self.pyfunc))
+            names = [self.params[i] if el is None else f"{self.params[i]}[{el}]" for i, el in out]
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise WrtError(f"wrt={wrt!r} names {', '.join(map(repr, twice))} twice (as an index "
+                           f"and/or a name)", origin=caller_origin() or _def_origin(self.pyfunc),
+                           fix=f"name each argument once, e.g. wrt={tuple(dict.fromkeys(names))!r}")
         return out
 
     def bind(self, args, kwargs):
@@ -133,7 +141,12 @@ class _Spec:
     def derivative(self, args, wrt, check=True):
         """(derivative, full argument list) for bound ``args``; ``wrt`` holds (parameter index,
         element of *args or None) pairs."""
-        guard_arguments(self.pyfunc.__qualname__, args, self.params)   # NumPy/CuPy mixed: clear error
+        try:
+            guard_arguments(self.pyfunc.__qualname__, args, self.params)  # NumPy/CuPy mixed
+        except S2SADError as e:
+            if e.origin is None:
+                e.locate(caller_origin() or _def_origin(self.pyfunc))
+            raise
         if self.pyfunc.__closure__ and self._closure_changed() or self._generation != CACHE.generation:
             self._split_closure()
         full = self.full_args(args)
@@ -313,8 +326,13 @@ class Differentiable:
         self._fn = fn
         self._wrt = wrt
         self._mode = mode
-        self._spec = _Spec(fn, wrt)
+        self._specs = _Specs(fn, wrt)
         self._last = None
+
+    @property
+    def _spec(self):
+        """The :class:`_Spec` of a call without arguments (a Python function or method)."""
+        return self._specs.get((), {})
 
     def __call__(self, *args, **kwargs):
         return self._fn(*args, **kwargs)
@@ -325,8 +343,9 @@ class Differentiable:
         return Differentiable(self._fn.__get__(obj, objtype), self._wrt, self._mode)
 
     def value_and_grad(self, *args, **kwargs):
-        v, g, self._last = _value_and_grad(self._spec, args, kwargs, self._spec.wrt)
-        return v, (g[0] if self._spec.single else tuple(g))
+        spec = self._specs.get(args, kwargs)
+        v, g, self._last = _value_and_grad(spec, args, kwargs, spec.wrt)
+        return v, (g[0] if spec.single else tuple(g))
 
     def grad(self, *args, **kwargs):
         return self.value_and_grad(*args, **kwargs)[1]
@@ -338,7 +357,8 @@ class Differentiable:
         """The built :class:`~s2sad.codegen.build.Derivative` for these arguments (or the last
         one used, or one built for array arguments when called with none)."""
         if args or kwargs:
-            self._last = self._spec.derivative(self._spec.bind(args, kwargs), self._spec.wrt)[0]
+            spec = self._specs.get(args, kwargs)
+            self._last = spec.derivative(spec.bind(args, kwargs), spec.wrt)[0]
         elif self._last is None:
             nc = len(self._spec.cells)
             n = len(self._spec.params)
@@ -399,23 +419,376 @@ def _grad_of(fn):
     return getattr(fn, "__s2sad_grad_of__", None)
 
 
-def _concrete(fn, args):
-    """A function s2sad can read for ``fn`` called with ``args``: the gradient functions s2sad
-    returns are replaced by a generated, readable gradient function (so grad(grad(f)) works)."""
+# -- what s2sad differentiates for a callable given to the API -------------------------------------
+#
+# * a gradient function s2sad returned (``grad(f)``): a generated, readable gradient function;
+# * a callee with a rule (``np.sin``, ``np.moveaxis``, a user's ``defrule``): a one-line Python
+#   function calling it with the arguments of this call, so the rule is used (NumPy's own Python
+#   source is never read: it gave zero gradients);
+# * a ``functools.partial``: a generated function of the remaining arguments whose bound arguments
+#   are closure data (not differentiated);
+# * an object with a Python ``__call__``: its bound ``__call__``;
+# * a Python function of the user's: itself;
+# * a Python function of an installed package or the standard library without a rule: refused,
+#   as the classifier refuses a call to it inside a function.
+
+def _rule_of(fn):
+    from .rules.registry import lookup
+    try:
+        return lookup(fn)
+    except Exception:
+        return None
+
+
+def _call_of(fn):
+    """The Python ``__call__`` of a callable object (an instance of a class), or None."""
+    if isinstance(fn, (type, functools.partial)) or inspect.isfunction(fn) or \
+            inspect.ismethod(fn) or inspect.isbuiltin(fn):
+        return None
+    call = getattr(type(fn), "__call__", None)
+    call = getattr(call, "__func__", call)
+    return call if inspect.isfunction(call) else None
+
+
+def _per_call(fn):
+    """How the function s2sad reads for ``fn`` depends on a call: "grad" (on the arguments'
+    kinds), "shape" (on the number of positional arguments and the keyword names: partials and
+    callees with a rule), or None (it does not)."""
+    while hasattr(fn, "__s2sad_function__") and _grad_of(fn) is None:
+        fn = fn.__s2sad_function__
+    if _grad_of(fn) is not None:
+        return "grad"
+    if isinstance(fn, functools.partial) or _rule_of(fn) is not None:
+        return "shape"
+    return None
+
+
+def _concrete(fn, args=(), kwargs=None):
+    """A Python function (or bound method) s2sad can read for ``fn`` called with ``args`` and
+    ``kwargs`` (see above)."""
+    kwargs = kwargs or {}
+    while hasattr(fn, "__s2sad_function__") and _grad_of(fn) is None:
+        fn = fn.__s2sad_function__
     inner = _grad_of(fn)
-    if inner is None:
+    if inner is not None:
+        from .transforms import grad_function
+        f, w = inner
+        return grad_function(_concrete(f, args), w, *args)
+    rule = _rule_of(fn)
+    if rule is not None:
+        return _primitive_wrapper(fn, rule, args, kwargs)
+    if isinstance(fn, functools.partial):
+        return _partial_wrapper(fn, args, kwargs)
+    call = _call_of(fn)
+    if call is not None:
+        _refuse_library(call, fn)
+        return fn.__call__
+    if inspect.ismethod(fn):
+        _refuse_library(fn.__func__, fn)
         return fn
-    from .transforms import grad_function
-    f, w = inner
-    return grad_function(_concrete(f, args), w, *args)
+    try:
+        pyfunc = get_function(fn)
+    except S2SADError as e:
+        if e.origin is None:
+            e.locate(caller_origin())
+        raise
+    _refuse_library(pyfunc, fn)
+    return fn
+
+
+def _refuse_library(pyfunc, fn):
+    """Refuse a Python function of an installed package or the standard library that has no rule:
+    s2sad reaches library code only through rules (inside a function as at the front door)."""
+    if not inspect.isfunction(pyfunc) or pyfunc.__code__.co_filename.startswith("<") or \
+            runtime.is_user_code(pyfunc):
+        return
+    from .errors import OpaqueCalleeError
+    if _call_of(fn) is not None:
+        what = (f"a {runtime._type_name(fn)} object, whose __call__ is Python code of an installed "
+                f"package (or the standard library) with no derivative rule")
+    else:
+        ref = runtime._public_ref(fn) or runtime._public_ref(pyfunc) or \
+            f"{pyfunc.__module__}.{pyfunc.__qualname__}"
+        what = (f"{ref} is a Python function of an installed package (or the standard library) "
+                f"with no derivative rule")
+    raise OpaqueCalleeError(
+        f"{what}; s2sad differentiates your own code and calls library code only through rules",
+        origin=caller_origin(), fix=runtime._rule_skeleton(fn))
+
+
+def caller_origin():
+    """The user's line that called into s2sad (the innermost frame outside the s2sad package
+    and outside generated code), or None."""
+    import os
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    f = sys._getframe(1)
+    while f is not None:
+        name = f.f_code.co_filename
+        if not (os.path.abspath(name).startswith(here) or name.startswith("<")):
+            import linecache
+            return Origin(name, f.f_lineno, 0, linecache.getline(name, f.f_lineno).strip(),
+                          f.f_code.co_name)
+        f = f.f_back
+    return None
+
+
+_WRAPPERS = {}           # (callee key, call shape) -> generated function (or factory)
+_WRAPPERS_LOCK = threading.Lock()
+
+
+def _call_names(sig, nargs, kw):
+    """Parameter names for a call with ``nargs`` positional arguments and keywords ``kw``: the
+    signature's positional names, then ``<*name>0``, ``<*name>1``... (valid, distinct, and not
+    the keywords)."""
+    import keyword
+    ps = list(sig.parameters.values()) if sig is not None else []
+    pos = [p.name for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    star = next((p.name for p in ps if p.kind == p.VAR_POSITIONAL), "arg")
+    taken = set(kw)
+    out = []
+    for i in range(nargs):
+        n = pos[i] if i < len(pos) else f"{star}{i - len(pos)}"
+        if not n.isidentifier() or keyword.iskeyword(n) or n.startswith("_s2sad") or n in taken:
+            n = f"arg{i}"
+        while n in taken:
+            n += "_"
+        taken.add(n)
+        out.append(n)
+    return out
+
+
+def _check_keywords(kw, label):
+    import keyword
+    for k in kw:
+        if not k.isidentifier() or keyword.iskeyword(k):
+            raise ArgumentError(f"{label}: keyword argument {k!r} is not a Python name",
+                                origin=caller_origin(),
+                                fix="pass it positionally, or wrap the call in your own function")
+
+
+def _forwarder(name, callee, params, kw, bound=(), bound_kw=(), self_=False):
+    """A generated factory ``_make(<bound values>)`` returning ``name(*params, **kw)``, which
+    calls ``callee`` with the bound values (closure data, ``self`` first), the parameters, and
+    the bound keywords not given at the call."""
+    ident = "".join(c if c.isalnum() else "_" for c in name) or "f"
+    if not ident.isidentifier():
+        ident = f"f_{ident}"
+    import keyword
+    if keyword.iskeyword(ident):
+        ident += "_"
+    own = set(params) | set(kw)
+    cells = (["_self"] if self_ else []) + [f"_bound{i}" for i in range(len(bound))] + \
+        [f"_kw_{k}" for k in bound_kw]
+    for i, c in enumerate(cells):
+        while c in own:
+            c += "_"
+        cells[i] = c
+    call = cells[:len(cells) - len(bound_kw)] + list(params) + [f"{k}={k}" for k in kw] + \
+        [f"{k}={c}" for k, c in zip(bound_kw, cells[len(cells) - len(bound_kw):]) if k not in kw]
+    sig = ", ".join(list(params) + list(kw))
+    src = (f"# s2sad: calls {name} with the arguments given to the API\n"
+           f"def _make({', '.join(cells)}):\n"
+           f"    def {ident}({sig}):\n"
+           f"        return _callee({', '.join(call)})\n"
+           f"    return {ident}\n")
+    from .codegen.load import GeneratedModule
+    mod = GeneratedModule(f"{ident}_call", src, {"_callee": callee}, {})
+    return mod["_make"]
+
+
+def _primitive_wrapper(fn, rule, args, kwargs):
+    """``def moveaxis(a, source, destination): return _callee(a, source, destination)`` for a
+    callee with a rule, shaped like this call (keywords forwarded as keywords)."""
+    from .rules.registry import _key
+    kw = tuple(kwargs)
+    key = ("rule", _key(fn), len(args), kw)
+    w = _WRAPPERS.get(key)
+    if w is None:
+        _check_keywords(kw, rule.name)
+        names = _call_names(rule.signature, len(args), kw)
+        w = _forwarder(rule.name.split(".")[-1], fn, names, kw)()
+        w.__s2sad_wrapper__ = fn
+        w.__qualname__ = rule.name
+        with _WRAPPERS_LOCK:
+            w = _WRAPPERS.setdefault(key, w)
+    return w
+
+
+def _partial_wrapper(p, args, kwargs):
+    """A generated function of the arguments given to ``functools.partial`` object ``p`` at this
+    call; its bound arguments are closure data (constants for the derivative)."""
+    from .rules.registry import _key
+    pargs, pkw = tuple(p.args), dict(p.keywords)
+    kw = tuple(kwargs)
+    target, self_ = p.func, None
+    if _rule_of(target) is None and not isinstance(target, functools.partial):
+        target = _concrete(target, pargs + tuple(args), {**pkw, **kwargs})
+        if inspect.ismethod(target):
+            target, self_ = target.__func__, target.__self__
+        elif not inspect.isfunction(target) and _rule_of(target) is None:
+            target = get_function(target)
+    bkw = tuple(pkw)
+    key = ("partial", _key(target), self_ is not None, len(pargs), bkw, len(args), kw)
+    make = _WRAPPERS.get(key)
+    label = getattr(target, "__name__", None) or "partial"
+    if make is None:
+        _check_keywords(kw + bkw, label)
+        try:
+            sig = inspect.signature(p)
+        except (TypeError, ValueError):
+            sig = None
+        names = _call_names(sig, len(args), kw)
+        make = _forwarder(f"{label}_partial", target, names, kw, pargs, bkw, self_ is not None)
+        with _WRAPPERS_LOCK:
+            make = _WRAPPERS.setdefault(key, make)
+    values = ([self_] if self_ is not None else []) + list(pargs) + [pkw[k] for k in bkw]
+    w = make(*values)
+    w.__s2sad_wrapper__ = p
+    w.__qualname__ = f"partial({getattr(target, '__qualname__', label)}, ...)"
+    return w
+
+
+def _positional_names(fn):
+    """Names of the positional parameters of a callable given to the API (for ``wrt``)."""
+    while hasattr(fn, "__s2sad_function__") and _grad_of(fn) is None:
+        fn = fn.__s2sad_function__
+    inner = _grad_of(fn)
+    if inner is not None:
+        return _positional_names(inner[0])
+    rule = _rule_of(fn)
+    if rule is not None:
+        sig = rule.signature
+    elif isinstance(fn, functools.partial):
+        sig = inspect.signature(fn)
+    else:
+        target = _concrete(fn)
+        sig = inspect.signature(get_function(target), follow_wrapped=False)
+        if inspect.ismethod(target):
+            return [p.name for p in list(sig.parameters.values())[1:]
+                    if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return [p.name for p in sig.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _required_args(fn):
+    """Placeholder arguments (None) for the required positional parameters of a partial or a
+    callee with a rule: the call shape of a derivative built without example arguments."""
+    rule = _rule_of(fn)
+    sig = rule.signature if rule is not None else inspect.signature(fn)
+    return tuple(None for p in sig.parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty)
+
+
+def _label(fn):
+    """A name for ``fn`` in messages."""
+    while hasattr(fn, "__s2sad_function__"):
+        fn = fn.__s2sad_function__
+    if isinstance(fn, functools.partial):
+        return f"partial({_label(fn.func)}, ...)"
+    rule = _rule_of(fn)
+    if rule is not None:
+        return rule.name
+    return getattr(fn, "__qualname__", None) or type(fn).__qualname__
+
+
+class _Specs:
+    """The :class:`_Spec` for each call of a callable given to the API: one, or one per call
+    shape (partials and callees with a rule), or one per call (gradient functions s2sad
+    returned, whose generated code depends on the arguments' kinds)."""
+
+    def __init__(self, fn, wrt):
+        self.fn, self.wrt = fn, wrt
+        self.per = _per_call(fn)
+        self.one = _spec_for(_concrete(fn), wrt) if self.per is None else None
+        self.memo = {}
+
+    def get(self, args, kwargs):
+        if self.one is not None:
+            return self.one
+        if self.per == "grad":
+            return _Spec(_concrete(self.fn, args, kwargs), self.wrt)
+        key = (len(args), tuple(kwargs))
+        s = self.memo.get(key)
+        if s is None:
+            s = _Spec(_concrete(self.fn, args, kwargs), self.wrt)
+            if len(self.memo) < 64:
+                self.memo[key] = s
+        return s
+
+
+class ArgumentError(S2SADError, TypeError):
+    """Arguments given to a transform do not fit the function: ``jvp`` primals or tangents not in
+    a tuple, a tangent or cotangent whose shape or kind differs from its value's."""
+
+
+def _leaf_like(x):
+    return isinstance(x, (float, complex, int, bool)) or (hasattr(x, "shape") and hasattr(x, "dtype"))
+
+
+def _kind(x):
+    dt = getattr(x, "dtype", None)
+    if dt is not None:
+        return dt.kind
+    return {bool: "b", int: "i", float: "f", complex: "c"}.get(type(x), "?")
+
+
+def check_like(t, ref, what, label, fix, path=""):
+    """Refuse a tangent (or cotangent) ``t`` whose structure, shape or kind does not match the
+    value ``ref`` it belongs to (NumPy would broadcast it silently).  ``None`` and an exact
+    Python ``0``/``0.0`` mean zero anywhere."""
+    if t is None or (type(t) in (int, float) and t == 0):
+        return
+    where = f"{label}{path}"
+    if isinstance(ref, (tuple, list)):
+        if not isinstance(t, (tuple, list)) or len(t) != len(ref):
+            n = f"{type(t).__name__} of {len(t)}" if isinstance(t, (tuple, list)) else type(t).__name__
+            raise ArgumentError(f"{what} for {where} is a {n}, but the value is a "
+                                f"{type(ref).__name__} of {len(ref)}", origin=caller_origin(), fix=fix)
+        for k, (a, b) in enumerate(zip(t, ref)):
+            check_like(a, b, what, label, fix, f"{path}[{k}]")
+        return
+    if isinstance(ref, dict):
+        if not isinstance(t, dict) or not set(t) <= set(ref):
+            extra = sorted(map(repr, set(t) - set(ref))) if isinstance(t, dict) else None
+            raise ArgumentError(f"{what} for {where} is "
+                                + (f"a dict with keys {', '.join(extra)} the value lacks" if extra
+                                   else f"a {type(t).__name__}, but the value is a dict"),
+                                origin=caller_origin(), fix=fix)
+        for k, a in t.items():
+            check_like(a, ref[k], what, label, fix, f"{path}[{k!r}]")
+        return
+    if _leaf_like(ref):
+        rk = _kind(ref)
+        if rk not in "fc":
+            return                                  # carries no derivative: nothing to check
+        if not _leaf_like(t):
+            raise ArgumentError(f"{what} for {where} is a {type(t).__name__}, but the value is "
+                                f"{_describe(ref) if hasattr(ref, 'dtype') else 'a ' + type(ref).__name__}",
+                                origin=caller_origin(), fix=fix)
+        ts, rs = tuple(getattr(t, "shape", ())), tuple(getattr(ref, "shape", ()))
+        if ts != rs:
+            raise ArgumentError(f"{what} for {where} has shape {ts}, but the value has shape {rs} "
+                                f"(it would be broadcast silently)", origin=caller_origin(), fix=fix)
+        tk = _kind(t)
+        if tk == "c" and rk == "f":
+            raise ArgumentError(f"{what} for {where} is complex, but the value is real",
+                                origin=caller_origin(), fix=fix)
+        if tk not in "biufc":
+            raise ArgumentError(f"{what} for {where} has dtype kind {tk!r}; it must be a number",
+                                origin=caller_origin(), fix=fix)
+        return
+    if isinstance(t, dict):                          # an object's tangent: one per attribute
+        for k, a in t.items():
+            if isinstance(k, str) and hasattr(ref, k):
+                check_like(a, getattr(ref, k), what, label, fix, f"{path}.{k}")
 
 
 def _mark(wrapper, fn, wrt, kind):
     """Give a returned gradient function its name and docs, not ``__wrapped__`` (which would make
     s2sad differentiate ``fn`` instead of its gradient)."""
     try:
-        functools.update_wrapper(wrapper, get_function(fn) if _grad_of(fn) is None else fn,
-                                 updated=())
+        functools.update_wrapper(wrapper, get_function(_concrete(fn)) if _per_call(fn) is None
+                                 else fn, updated=())
     except Exception:
         pass
     wrapper.__dict__.pop("__wrapped__", None)
@@ -425,10 +798,10 @@ def _mark(wrapper, fn, wrt, kind):
 
 def value_and_grad(fn, wrt=0):
     """``value_and_grad(f, wrt)(*args) -> (value, gradient)``; a tuple of gradients for a tuple wrt."""
-    spec = _spec_for(fn, wrt) if _grad_of(fn) is None else None
+    specs = _Specs(fn, wrt)
 
     def vg(*args, **kwargs):
-        s = spec if spec is not None else _Spec(_concrete(fn, args), wrt)
+        s = specs.get(args, kwargs)
         v, g, _ = _value_and_grad(s, args, kwargs, s.wrt)
         return v, (g[0] if s.single else tuple(g))
     return _mark(vg, fn, wrt, "value_and_grad")
@@ -448,7 +821,9 @@ def grad(fn, wrt=0):
 def vjp(fn, *args, **kwargs):
     """``value, pullback = vjp(f, *args)``; ``pullback(ct)`` returns one adjoint per positional
     argument (``None`` for arguments that carry no derivative)."""
-    spec = _spec_for(_concrete(fn, args), 0)
+    target = _concrete(fn, args, kwargs)
+    spec = _Spec(target, 0) if hasattr(target, "__s2sad_wrapper__") and \
+        isinstance(target.__s2sad_wrapper__, functools.partial) else _spec_for(target, 0)
     full = spec.bind(args, kwargs)
     npos = len(args)
     where = [spec.locate(i) for i in range(npos)]
@@ -458,6 +833,9 @@ def vjp(fn, *args, **kwargs):
     value, tape = _run(d.fwd, *allargs)
 
     def pullback(ct):
+        check_like(ct, value, "the cotangent", "the output",
+                   "give pullback a cotangent shaped like the output (np.ones_like(value), or a "
+                   "tuple/list/dict of such for a container output)")
         grads = _run(d.bwd, tape, ct)
         fin = dict(zip(wrt, _finish_grads(grads, full, wrt)))
         return tuple(fin.get(w) for w in where)

@@ -1248,14 +1248,46 @@ def _ufunc_method(fn):
     return ufunc_method_name(fn)
 
 
-def _opaque_message(fn, origin=None):
-    full = _ufunc_method(fn) or _public_ref(fn)
+def _opaque_message(fn, origin=None, text=None):
+    full = _callee_ref(fn, text)
     if full is None:
-        name = getattr(fn, "__qualname__", None) or repr(fn)
-        mod = getattr(fn, "__module__", None)
-        full = f"{mod}.{name}" if mod else name
+        full = f"a {_object_name(fn)}"
+    elif not isinstance(fn, (_types.FunctionType, _types.BuiltinFunctionType, type, np.ufunc)) \
+            and not _ufunc_method(fn):
+        full = f"{full} (of type {_type_name(fn)})"
     return (f"{full} has no Python source and no derivative rule, and it returned a value that "
             f"carries a derivative")
+
+
+def _object_name(obj):
+    """``ctypes._FuncPtr object 'cos'``: an object's type, and its own name where it has one."""
+    name = getattr(obj, "__name__", None)
+    return f"{_type_name(obj)} object" + (f" {name!r}" if isinstance(name, str) else "")
+
+
+def _type_name(obj):
+    t = type(obj)
+    mod = t.__module__ or ""
+    name = t.__name__ if "<locals>" in t.__qualname__ else t.__qualname__
+    return name if mod in ("builtins", "") else f"{mod.split('.')[0]}.{name}"
+
+
+def _callee_ref(fn, text=None):
+    """How a user writes the callee ``fn``: its public path (``scipy.linalg.sqrtm``), else its
+    spelling at the call site (``libm.cos``), else its module and name for a function or class;
+    None for another object (a ctypes function, a ``np.vectorize`` object) seen without a call
+    site."""
+    ref = _ufunc_method(fn) or _public_ref(fn)
+    if ref is not None:
+        return ref
+    if text:
+        return text
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if not isinstance(name, str) or not isinstance(
+            fn, (_types.FunctionType, _types.BuiltinFunctionType, _types.MethodType, type)):
+        return None
+    mod = getattr(fn, "__module__", None) or ""
+    return f"{mod.split('.')[0]}.{name}" if mod and mod != "builtins" else name
 
 
 _ALTERNATIVES = {
@@ -1288,11 +1320,8 @@ def _public_ref(fn):
     return None
 
 
-def _rule_skeleton(fn):
-    name = getattr(fn, "__qualname__", None) or "fn"
-    mod = getattr(fn, "__module__", None) or ""
-    ref = _ufunc_method(fn) or _public_ref(fn) or \
-        (f"{mod.split('.')[0]}.{name}" if mod and mod != "builtins" else name)
+def _rule_skeleton(fn, text=None):
+    ref = _callee_ref(fn, text) or f"<the {_object_name(fn)} you call>"
     alt = _ALTERNATIVES.get(ref)
     if alt is not None:
         return alt
@@ -1322,11 +1351,12 @@ def check_opaque(value, site):
         from .errors import OpaqueCalleeError
         call = site.call
         fn = getattr(call.fn, "obj", None)
-        desc = _opaque_message(fn) if fn is not None else \
+        text = getattr(call.fn, "text", None)
+        desc = _opaque_message(fn, text=text) if fn is not None else \
             f"`{site.origin.text}` calls something s2sad has no rule for, and it returned a value " \
             f"that carries a derivative"
-        raise OpaqueCalleeError(desc, origin=site.origin, fix=_rule_skeleton(fn) if fn is not None
-                                else "declare a rule with s2sad.defrule")
+        raise OpaqueCalleeError(desc, origin=site.origin, fix=_rule_skeleton(fn, text)
+                                if fn is not None else "declare a rule with s2sad.defrule")
 
 
 # -- container read adjoints ----------------------------------------------------------------------

@@ -601,8 +601,8 @@ def einsum(g, operands, which, **kwargs):
     subscripts string).  Handles implicit output, ellipses, repeated indices (diagonals), and
     indices summed within a single operand."""
     if not isinstance(operands[0], str):
-        raise RuleError("np.einsum: only the subscripts-string form is differentiable "
-                        "(write np.einsum('ij,jk->ik', a, b))")
+        raise RuleError("np.einsum: only the subscripts-string form is differentiable",
+                        fix="write the subscripts as a string: np.einsum('ij,jk->ik', a, b)")
     subs, *ops = operands
     ops_ = [asarray(o) for o in ops]
     m = xp(*ops_)
@@ -852,11 +852,12 @@ def qr(g, ans, a, mode="reduced"):
     elif mode in ("reduced", "complete"):
         if mode == "complete" and rows > cols:
             raise RuleError("np.linalg.qr(mode='complete') with more rows than columns has no "
-                            "unique derivative; use mode='reduced'")
+                            "unique derivative", fix="use mode='reduced'")
         Q, R = ans
         gQ, gR = g if isinstance(g, (tuple, list)) else (g, None)
     else:
-        raise RuleError(f"np.linalg.qr(mode={mode!r}) is not differentiable; use 'reduced'")
+        raise RuleError(f"np.linalg.qr(mode={mode!r}) is not differentiable",
+                        fix="use mode='reduced' (or 'complete' for square or wide matrices)")
     if rows >= cols:
         return like(_qr_square_or_tall(a_, Q, R, gQ, gR), a)
     # wide: A = Q [X | Y], R = [R1 | R2]
@@ -880,7 +881,8 @@ def svd(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
     rows, cols = a_.shape[-2:]
     k = min(rows, cols)
     if hermitian:
-        raise RuleError("np.linalg.svd(hermitian=True) is not differentiable; use eigh")
+        raise RuleError("np.linalg.svd(hermitian=True) is not differentiable",
+                        fix="use np.linalg.eigh for Hermitian matrices, or hermitian=False")
     if not compute_uv:
         U, S, Vh = m.linalg.svd(a_, full_matrices=False)
         return like((U * m.asarray(g)[..., None, :]) @ Vh, a)
@@ -889,7 +891,7 @@ def svd(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
     if full_matrices and rows != cols:
         if not (is_zero(gU) and is_zero(gVh)):
             raise RuleError("np.linalg.svd(full_matrices=True) of a non-square matrix: U and Vh "
-                            "are not unique; use full_matrices=False")
+                            "are not unique", fix="use full_matrices=False")
         U, Vh = U[..., :, :k], Vh[..., :k, :]
     return like(_svd_thin(U, S, Vh, gU, gS, gVh), a)
 
@@ -942,7 +944,8 @@ def norm(g, ans, x, ord=None, axis=None, keepdims=False):
         if ord is not None and nd == 2:
             return like(_matrix_norm(g, ans, x_, ord, (0, 1), keepdims), x)
         if ord is not None and nd != 1:
-            raise RuleError("np.linalg.norm: ord needs axis for arrays of more than 2 dimensions")
+            raise RuleError("np.linalg.norm: ord needs axis for arrays of more than 2 dimensions",
+                            fix="give axis= (one axis for a vector norm, two for a matrix norm)")
         axes = tuple(range(nd))
         r = _vector_norm(g, ans, x_.ravel() if nd > 1 else x_, ord, (0,) if nd else (),
                          keepdims and nd == 1)
@@ -1023,7 +1026,8 @@ def _matrix_norm(g, ans, x, ord, axes, keepdims):
             r = U[..., :, i:i + 1 if i == 0 else None] @ Vh[..., i:i + 1 if i == 0 else None, :]
         r = r * gm[..., None, None]
         return m.moveaxis(r, (-2, -1), (r0, c0))
-    raise RuleError(f"np.linalg.norm: ord={ord!r} is not differentiable for matrices")
+    raise RuleError(f"np.linalg.norm: ord={ord!r} is not differentiable for matrices",
+                    fix="use ord=None/'fro', 'nuc', 1, -1, 2, -2, np.inf or -np.inf")
 
 
 # -- shape functions ----------------------------------------------------------------------------
@@ -1037,10 +1041,10 @@ def _order(order, a):
         if flags is not None and flags.f_contiguous and not flags.c_contiguous:
             return "F"
         if order == "K" and flags is not None and not flags.c_contiguous and a.ndim > 1:
-            raise RuleError("ravel(order='K') of a non-contiguous array is not differentiable; "
-                            "use order='C'")
+            raise RuleError("ravel(order='K') of a non-contiguous array is not differentiable",
+                            fix="use order='C' (or copy the array first)")
         return "C"
-    raise RuleError(f"order={order!r} is not supported")
+    raise RuleError(f"order={order!r} is not supported", fix="use order='C', 'F', 'A' or 'K'")
 
 
 def reshape_back(g, a, order="C"):
@@ -1111,8 +1115,8 @@ def pad(g, array, pad_width, mode="constant"):
         sl = tuple(slice(int(lo), int(lo) + n) for (lo, _), n in zip(pw, a_.shape))
         return like(g[sl].copy(), array)
     if mode not in ("edge", "reflect", "symmetric", "wrap"):
-        raise RuleError(f"np.pad(mode={mode!r}) is not differentiable; use constant, edge, "
-                        "reflect, symmetric or wrap")
+        raise RuleError(f"np.pad(mode={mode!r}) is not differentiable",
+                        fix="use mode='constant', 'edge', 'reflect', 'symmetric' or 'wrap'")
     idx = np.pad(np.arange(a_.size).reshape(a_.shape), pad_width, mode=mode)
     flat = m.zeros(a_.size, dtype=g.dtype)
     _rt.scatter_add(flat, m.asarray(idx.ravel()) if m is not np else idx.ravel(), g.ravel())
@@ -2579,7 +2583,8 @@ def _dual(norm):
     try:
         return _DUAL_NORM[norm]
     except KeyError:
-        raise RuleError(f"fft: norm={norm!r} is not one of None, 'backward', 'ortho', 'forward'")
+        raise RuleError(f"fft: norm={norm!r} is not one of None, 'backward', 'ortho', 'forward'",
+                        fix="use norm=None, 'backward', 'ortho' or 'forward'")
 
 
 def _fit(g, length, axis):
