@@ -35,7 +35,9 @@ class DerivativeCache:
         with lock:
             d = self._store.get(key)
             if d is None:
-                d = build()                   # an error propagates; a waiting thread retries
+                from .frontend.source import build_scope
+                with build_scope():           # room for deeply nested expressions, if needed
+                    d = build()               # an error propagates; a waiting thread retries
                 with self._guard:
                     if self.generation == generation:   # not cleared while building
                         self._store[key] = d

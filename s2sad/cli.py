@@ -6,17 +6,22 @@
 ``FUNC`` may be dotted (``Class.method``, ``outer_namespace.func``).  If it names an
 ``@s2sad.differentiate`` function, its own ``wrt`` is used unless ``--wrt`` is given.  The file is
 imported as a module by path (its ``if __name__ == "__main__":`` block does not run).  Errors are
-printed as ``s2sad: error: <message>`` and exit with status 2.
+printed as ``s2sad: error: <message>`` (naming the file and line where there is one, and ending
+with ``Fix: ...``) and exit with status 2.
 """
 import argparse
 import importlib.util
 import os
 import sys
+import traceback
+
+from .errors import S2SADError
+from .ir import Origin
 
 PROG = "s2sad"
 
 
-class CLIError(Exception):
+class CLIError(S2SADError):
     """A problem with the command line's input (not a bug in s2sad)."""
 
 
@@ -26,7 +31,8 @@ def _parse_wrt(text):
         return None
     items = [t.strip() for t in text.split(",") if t.strip()]
     if not items:
-        raise CLIError(f"--wrt {text!r}: give parameter indices or names, e.g. --wrt 0,x")
+        raise CLIError(f"--wrt {text!r}: no parameter given",
+                       fix="give parameter indices or names, e.g. --wrt 0,x")
     vals = [int(t) if t.lstrip("-").isdigit() else t for t in items]
     if len(vals) == 1 and "," not in text:
         return vals[0]
@@ -36,7 +42,9 @@ def _parse_wrt(text):
 def load_module(path):
     """Import the Python file at ``path`` as a module (registered in ``sys.modules``)."""
     if not os.path.isfile(path):
-        raise CLIError(f"no such file: {path}")
+        raise CLIError(f"no such file: {path}",
+                       fix="give the path of a .py file (relative to the current directory, or "
+                           "absolute), e.g. examples/quickstart.py:loss")
     path = os.path.abspath(path)
     name = os.path.splitext(os.path.basename(path))[0]
     if not name.isidentifier():
@@ -46,7 +54,8 @@ def load_module(path):
         modname = f"_s2sad_cli_.{name}"
     spec = importlib.util.spec_from_file_location(modname, path)
     if spec is None or spec.loader is None:
-        raise CLIError(f"cannot import {path} as a Python module")
+        raise CLIError(f"cannot import {path} as a Python module",
+                       fix="point s2sad at a Python source file (.py)")
     module = importlib.util.module_from_spec(spec)
     sys.modules[modname] = module
     d = os.path.dirname(path)
@@ -55,19 +64,35 @@ def load_module(path):
     try:
         spec.loader.exec_module(module)
     except Exception as e:
-        from .errors import S2SADError
         if isinstance(e, (S2SADError, BrokenPipeError)):
             raise
         sys.modules.pop(modname, None)
-        raise CLIError(f"importing {path} failed: {type(e).__name__}: {e}") from None
+        raise _import_error(path, e) from None
     return module
+
+
+def _import_error(path, e):
+    """A CLIError naming the file and line where importing ``path`` failed."""
+    if isinstance(e, SyntaxError):
+        where = Origin(e.filename or path, e.lineno or 1, 0, (e.text or "").strip())
+        return CLIError(f"cannot import {path}: {type(e).__name__}: {e.msg}", origin=where,
+                        fix="correct the syntax at that line (the file must compile: try "
+                            "`python -m py_compile FILE.py`)")
+    frames = traceback.extract_tb(e.__traceback__)
+    mine = [f for f in frames if os.path.abspath(f.filename) == path] or frames[-1:]
+    where = Origin(mine[-1].filename, mine[-1].lineno, 0, mine[-1].line or "") if mine else None
+    return CLIError(f"importing {path} failed: {type(e).__name__}: {e}", origin=where,
+                    fix="s2sad imports the file to find the function (its `if __name__ == "
+                        "\"__main__\":` block does not run): make the file import without "
+                        "errors, or move the code that fails under that block")
 
 
 def resolve(target):
     """``FILE.py:FUNC`` -> the object named FUNC (possibly dotted) in that file."""
     path, sep, func = target.rpartition(":")
     if not sep or not path or not func:
-        raise CLIError(f"{target!r}: expected FILE.py:FUNC (e.g. examples/quickstart.py:loss)")
+        raise CLIError(f"{target!r}: expected FILE.py:FUNC",
+                       fix="name the file and the function, e.g. examples/quickstart.py:loss")
     module = load_module(path)
     obj = module
     done = []
@@ -76,10 +101,16 @@ def resolve(target):
             obj = getattr(obj, part)
         except AttributeError:
             where = ".".join(done) or path
-            raise CLIError(f"{where} has no attribute {part!r}") from None
+            names = sorted(n for n, v in vars(obj).items() if callable(v) and
+                           not n.startswith("_"))[:12] if hasattr(obj, "__dict__") else []
+            raise CLIError(f"{where} has no attribute {part!r}",
+                           fix="name a function defined there (dotted for a method: "
+                               "Class.method)" + (f"; it has: {', '.join(names)}" if names
+                                                  else "")) from None
         done.append(part)
     if not callable(obj):
-        raise CLIError(f"{func} in {path} is not a function (it is a {type(obj).__name__})")
+        raise CLIError(f"{func} in {path} is not a function (it is a {type(obj).__name__})",
+                       fix="name a function (or a method, as Class.method) defined in the file")
     return obj
 
 
@@ -101,7 +132,7 @@ def cmd_dump(args):
             forward_source = transforms.forward_source
         except (ImportError, AttributeError):
             raise CLIError("forward mode not available: this version of s2sad has no "
-                           "s2sad.transforms.forward_source; use --mode reverse") from None
+                           "s2sad.transforms.forward_source", fix="use --mode reverse") from None
         from .api import Differentiable
         fn = obj._fn if isinstance(obj, Differentiable) else obj
         if wrt is None:
@@ -138,12 +169,11 @@ def make_parser():
 
 def main(argv=None):
     """Entry point of the ``s2sad`` console script; returns the exit status."""
-    from .errors import S2SADError
     parser = make_parser()
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (S2SADError, CLIError) as e:
+    except S2SADError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:

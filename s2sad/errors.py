@@ -35,6 +35,11 @@ class SourceUnavailableError(S2SADError):
     """The function has no Python source s2sad can read (built-in, C extension, REPL string)."""
 
 
+class StaleSourceError(SourceUnavailableError):
+    """The source s2sad can read is not the source of the code that runs (a module edited after
+    it was imported, or code compiled from another string under a real file's name)."""
+
+
 class OpaqueCalleeError(S2SADError):
     """A callee with no source and no rule produced a differentiable value."""
 

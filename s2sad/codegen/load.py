@@ -4,6 +4,8 @@ import itertools
 import linecache
 import types
 
+from ..frontend.source import split_lines
+
 _counter = itertools.count(1)
 
 
@@ -11,12 +13,13 @@ class GeneratedModule:
     def __init__(self, name, source, namespace, line_origins):
         self.name = name
         self.source = source
-        self.filename = f"<s2sad-generated {name} #{next(_counter)}>"
+        safe = "".join(c if c.isprintable() and c not in "<>" else "_" for c in str(name))
+        self.filename = f"<s2sad-generated {safe} #{next(_counter)}>"
         self.line_origins = line_origins          # generated line number (1-based) -> Origin
-        self.module = types.ModuleType(f"s2sad_generated.{name}")
+        self.module = types.ModuleType(f"s2sad_generated.{safe}")
         self.module.__dict__.update(namespace)
         self.module.__file__ = self.filename
-        lines = source.splitlines(True)
+        lines = split_lines(source, True)        # Python's line ends only, as compile() counts
         linecache.cache[self.filename] = (len(source), None, lines, self.filename)
         code = compile(source, self.filename, "exec")
         exec(code, self.module.__dict__)

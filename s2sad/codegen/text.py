@@ -293,20 +293,53 @@ def render(items, expand, out, depth=1, state=None):
     return out
 
 
+class Verbatim(str):
+    """A line of user source that begins inside a string literal (a multi-line string of a
+    nested def copied as written): written exactly as it is, no indentation or comment added."""
+    __slots__ = ()
+
+
+class Uncommented(str):
+    """A line that continues onto the next one (it ends inside a string, or after a backslash):
+    no comment may be appended to it."""
+    __slots__ = ()
+
+
+# characters that must not reach a comment as they are: Python's line ends (a file name or a
+# line holding one would end the comment and make the rest code), NUL, and the characters that
+# str.splitlines and editors take as line breaks
+_COMMENT_UNSAFE = {c: c.encode("unicode_escape").decode("ascii")
+                   for c in "\r\n\x00\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
+
+
+def comment_safe(text):
+    """``text`` with the characters that could end or break a comment escaped (``\\n``...)."""
+    if any(c in _COMMENT_UNSAFE for c in text):
+        return "".join(_COMMENT_UNSAFE.get(c, c) for c in text)
+    return text
+
+
 def format_lines(triples, comment_col=40):
     """Source text with a ``# file:line  source`` comment on each line that has an origin.
 
-    The first line generated from a user line also shows that line's text."""
+    The first line generated from a user line also shows that line's text.  Comment text (file
+    names, user lines, comment-only lines) is escaped so that it can never end the comment."""
     lines = []
     last = None
     for depth, text, origin, *rest in triples:
+        if isinstance(text, Verbatim):
+            lines.append(str(text))
+            continue
+        if text.lstrip().startswith("#"):
+            text = comment_safe(text)
         code = "    " * depth + text
-        if origin is not None and not (rest and rest[0]) and text.strip():
-            tag = origin.short()
+        if origin is not None and not (rest and rest[0]) and text.strip() and \
+                not isinstance(text, Uncommented):
+            tag = comment_safe(origin.short())
             comment = f"# {tag}"
             key = (origin.file, origin.line)
             if key != last and origin.text:
-                comment += f"  {origin.text}"
+                comment += f"  {comment_safe(origin.text)}"
             last = key
             pad = max(comment_col - len(code), 2)
             code = code + " " * pad + comment

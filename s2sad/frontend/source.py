@@ -1,13 +1,20 @@
 """Source retrieval and namespace resolution for a user's function."""
+import __future__
+import ast
 import builtins
+import contextlib
 import inspect
 import keyword
 import linecache
-import textwrap
+import os
+import re
+import sys
+import threading
+import types
 
 import gast
 
-from ..errors import SourceUnavailableError
+from ..errors import SourceUnavailableError, StaleSourceError
 from ..ir import Origin
 
 _MISSING = object()
@@ -21,7 +28,7 @@ class FunctionSource:
         self.code = fn.__code__
         self.file = self.code.co_filename
         self.first_line = self.code.co_firstlineno
-        self.node, self.lines = _parse(fn)
+        self.node, self.lines, self._tree = _parse(fn)
         static, data = split_closure(fn)
         self.closure = static              # cells read as constants at build time
         self.data_cells = data             # cells that become leading parameters of the sweeps
@@ -55,25 +62,99 @@ class FunctionSource:
         return Origin(self.file, line, getattr(node, "col_offset", 0), text.strip(),
                       self.fn.__qualname__)
 
+    def _original(self, node):
+        """The node of the untouched syntax tree (``ast``) at ``node``'s place, or None.  The
+        gast tree may have been rewritten by the passes before lowering; the text is not."""
+        if self._tree is None or getattr(node, "lineno", None) is None:
+            return None
+        line = self.first_line + node.lineno - 1
+        kind = type(node).__name__
+        for n in ast.walk(self._tree):
+            if type(n).__name__ == kind and getattr(n, "lineno", None) == line and \
+                    n.col_offset == node.col_offset:
+                return n
+        return None
 
     def segment(self, node):
-        """The source lines of a nested def/lambda as (text, Origin) pairs, dedented."""
+        """The source of a nested def/lambda as (text, Origin) pairs, to be emitted as written.
+
+        A def's lines lose the indentation of its first line; lines inside a multi-line string
+        are :class:`~s2sad.codegen.text.Verbatim` (written exactly as in the file, nothing added),
+        and a line that continues onto the next one (inside a string, after a backslash) is
+        :class:`~s2sad.codegen.text.Uncommented`.  The text is parsed back and compared with the
+        definition, so nothing but the definition itself can reach the generated module."""
+        from ..codegen.text import Uncommented, Verbatim
+        orig = self._original(node)
         first, last = node.lineno, getattr(node, "end_lineno", node.lineno)
-        if isinstance(node, gast.FunctionDef) and node.decorator_list:
+        if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)) and node.decorator_list:
             first = min(first, min(d.lineno for d in node.decorator_list))
         if isinstance(node, gast.Lambda):
-            if first == last:
-                text = self.lines[first - 1][node.col_offset:node.end_col_offset]
-                return [(text, self.origin(node))]
-            import ast as _ast
-            return [(_ast.unparse(gast.gast_to_ast(node)), self.origin(node))]
+            text = None
+            if first == last and 0 < first <= len(self.lines):
+                # columns are UTF-8 byte offsets
+                raw = self.lines[first - 1].encode("utf-8")
+                text = raw[node.col_offset:node.end_col_offset].decode("utf-8", "replace")
+                if orig is None or not _same_tree(text, orig, "eval"):
+                    text = None
+            if text is None:
+                text = ast.unparse(orig if orig is not None else gast.gast_to_ast(node))
+            return [(text, self.origin(node))]
         lines = self.lines[first - 1:last]
-        body = textwrap.dedent("\n".join(lines)).split("\n")
+        inside = set()          # indices of lines that begin inside a string token
+        for n in (ast.walk(orig) if orig is not None else gast.walk(node)):
+            if type(n).__name__ == "JoinedStr" or type(n).__name__ == "Constant" and \
+                    isinstance(n.value, (str, bytes)):
+                start = n.lineno - (self.first_line - 1 if orig is not None else 0)
+                end = (getattr(n, "end_lineno", None) or n.lineno) - \
+                    (self.first_line - 1 if orig is not None else 0)
+                inside.update(range(start + 1 - first, end + 1 - first))
+        margin = _indent(lines[0]) if lines else ""
+        body = []
+        for k, line in enumerate(lines):
+            if k in inside:
+                body.append(Verbatim(line))
+                continue
+            ws = len(line) - len(line.lstrip(" \t\f"))
+            indent, rest = _indent(line), line[ws:]
+            text = indent[len(margin):] + rest if indent.startswith(margin) else rest
+            if k + 1 in inside or rest.rstrip().endswith("\\"):
+                text = Uncommented(text)
+            body.append(text)
+        if orig is not None and not _same_tree("\n".join(body), orig, "exec"):
+            from ..errors import UnsupportedSyntaxError
+            raise UnsupportedSyntaxError(
+                f"s2sad cannot copy the nested definition {getattr(node, 'name', 'lambda')!r} "
+                f"into the derivative exactly as written",
+                origin=self.origin(node),
+                fix="define the function at module level and call it from here")
         out = []
         for k, text in enumerate(body):
             fake = type("N", (), {"lineno": first + k, "col_offset": 0})()
             out.append((text, self.origin(fake)))
         return out
+
+
+def _indent(line):
+    """The indentation of a line as Python counts it (a form feed resets it)."""
+    ws = line[:len(line) - len(line.lstrip(" \t\f"))]
+    return ws.rsplit("\f", 1)[-1]
+
+
+def _same_tree(text, orig, mode):
+    """True when ``text`` parses to exactly the ``ast`` node ``orig`` (a statement in "exec"
+    mode, an expression in "eval" mode)."""
+    try:
+        tree = ast.parse(text, mode=mode)
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    if mode == "eval":
+        got = tree.body
+    else:
+        got = tree.body[0] if len(tree.body) == 1 else None
+    try:
+        return got is not None and ast.dump(got) == ast.dump(orig)
+    except RecursionError:
+        return False
 
 
 _STATIC_TYPES = None
@@ -171,75 +252,331 @@ def primitive_function(fn):
         ident = f"{ident}_"
     filename = f"<s2sad primitive {rule.name}>"
     src = f"def {ident}({', '.join(params)}):\n    return _callee({', '.join(params)})\n"
-    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    linecache.cache[filename] = (len(src), None, split_lines(src, True), filename)
     ns = {"_callee": fn, "__name__": "s2sad.primitives"}
     exec(compile(src, filename, "exec"), ns)
     made = _PRIMITIVES[key] = ns[ident]
     return made
 
 
-def _parse(fn):
-    where = f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}"
+# -- reading the source of the code that runs -----------------------------------------------
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text, keepends=False):
+    """``text`` split at Python's own line ends only (``\n``, ``\r\n``, ``\r``), like
+    ``str.splitlines``.  ``str.splitlines`` also splits at form feed, vertical tab, U+001C..U+001E,
+    U+0085, U+2028 and U+2029, which may sit inside a string literal: splitting there would turn
+    text inside a string into code."""
+    out, start = [], 0
+    for m in _LINE_END.finditer(text):
+        out.append(text[start:m.end() if keepends else m.start()])
+        start = m.end()
+    if start < len(text):
+        out.append(text[start:])
+    return out
+
+
+# the future features a code object carries in co_flags, to compile its text the same way
+# (an IPython cell compiled under an earlier cell's `from __future__ import annotations`);
+# nested_scopes is left out: its flag is CO_NESTED, which every nested function has
+_FUTURE_FLAGS = 0
+for _name in __future__.all_feature_names:
+    if _name != "nested_scopes":
+        _FUTURE_FLAGS |= getattr(__future__, _name).compiler_flag
+del _name
+
+
+class _Unit:
+    """A whole text as compiled (a file, a notebook cell, a generated module): its syntax tree,
+    and its code objects by (name, first line)."""
+
+    def __init__(self, filename, text, flags, pytest_rewrite=False):
+        self.text = text
+        self.tree = ast.parse(text, filename)
+        if pytest_rewrite:
+            # a test module as pytest imports it: its assert statements rewritten
+            from _pytest.assertion.rewrite import rewrite_asserts
+            rewrite_asserts(self.tree, text.encode("utf-8"), filename, None)
+            source = self.tree
+        else:
+            source = text             # compiled from text: no recursion limit on deep trees
+        try:
+            code = compile(source, filename, "exec", flags=flags, dont_inherit=True)
+        except SyntaxError:
+            # a notebook cell with top-level await
+            code = compile(source, filename, "exec", dont_inherit=True,
+                           flags=flags | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0))
+        self.codes = {}
+        todo = [code]
+        while todo:
+            c = todo.pop()
+            self.codes.setdefault((c.co_name, c.co_firstlineno), []).append(c)
+            todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+
+    def match(self, code):
+        """True when this text compiles to ``code`` itself (its bytecode, constants, names,
+        nested functions and positions)."""
+        for c in self.codes.get((code.co_name, code.co_firstlineno), ()):
+            if c == code and getattr(c, "co_qualname", None) == getattr(code, "co_qualname", None):
+                return True
+        return False
+
+
+_UNITS = {}
+
+
+def _unit(filename, text, flags, pytest_rewrite=False):
+    """The compiled text, cached per file while the text stays the same (one compile per file,
+    not per derivative)."""
+    key = (filename, flags, pytest_rewrite)
+    u = _UNITS.get(key)
+    if u is not None and u.text == text:
+        return u
+    u = _Unit(filename, text, flags, pytest_rewrite)
+    if len(_UNITS) >= 64:
+        _UNITS.pop(next(iter(_UNITS)), None)
+    _UNITS[key] = u
+    return u
+
+
+def _file_lines(fn, where):
+    """The lines of the file (or cell) ``fn``'s code was compiled from, as ``linecache`` holds
+    them now (re-read from disk when the file changed)."""
+    code = fn.__code__
     try:
-        lines, _ = inspect.getsourcelines(fn.__code__)    # the code itself, never __wrapped__
-    except (OSError, TypeError) as e:
+        lines, _ = inspect.findsource(code)
+    except (OSError, TypeError, IndexError) as e:
+        lines = linecache.getlines(code.co_filename)
+        if lines and len(lines) < code.co_firstlineno:
+            raise _stale(fn, where) from None      # the file got shorter since it was compiled
         raise SourceUnavailableError(
             f"cannot read the source of {fn.__qualname__} (defined at {where}): {e}",
             fix="define the function in a .py file (functions created by exec() or typed at a "
-                "plain REPL have no source s2sad can read), or declare a rule with s2sad.defrule")
-    src = textwrap.dedent("".join(lines))
+                "plain REPL have no source s2sad can read), or declare a rule with "
+                "s2sad.defrule") from None
+    return lines
+
+
+def _stale(fn, where):
+    code = fn.__code__
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    imported = os.path.isfile(code.co_filename) and module is not None and \
+        getattr(module, "__file__", None) and \
+        os.path.abspath(module.__file__) == os.path.abspath(code.co_filename)
+    name = fn.__qualname__
+    if imported:
+        why = (f"the file changed after module {module.__name__!r} was imported, and "
+               f"s2sad would differentiate the new text instead of the code Python runs")
+        fix = (f"importlib.reload({module.__name__}) (or %autoreload in IPython) or restart the "
+               f"interpreter, and take {name} again from the reloaded module")
+    else:
+        why = (f"{name} was compiled from other text than the file holds now (exec or compile "
+               f"of another string under this file name, or the file changed since)")
+        fix = ("run the code again from the file as it is now (reload the module or restart the "
+               "interpreter); for code made with exec(), write it to a .py file and import it")
+    return StaleSourceError(
+        f"the source of {name} is not the code that runs: {why}",
+        origin=Origin(code.co_filename, code.co_firstlineno, 0, "", fn.__qualname__), fix=fix)
+
+
+def _parse(fn):
+    """(gast node of ``fn``'s definition with lines counted from its first line, the source
+    lines from that line on, the untouched ``ast`` node).
+
+    The text is checked to be the source of the code that runs: compiled again (the whole file,
+    so that methods, closures and nested functions compile in their own context) it must give a
+    code object equal to ``fn.__code__`` (bytecode, constants, names, nested code, positions).
+    A module edited after import, or code compiled from another string under a real file's name,
+    is refused (StaleSourceError) instead of differentiated from text that does not run."""
+    code = fn.__code__
+    where = f"{code.co_filename}:{code.co_firstlineno}"
+    lines = _file_lines(fn, where)
+    text = "".join(lines)
+    flags = code.co_flags & _FUTURE_FLAGS
+    unit = None
     try:
-        tree = gast.parse(src)
-    except SyntaxError as e:
-        raise SourceUnavailableError(f"cannot parse the source of {fn.__qualname__} at {where}: {e}")
-    node = tree.body[0]
-    if not isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)):
-        # a lambda: find the one this code object came from
-        lambdas = [n for n in gast.walk(tree) if isinstance(n, gast.Lambda)]
-        if not lambdas:
-            raise SourceUnavailableError(f"cannot find the definition of {fn.__qualname__} at {where}")
-        node = _pick_lambda(fn, lambdas, lines)
-    elif not isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)):
-        raise SourceUnavailableError(f"cannot find the definition of {fn.__qualname__} at {where}")
-    return node, [l.rstrip("\n") for l in src.splitlines()]
+        unit = _unit(code.co_filename, text, flags)
+        ok = unit.match(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        ok = False
+    if not ok and unit is not None and "@py_builtins" in fn.__globals__:
+        try:
+            ok = _unit(code.co_filename, text, flags, pytest_rewrite=True).match(code)
+        except Exception:                           # pytest absent or changed: no match
+            ok = False
+    if ok:
+        tree = unit.tree
+    else:
+        tree = _fragment(fn, lines, flags)
+        if tree is None:
+            raise _stale(fn, where)
+    all_lines = split_lines(text)
+    first = code.co_firstlineno
+    node = _find_node(code, tree)
+    if node is None:
+        raise SourceUnavailableError(
+            f"cannot find the definition of {fn.__qualname__} at {where}",
+            fix="define the function with `def` (or a lambda) in a .py file")
+    need_frames(syntax_depth(node), node)
+    gnode = gast.ast_to_gast(node)
+    gast.increment_lineno(gnode, 1 - first)
+    end = getattr(node, "end_lineno", None) or first
+    return gnode, all_lines[first - 1:end], node
 
 
-def _pick_lambda(fn, lambdas, lines):
-    """The lambda whose source span holds the columns of ``fn``'s code (Python 3.11+), else the
-    first whose parameter names match."""
+def _fragment(fn, lines, flags):
+    """When the whole text does not compile to the code (a file being edited elsewhere): the
+    syntax tree of the function's own lines if they alone compile to exactly its code (a
+    function at the top level of its file with no closure), else None."""
     code = fn.__code__
     first = code.co_firstlineno
-    indent = len(lines[0]) - len(lines[0].lstrip())
-    cols = set()
-    if hasattr(code, "co_positions"):
-        for ln, _, col, _ in code.co_positions():
-            if ln is not None and col is not None:
-                cols.add((ln - first + 1, col - indent))
-    names = list(code.co_varnames[:code.co_argcount])
-    best = [n for n in lambdas
-            if [a.id for a in n.args.posonlyargs + n.args.args] == names]
-    for n in best or lambdas:
-        for ln, col in cols:
-            if (n.lineno, n.col_offset) <= (ln, col) <= (n.end_lineno, n.end_col_offset):
-                return n
-    cands = best or lambdas
-    if len(cands) > 1:
-        # no column information (Python 3.10): the lambda whose names and constants match the code
-        have = set(code.co_names) | set(code.co_freevars) | set(code.co_varnames) | \
-            {repr(c) for c in code.co_consts if isinstance(c, (int, float, complex, str))}
+    if code.co_freevars or not 0 < first <= len(lines) or lines[first - 1][:1] in " \t\f":
+        return None
+    try:
+        block = inspect.getblock(lines[first - 1:])
+        text = "\n" * (first - 1) + "".join(block)
+        tree = ast.parse(text, code.co_filename)
+        unit_code = compile(text, code.co_filename, "exec", flags=flags, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
+        return None
+    for c in unit_code.co_consts:
+        if isinstance(c, types.CodeType) and c == code and \
+                getattr(c, "co_qualname", None) == getattr(code, "co_qualname", None):
+            return tree
+    return None
 
-        def score(n):
-            want = set()
-            for m in gast.walk(n.body):
-                if isinstance(m, gast.Name):
-                    want.add(m.id)
-                elif isinstance(m, gast.Attribute):
-                    want.add(m.attr)
-                elif isinstance(m, gast.Constant) and isinstance(m.value, (int, float, complex, str)):
-                    want.add(repr(m.value))
-            return len(want & have) - len(want - have)
-        return max(cands, key=score)
-    return cands[0]
+
+def _find_node(code, tree):
+    """The def or lambda in ``tree`` that compiled to ``code``."""
+    first = code.co_firstlineno
+    if code.co_name != "<lambda>":
+        for n in ast.walk(tree):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == code.co_name:
+                start = min([n.lineno] + [d.lineno for d in n.decorator_list])
+                if start == first:
+                    return n
+        return None
+    lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == first]
+    names = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    if code.co_flags & inspect.CO_VARARGS:
+        names.append(code.co_varnames[len(names)])
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        names.append(code.co_varnames[len(names)])
+
+    def params(n):
+        a = n.args
+        out = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+        out += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+        return sorted(out)
+    lambdas = [n for n in lambdas if params(n) == sorted(names)] or lambdas
+    if len(lambdas) <= 1:
+        return lambdas[0] if lambdas else None
+    # the smallest lambda whose body holds every position of the code's instructions
+    spans = [p for p in (code.co_positions() if hasattr(code, "co_positions") else ())
+             if p[0] is not None and p[2] is not None and not (p[0] == p[1] and p[2] == p[3])]
+    if spans:
+        def holds(n):
+            b = n.body
+            return all((b.lineno, b.col_offset) <= (p[0], p[2]) and
+                       (p[1], p[3]) <= (b.end_lineno, b.end_col_offset) for p in spans)
+        found = [n for n in lambdas if holds(n)]
+        if found:
+            return min(found, key=lambda n: (n.body.end_lineno - n.body.lineno,
+                                             n.body.end_col_offset - n.body.col_offset))
+    # no column information (Python 3.10): the lambda whose names and constants match the code
+    have = set(code.co_names) | set(code.co_freevars) | set(code.co_varnames) | \
+        {repr(c) for c in code.co_consts if isinstance(c, (int, float, complex, str))}
+
+    def score(n):
+        want = set()
+        for m in ast.walk(n.body):
+            if isinstance(m, ast.Name):
+                want.add(m.id)
+            elif isinstance(m, ast.Attribute):
+                want.add(m.attr)
+            elif isinstance(m, ast.Constant) and isinstance(m.value, (int, float, complex, str)):
+                want.add(repr(m.value))
+        return len(want & have) - len(want - have)
+    return max(lambdas, key=score)
+
+
+def syntax_depth(node):
+    """How deeply the syntax tree under ``node`` nests (counted without recursion)."""
+    deepest, todo = 0, [(node, 1)]
+    while todo:
+        n, d = todo.pop()
+        if d > deepest:
+            deepest = d
+        todo.extend((c, d + 1) for c in ast.iter_child_nodes(n))
+    return deepest
+
+
+# -- room on the stack for deeply nested expressions ------------------------------------------
+# s2sad's passes (gast conversion, lowering, copies of templates) recurse on the syntax tree, a
+# few Python frames per level: a long chain such as `x + x*2 + ... + x*300` (300 levels) needs
+# more than Python's default limit of 1000 frames, although Python compiles it.  While a
+# derivative is built (``build_scope``), the limit is raised as far as the function needs and
+# put back when the last build that raised it ends.
+_FRAMES_PER_LEVEL = 8
+_MAX_LIMIT = 30000 if sys.version_info >= (3, 11) else 8000   # 3.10 frames use the C stack
+_limit_lock = threading.Lock()
+_limit_state = {"holders": 0, "saved": None}
+_scopes = threading.local()
+
+
+@contextlib.contextmanager
+def build_scope():
+    """The span of one derivative build: a recursion limit raised by ``need_frames`` inside it
+    is restored when it ends."""
+    stack = getattr(_scopes, "stack", None)
+    if stack is None:
+        stack = _scopes.stack = []
+    stack.append(False)
+    try:
+        yield
+    finally:
+        raised = stack.pop()
+        if raised:
+            with _limit_lock:
+                _limit_state["holders"] -= 1
+                if _limit_state["holders"] == 0:
+                    sys.setrecursionlimit(_limit_state["saved"])
+                    _limit_state["saved"] = None
+
+
+def _depth_now():
+    f, n = sys._getframe(), 0
+    while f is not None:
+        n += 1
+        f = f.f_back
+    return n
+
+
+def need_frames(depth, node=None):
+    """Make room for passes that recurse ``depth`` levels; refuse a tree too deep for that."""
+    want = _depth_now() + _FRAMES_PER_LEVEL * depth + 400
+    if want <= sys.getrecursionlimit():
+        return
+    if want > _MAX_LIMIT:
+        from ..errors import UnsupportedSyntaxError
+        line = getattr(node, "lineno", None)
+        raise UnsupportedSyntaxError(
+            f"an expression nested {depth} levels deep: s2sad's passes recurse once per level "
+            f"and this needs more than {_MAX_LIMIT} Python frames",
+            fix="split the expression into several statements (for a long sum, add its terms "
+                "in a few partial sums or in a loop)")
+    stack = getattr(_scopes, "stack", None)
+    if not stack:
+        return                       # outside a build: leave the interpreter's limit alone
+    with _limit_lock:
+        if not stack[-1]:
+            if _limit_state["holders"] == 0:
+                _limit_state["saved"] = sys.getrecursionlimit()
+            _limit_state["holders"] += 1
+            stack[-1] = True
+        if want > sys.getrecursionlimit():
+            sys.setrecursionlimit(want)
 
 
 def source_line(file, line):
