@@ -647,6 +647,8 @@ class Lowerer:
             return self._call(c, target, o)
         if isinstance(node, gast.Subscript):
             obj = self.expr(node.value)
+            if isinstance(obj, ir.Const) and _index_trick(obj.value):
+                return self.index_trick(obj, node.slice, target, o)
             idx = self.index(node.slice)
             return self._call(ir.Call(ir.Static(operator.getitem, "[]"), [obj, idx]), target, o)
         if isinstance(node, (gast.Tuple, gast.List)):
@@ -1131,6 +1133,36 @@ class Lowerer:
                               for p in (node.lower, node.upper, node.step)))
         return self.expr(node)
 
+    def index_trick(self, obj, key, target, o):
+        """``np.r_[a, 0.0, 0:3]``, ``np.c_[...]``, ``np.mgrid[...]``, ``np.s_[...]``: a call with
+        the items as arguments, so that their derivatives are routed back (``np.r_`` and
+        ``np.c_`` are concatenations); slices become ``_adj.r_slice(lo, hi, step)`` values."""
+        from ..rules import adjoints as adj
+        kind = adj._index_trick_kind(obj.value)
+        elts, is_tuple = (key.elts, True) if isinstance(key, gast.Tuple) else ([key], False)
+        what = f"`{obj.text or 'np.r_'}[...]`"
+        if any(isinstance(e, gast.Starred) for e in elts):
+            raise UnsupportedSyntaxError(f"{what} with `*` items is not supported by s2sad",
+                                         origin=o, fix="use np.concatenate(...) with the list")
+        if kind == "concat" and not is_tuple and isinstance(key, gast.Constant) and \
+                isinstance(key.value, str):
+            raise UnsupportedSyntaxError(
+                f"{what} with a string builds a matrix from variables named in the string, "
+                f"which s2sad cannot follow", origin=o, fix="use np.block([[a, b], [c, d]])")
+        self.namespace["_adj"] = adj
+        items = []
+        for e in elts:
+            if isinstance(e, gast.Slice):
+                bounds = [self.expr(p) if p is not None else ir.Const(None)
+                          for p in (e.lower, e.upper, e.step)]
+                items.append(self._call(ir.Call(ir.Static(adj.r_slice, "_adj.r_slice"), bounds),
+                                        None, o))
+            else:
+                items.append(self.expr(e))
+        fn = adj.index_concat if kind == "concat" else adj.index_trick
+        return self._call(ir.Call(ir.Static(fn, f"_adj.{fn.__name__}"),
+                                  [obj, ir.Const(is_tuple)] + items), target, o)
+
 
 _OPNAMES = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
             operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.matmul: "@",
@@ -1143,6 +1175,15 @@ _OPNAMES = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.tr
 
 def _opname(fn):
     return _OPNAMES[fn]
+
+
+def _index_trick(value):
+    """np.r_, np.c_, np.mgrid, np.ogrid, np.s_, np.index_exp (and CuPy's): lowered as calls."""
+    cls = type(value)
+    if cls.__module__.startswith(("numpy", "cupy")) and not isinstance(value, type):
+        from ..rules.adjoints import _index_trick_kind
+        return _index_trick_kind(value) is not None
+    return False
 
 
 def lower(src):

@@ -429,6 +429,26 @@ defrule(np.block, "arrays", vjp={"arrays": "_adj.block(g, arrays)"}, ns=A)
 _each(_np("unstack"), "x, /, *, axis=0", vjp={"x": "_adj.unstack(g, x, axis)"}, kind="any",
       view=True, ns=A)
 
+# index tricks: np.r_[...], np.c_[...] are concatenations; np.mgrid/np.ogrid expand slices;
+# np.s_/np.index_exp return their items.  The lowering turns ``np.r_[a, 0:3]`` into
+# ``_adj.index_concat(np.r_, True, a, _adj.r_slice(0, 3, None))`` (see adjoints.index_concat).
+defrule(_adjoints.index_concat, "obj, is_tuple, /, *items",
+        vjp={"items": "_adj.index_concat_adjoint(g, obj, is_tuple, items)"},
+        jvp={"items": "_adj.index_concat_tangent(t, ans, obj, is_tuple, items)"},
+        name="np.r_/np.c_ [...]", ns=A)
+defrule(_adjoints.index_trick, "obj, is_tuple, /, *items",
+        vjp={"items": "_adj.index_trick_adjoint(g, obj, is_tuple, items)"},
+        jvp={"items": "_adj.index_trick_tangent(t, ans, obj, is_tuple, items)"},
+        name="np.mgrid/np.ogrid/np.s_ [...]", kind="any", ns=A)
+defrule(_adjoints.r_slice, "start, stop, step, /",
+        vjp={"start": "_adj.r_slice_adjoint(g, start, stop, step, 0)",
+             "stop": "_adj.r_slice_adjoint(g, start, stop, step, 1)",
+             "step": "_adj.r_slice_adjoint(g, start, stop, step, 2)"},
+        jvp={"start": "_adj.r_slice_tangent(t, start, stop, step, 0)",
+             "stop": "_adj.r_slice_tangent(t, start, stop, step, 1)",
+             "step": "_adj.r_slice_tangent(t, start, stop, step, 2)"},
+        name="slice in an index trick", kind="any", ns=A)
+
 # permute family
 _each(_np("transpose", "permute_dims"), "a, axes=None", vjp={"a": "_adj.transpose(g, a, axes)"},
       jvp={"a": "_adj.permute_tangent(t, a, axes)"}, view=True, ns=A)
