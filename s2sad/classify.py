@@ -139,6 +139,9 @@ def _result_kind(call, kinds):
     return "?"
 
 
+_NOT_ITERATORS = {"a", "c", "f", "i", "z"}
+
+
 def _hashable(obj):
     try:
         hash(obj)
@@ -235,7 +238,8 @@ def classify_call(call, kinds, origin):
             return
         call.cls = "dynamic"
         call.info["diff_vars"] = call.reads()
-        if isinstance(fn, ir.Method) and isinstance(call.args[0], str) and recv_kind in ("?", "o"):
+        if isinstance(fn, ir.Method) and isinstance(call.args[0], str) and \
+                (recv_kind in ("?", "o") or recv_kind == "c" and name in runtime._IN_PLACE_METHODS):
             # a method of an object may update the object: the call also redefines it
             call.info["mutates"] = call.args[0]
         return
@@ -293,18 +297,23 @@ def check_mutation(fn, varied):
             if group & params and any(v in varied for v in call.reads()):
                 # whether the method changes the caller's object is known only when it runs
                 call.info["argument"] = sorted(group & params)[0]
+        permutes = False
         if isinstance(s, ir.SetItem) and isinstance(s.obj, str):
             hot = any(v in varied for v in ir.operand_vars(s.value))
             obj = s.obj
         elif isinstance(s, ir.Mutate):
             hot = any(v in varied for v in s.call.reads()[1:])
             obj = s.obj
+        elif m is not None and isinstance(call.fn, ir.Method) and call.fn.name in _PERMUTING:
+            # xs.sort() / xs.reverse(): every other name of xs sees the new order (no new values
+            # go in, so the caller's list may be sorted)
+            hot, obj, permutes = m in varied, m, True
         else:
             continue
         if not hot:
             continue
         group = all_aliases.get(obj, {obj})
-        if group & params:
+        if group & params and not permutes:
             p = sorted(group & params)[0]
             what = f"`{p}.{s.attr}`" if getattr(s, "attr", None) else f"the argument `{p}`"
             raise ArgumentWriteError(
@@ -360,6 +369,7 @@ def check_mutation(fn, varied):
                     "copy and put it back, or build a new object")
 
 
+_PERMUTING = {"sort", "reverse"}      # in-place list methods s2sad follows (rules.python_rules)
 _VIEW_NAMES = {"T", "mT", "real", "imag", "reshape", "view", "transpose", "swapaxes", "squeeze",
                "ravel", "diagonal", "__getitem__"}
 
@@ -477,7 +487,28 @@ def classify(fn, param_kinds):
         # kinds only widen; stop at a fixpoint
         if kinds == before:
             break
+    _drop_heres(fn.body, kinds)
     return kinds
+
+
+def _drop_heres(block, kinds):
+    """``_rt.here(x)`` where x is known to be a list, array, number... (not an iterator): the
+    consuming call reads x itself."""
+    keep = []
+    for s in block:
+        v = s.value if isinstance(s, ir.Assign) else None
+        if isinstance(v, ir.Call) and isinstance(v.fn, ir.Static) and v.fn.obj is runtime.here and \
+                "consumer" in v.extra and operand_kind(v.args[0], kinds) in _NOT_ITERATORS:
+            call, k = v.extra["consumer"]
+            if call.args[k] == s.target:
+                call.args[k] = v.args[0]
+                kinds.pop(s.target, None)
+                classify_call(call, kinds, s.origin)
+                continue
+        keep.append(s)
+        for b in ir.children(s):
+            _drop_heres(b, kinds)
+    block[:] = keep
 
 
 def finish(fn, active, varied):

@@ -460,9 +460,9 @@ def sum_adjoint(g, iterable):
     if isinstance(iterable, (list, tuple)):
         return type(iterable)(unbroadcast(g, v) if hasattr(v, "shape") or isinstance(v, float) else g
                               for v in iterable)
-    if not hasattr(iterable, "shape"):      # d.values(), other iterables: one adjoint per element
+    if not hasattr(iterable, "shape"):      # d.values(), iterators: one adjoint per element
         return [unbroadcast(g, v) if hasattr(v, "shape") or isinstance(v, float) else g
-                for v in iterable]
+                for v in listed(iterable)]
     # an array summed over its first axis
     return array_module(iterable).broadcast_to(g, iterable.shape).astype(iterable.dtype)
 
@@ -649,6 +649,8 @@ def seq_adjoint(g, seq):
         return 0.0
     if isinstance(seq, (list, tuple)):
         return type(seq)(_z(v) for v in g)
+    if isinstance(seq, Iter):
+        return [_z(v) for v in g]
     if hasattr(seq, "shape"):
         xp = array_module(seq)
         if not len(g):
@@ -720,12 +722,19 @@ def _z(v):
 
 # -- builtins over sequences --------------------------------------------------------------------
 def _items(args):
-    return list(args[0]) if len(args) == 1 else list(args)
+    return listed(args[0]) if len(args) == 1 else list(args)
+
+
+def extremum_default_adjoint(g, args):
+    """Adjoint (or tangent) of ``min``/``max``'s ``default=``: all of g when the iterable was empty."""
+    return g if len(args) == 1 and not _items(args) else 0.0
 
 
 def extremum_adjoint(g, args, key, pick):
     """Adjoint of builtin ``min``/``max`` (of several arguments or of one iterable)."""
     items = _items(args)
+    if not items:
+        return (0.0,) * len(args)
     keyf = key if key is not None else (lambda v: v)
     vals = [keyf(v) for v in items]
     best = pick(range(len(items)), key=lambda k: vals[k])
@@ -740,7 +749,7 @@ def extremum_adjoint(g, args, key, pick):
 
 
 def sorted_adjoint(g, iterable, key, reverse):
-    items = list(iterable)
+    items = listed(iterable)
     keyf = key if key is not None else (lambda v: v)
     order = sorted(range(len(items)), key=lambda k: keyf(items[k]), reverse=reverse)
     if is_zero(g):
@@ -769,6 +778,10 @@ _IN_PLACE_METHODS = {"sort", "reverse", "popitem", "update", "setdefault", "remo
                      # followed as statements on local lists; reached here only on other lists
                      # (module-level, inside a dict...), which s2sad does not follow
                      "append", "extend", "insert", "pop"}
+# (type, method name) -> handler(obj, args, kwargs) -> (value, ("custom", pull_fn)) for in-place
+# methods s2sad does follow (list.sort, list.reverse); filled by rules.python_rules.  pull_fn(g,
+# g_self) gives (adjoint of the object before, adjoints of args, of kwargs).
+IN_PLACE_RULES = {}
 
 
 def refuse_vectorize(fn, args, kwargs):
@@ -856,6 +869,9 @@ def call(fn, *args, **kwargs):
     self_ = getattr(fn, "__self__", None)
     if type(self_) in (list, dict) and getattr(fn, "__name__", None) in _IN_PLACE_METHODS and \
             (differentiable(self_) or any(differentiable(a) for a in args + tuple(kwargs.values()))):
+        handler = IN_PLACE_RULES.get((type(self_), fn.__name__))
+        if handler is not None:
+            return handler(self_, args, kwargs)
         from .errors import UnsupportedSyntaxError
         grow = fn.__name__ in ("append", "extend", "insert", "pop")
         raise UnsupportedSyntaxError(
@@ -870,8 +886,8 @@ def call(fn, *args, **kwargs):
         if _is_python(func):
             return _call_derived(func, args, kwargs, self_=self_)
     elif self_ is not None and not isinstance(self_, type(np)) and hasattr(fn, "__name__") \
-            and _is_array(self_):
-        # a method of a NumPy/CuPy array
+            and (_is_array(self_) or type(self_) in (float, complex)):
+        # a method of a NumPy/CuPy array (or of a Python float/complex: z.conjugate())
         from .rules.registry import lookup_method
         rule = lookup_method(fn.__name__)
         if rule is None and any(differentiable(a) for a in args + tuple(kwargs.values())):
@@ -882,6 +898,13 @@ def call(fn, *args, **kwargs):
                 fix="compute the new value with an expression and assign it, or declare a rule "
                     "with s2sad.defmethod")
         ans = fn(*args, **kwargs)
+        if rule is None and differentiable(self_) and (ans is None or differentiable(ans)):
+            from .errors import OpaqueCalleeError       # (a.sort(), a.fill(0) change a in place)
+            raise OpaqueCalleeError(
+                f"the method .{fn.__name__}() of a {type(self_).__name__} that carries a derivative "
+                f"has no derivative rule" + (" (it changes the array in place)" if ans is None else ""),
+                fix="compute the new value with an expression and assign it (`a = np.sort(a)`), or "
+                    "declare a rule with s2sad.defmethod")
         if rule is None or rule.zero:
             return ans, None
         bound = rule.bind((self_,) + args, kwargs)
@@ -1064,10 +1087,12 @@ def pull(rec, g, g_self=_NOTHING):
     captured variables.  ``g_self`` is given for a method call that may update its object: the
     adjoint of the object after the call (the result's callee adjoint is then the object's adjoint
     before the call)."""
+    if rec is not None and rec[0] == "custom":
+        return rec[1](g, g_self)
     if g_self is not _NOTHING:
         return _pull_mut(rec, g, g_self)
     if rec is None or is_zero(g):
-        return _ZERO_PULL
+        return _zero_pull(rec)
     kind = rec[0]
     if kind == "rule":
         _, rule, bound, ans, is_method, nargs, kwnames = rec
@@ -1091,7 +1116,10 @@ def pull(rec, g, g_self=_NOTHING):
             else:
                 pos.append(adj.get(p, 0.0))
         pos = pos[:nargs + (1 if is_method else 0)]
-        kw = {k: _z(adj.get(k, 0.0)) for k in kwnames}
+        sig = rule.signature.parameters
+        var_kw = [adj.get(p) for p in params if sig[p].kind == sig[p].VAR_KEYWORD]    # **kwargs
+        var_kw = var_kw[0] if var_kw and isinstance(var_kw[0], dict) else {}
+        kw = {k: _z(adj.get(k, 0.0) if k in sig else var_kw.get(k, 0.0)) for k in kwnames}
         if is_method:
             return _z(pos[0]), tuple(_z(v) for v in pos[1:]), kw
         return 0.0, tuple(_z(v) for v in pos), kw
@@ -1214,6 +1242,15 @@ class _ZeroDict(dict):
 
 
 _ZERO_PULL = _ZeroPull()
+
+
+def _zero_pull(rec):
+    """Zero adjoints of a call; the positional ones as a real tuple of zeros where the record
+    tells how many (a call with ``*args`` reads that tuple whole)."""
+    at = {"rule": 5, "derived": 9, "partial": 4}.get(rec[0]) if rec is not None else None
+    if at is None:
+        return _ZERO_PULL
+    return 0.0, (0.0,) * rec[at], _ZeroDict()
 
 
 def attr(obj, name):
@@ -1435,6 +1472,7 @@ def zip_adjoint(g, iterables):
     if is_zero(g):
         return (0.0,) * n
     rows = list(g)
+    iterables = [it.seen if isinstance(it, Iter) else it for it in iterables]
     cols = [[0.0] * (len(it) if hasattr(it, "__len__") else len(rows)) for it in iterables]
     for k, row in enumerate(rows):
         parts_ = parts(row, n)
@@ -1447,7 +1485,10 @@ def zip_adjoint(g, iterables):
 def enumerate_adjoint(g, iterable):
     if is_zero(g):
         return 0.0
-    return seq_adjoint([parts(row, 2)[1] for row in g], iterable)
+    g = [parts(row, 2)[1] for row in g]
+    if hasattr(iterable, "__len__") and len(g) < len(iterable):
+        g = g + [0.0] * (len(iterable) - len(g))        # values never taken
+    return seq_adjoint(g, iterable)
 
 
 def reversed_adjoint(g, seq):
@@ -1569,3 +1610,180 @@ def no_update(rec, name, origin):
             f"caller", origin=origin, param=name,
             fix=f"make the object inside the function, or return the new values instead of "
                 f"keeping them on `{name}`")
+
+
+# -- iterators: materialised once, where Python consumes them -------------------------------------
+# Inside a derivative, zip/enumerate/reversed/iter/map/filter make an :class:`Iter`: it pulls from
+# the real iterator lazily, exactly as Python would (an exhausted one yields nothing), and keeps the
+# values it yielded.  Each call that consumes an iterator gets a :class:`Cursor` (``_rt.here(it)``),
+# which records which of its parent's values that call took.  The adjoint of an iterator is the
+# list of its yielded values' adjoints; a cursor's adjoint is scattered back to those positions.
+class Iter:
+    """A lazy iterator that remembers what it yielded (``seen``)."""
+    __slots__ = ("_src", "seen")
+
+    def __init__(self, src):
+        self._src = iter(src)
+        self.seen = []
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        v = next(self._src)
+        self.seen.append(v)
+        return v
+
+    def __repr__(self):
+        return f"<s2sad iterator, {len(self.seen)} value(s) taken>"
+
+
+class Cursor(Iter):
+    """The values one consuming call took from an :class:`Iter` (or from another cursor):
+    ``idx`` are their positions in the parent's ``seen``."""
+    __slots__ = ("parent", "idx")
+
+    def __init__(self, parent):
+        self.parent = parent
+        self.seen = []
+        self.idx = []
+
+    def __next__(self):
+        p = self.parent
+        i = len(p.seen)
+        v = next(p)
+        self.idx.append(i)
+        self.seen.append(v)
+        return v
+
+
+def here(x):
+    """What a consuming call gets for ``x``: a :class:`Cursor` on an iterator (so the call's share
+    of the values is known later), ``x`` itself for lists, tuples, arrays, dicts, views."""
+    if isinstance(x, Iter):
+        return Cursor(x)
+    if type(x) in (list, tuple, dict, range) or _is_array(x) or not hasattr(x, "__next__"):
+        return x
+    return Cursor(Iter(x))          # an iterator from outside (a generator, a raw zip object)
+
+
+def listed(x):
+    """The values ``x`` yielded (an iterator, after the fact) or yields (anything else)."""
+    if isinstance(x, Iter):
+        return x.seen
+    return list(x)
+
+
+def here_adjoint(g, x, ans):
+    """Adjoint of :func:`here`: a cursor's adjoints go back to its positions in ``x``."""
+    if ans is x or is_zero(g):
+        return g
+    if not isinstance(x, Iter):
+        return 0.0                  # an iterator from outside: nothing to route back to
+    out = [0.0] * len(x.seen)
+    for i, gi in zip(ans.idx, g):
+        if not is_zero(gi):
+            out[i] = gi if is_zero(out[i]) else out[i] + gi
+    return out
+
+
+class LazyList:
+    """The tangents of an iterator's values, known only once the iterator has been consumed: a
+    list computed when it is read (forward mode reads it after the consuming call)."""
+    __slots__ = ("_make",)
+
+    def __init__(self, make):
+        self._make = make
+
+    def resolve(self):
+        return self._make()
+
+    def __iter__(self):
+        return iter(self._make())
+
+    def __len__(self):
+        return len(self._make())
+
+    def __getitem__(self, k):
+        return self._make()[k]
+
+
+def resolve(t):
+    return t.resolve() if type(t) is LazyList else t
+
+
+def here_tangent(t, x, ans):
+    """Tangent of :func:`here`: the parent's tangents at the positions the cursor took."""
+    if ans is x or is_zero(t):
+        return t
+    if not isinstance(x, Iter):
+        return 0.0
+    return LazyList(lambda: [_elem(resolve(t), i) for i in ans.idx])
+
+
+def _elem(t, i):
+    if is_zero(t):
+        return 0.0
+    return t[i] if i < len(t) else 0.0
+
+
+def izip(*iterables, strict=False):
+    return Iter(zip(*iterables, strict=strict))
+
+
+def ienumerate(iterable, start=0):
+    return Iter(enumerate(iterable, start))
+
+
+def ireversed(seq):
+    return Iter(reversed(seq))
+
+
+def iiter(obj):
+    return obj if isinstance(obj, Iter) else Iter(obj)
+
+
+def iter_adjoint(g, obj, ans):
+    """Adjoint of ``iter(obj)``: the values' adjoints, in obj's structure."""
+    if ans is obj or is_zero(g):
+        return g
+    return seq_adjoint(list(g) + [0.0] * (len(obj) - len(g)) if hasattr(obj, "__len__") else g, obj)
+
+
+_NO_DEFAULT = object()
+
+
+def next_adjoint(g, it):
+    """Adjoint of ``next(it)`` for the iterator: its one value (if it gave one)."""
+    if is_zero(g):
+        return 0.0
+    return [g] if getattr(it, "idx", None) else []
+
+
+def next_default_adjoint(g, it):
+    return 0.0 if getattr(it, "idx", None) else g
+
+
+def next_tangent(t, it, ans):
+    return resolve(t)[0] if getattr(it, "idx", None) and not is_zero(t) else 0.0
+
+
+def next_default_tangent(t, it):
+    return 0.0 if getattr(it, "idx", None) else t
+
+
+def zip_seq(*xs):
+    """The sequences a ``for ... in zip(*xs)`` loop walks by index: lists, tuples and arrays as
+    they are; for an iterator, exactly the values Python's zip takes from it."""
+    if not any(isinstance(x, Iter) for x in xs):
+        return tuple(seq(x) for x in xs)
+    rows = list(zip(*xs))
+    return tuple(x if type(x) in (list, tuple, range) or _is_array(x) else
+                 [r[j] for r in rows] for j, x in enumerate(xs))
+
+
+def zip_seq_adjoint(g, xs, ans):
+    if is_zero(g):
+        return (0.0,) * len(xs)
+    return tuple(gj if aj is x or isinstance(x, Iter) else seq_adjoint_of(gj, x)
+                 for gj, aj, x in zip(parts(g, len(xs)), ans, xs))

@@ -1005,6 +1005,12 @@ def _param_tangents(rule, args, targs, kwargs, tkwargs, self_=None, tself=None):
     for p, marker in ba.arguments.items():
         if p not in rule.differentiable:
             continue
+        if isinstance(marker, dict):                 # a **kwargs parameter: {name: tangent}
+            tans = {k: tkwargs.get(k) if _active_tangent(tkwargs.get(k), kwargs[k]) else None
+                    for k in marker}
+            if any(v is not None for v in tans.values()):
+                out[p] = {k: zeros_like(kwargs[k]) if v is None else v for k, v in tans.items()}
+            continue
         markers = marker if isinstance(marker, tuple) and marker and isinstance(marker[0], tuple) \
             else (marker,)
         tans, any_active = [], False
@@ -1153,12 +1159,12 @@ def jvp_method(recv, trecv, name, args, targs, kwargs=None, tkwargs=None):
     if type(recv) in (list, dict, tuple):
         return _container_method(recv, trecv, name, args, targs, kwargs, tkwargs)
     method = getattr(recv, name)
-    if _is_array(recv):
+    if _is_array(recv) or type(recv) in (float, complex):      # (z.conjugate() of a Python complex)
         from ..rules.registry import lookup_method
         rule = lookup_method(name)
         value = method(*args, **kwargs)
         if rule is None or rule.zero:
-            if rule is None and runtime.differentiable(value) and (
+            if rule is None and (value is None or runtime.differentiable(value)) and (
                     _active_tangent(trecv, recv) or any(_active_tangent(t, a) for t, a in zip(targs, args))):
                 raise OpaqueCalleeError(f"the array method .{name}() has no derivative rule",
                                         fix=runtime._rule_skeleton(method))
@@ -1206,7 +1212,7 @@ def jvp_method_update(recv, trecv, name, args, targs, kwargs=None, tkwargs=None)
 def jvp_attr(obj, tobj, name):
     """Attribute read on a value of unknown type: arrays use the attribute rules, objects of user
     classes their attribute tangents (a dict), properties are differentiated."""
-    if _is_array(obj):
+    if _is_array(obj) or type(obj) in (float, complex):      # (z.real, z.imag of a Python complex)
         value = getattr(obj, name)
         if tobj is not None:
             from ..rules.registry import lookup_attr
@@ -1238,11 +1244,14 @@ def jvp_attr(obj, tobj, name):
 def _elems(t, x):
     """The tangents of the elements ``iter(x)`` yields, as a list (an endless run of zeros for
     an iterator that carries none: zip stops at the shortest)."""
+    t = runtime.resolve(t)
     if isinstance(x, dict):
         return [zeros_like(k) for k in x]
     if isinstance(x, range):
         return [0.0] * len(x)
     if t is None or (type(t) is float and t == 0.0):
+        if isinstance(x, runtime.Iter):
+            return [0.0] * len(x.seen)
         if isinstance(x, (list, tuple)) or (hasattr(x, "shape") and hasattr(x, "dtype")):
             return list(zeros_like(x)) if np.ndim(x) or isinstance(x, (list, tuple)) else []
         import itertools
@@ -1256,6 +1265,7 @@ def seq_tangent(t, x, ans):
     """Tangent of ``list(x)``, ``tuple(x)`` and of the loop sequence ``_rt.seq(x)``."""
     if ans is x:                     # _rt.seq of a list, tuple or array: the value itself
         return materialize(t, x)
+    t = runtime.resolve(t)
     if isinstance(x, dict):
         return type(ans)(zeros_like(k) for k in ans)
     if t is None or (type(t) is float and t == 0.0):
@@ -1269,16 +1279,29 @@ def seq_tangent(t, x, ans):
     return type(ans)(out) if isinstance(ans, (list, tuple)) else out
 
 
+# The tangent of an iterator is read lazily (runtime.LazyList): its values' tangents are known once
+# the calls that consume it have taken them.
 def zip_tangent(t, iterables):
-    return list(zip(*[_elems(ti, x) for ti, x in zip(t, iterables)]))
+    return runtime.LazyList(lambda: list(zip(*[_elems(ti, x) for ti, x in zip(t, iterables)])))
 
 
 def enumerate_tangent(t, iterable):
-    return [(0.0, e) for e in _elems(t, iterable)]
+    return runtime.LazyList(lambda: [(0.0, e) for e in _elems(t, iterable)])
 
 
 def reversed_tangent(t, seq):
     return _elems(t, seq)[::-1]
+
+
+def zip_seq_tangent(t, xs, ans):
+    return tuple(seq_tangent(tj, x, aj) if not isinstance(x, runtime.Iter) else
+                 _elems(tj, x)[:len(aj)] for tj, x, aj in zip(t, xs, ans))
+
+
+def iter_tangent(t, obj):
+    if isinstance(obj, runtime.Iter):
+        return t
+    return runtime.LazyList(lambda: _elems(t, obj))
 
 
 def star_args_tangent(t, segments):
@@ -1303,9 +1326,11 @@ def sum_tangent(t, iterable, ans):
 def extremum_tangent(t, args, key, pick):
     """Tangent of builtin ``min``/``max``: the chosen element's (first of equals, like Python)."""
     if len(args) == 1:
-        items, tans = list(args[0]), _elems(t[0], args[0])
+        items, tans = runtime.listed(args[0]), _elems(t[0], args[0])
     else:
         items, tans = list(args), [materialize(ti, a) for ti, a in zip(t, args)]
+    if not items:
+        return 0.0                   # the default was returned
     keyf = key if key is not None else (lambda v: v)
     vals = [keyf(v) for v in items]
     best = pick(range(len(items)), key=lambda k: vals[k])
@@ -1313,7 +1338,7 @@ def extremum_tangent(t, args, key, pick):
 
 
 def sorted_tangent(t, iterable, key, reverse):
-    items = list(iterable)
+    items = runtime.listed(iterable)
     tans = _elems(t, iterable)
     keyf = key if key is not None else (lambda v: v)
     order = sorted(range(len(items)), key=lambda k: keyf(items[k]), reverse=reverse)

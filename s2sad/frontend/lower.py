@@ -7,6 +7,7 @@ loops over sequences become loops over ``range`` with an explicit read of the el
 """
 import functools
 import itertools
+import math
 import operator
 import types
 
@@ -14,6 +15,7 @@ import gast
 
 from .. import ir, runtime
 from ..errors import UnsupportedSyntaxError
+from .attrs import normalise as normalise_attrs
 from .source import _MISSING
 
 BINOPS = {
@@ -112,6 +114,30 @@ def _stores(nodes, name):
 
 _MUTATORS = {"append", "extend", "insert", "pop", "update"}
 
+# Calls that consume an iterable argument, and which arguments ("all", "one": the single-argument
+# form of min/max, or positions); each such argument gets a cursor (runtime.here).
+_ITER_CONSUMERS = {sorted: (0,), list: (0,), tuple: (0,), set: (0,), frozenset: (0,), dict: (0,),
+                   sum: (0,), any: (0,), all: (0,), min: "one", max: "one", zip: "all",
+                   enumerate: (0,), iter: (0,), next: (0,), math.fsum: (0,), math.prod: (0,)}
+try:
+    import heapq as _heapq
+    _ITER_CONSUMERS.update({_heapq.nsmallest: (1,), _heapq.nlargest: (1,)})
+    _ITER_CONSUMERS.update({itertools.starmap: (1,), itertools.islice: (0,),
+                            itertools.takewhile: (1,), itertools.dropwhile: (1,)})
+except ImportError:     # pragma: no cover
+    pass
+# Calls that make an iterator: inside a derivative they make a runtime.Iter
+_ITER_MAKERS = {zip: runtime.izip, enumerate: runtime.ienumerate, reversed: runtime.ireversed,
+                iter: runtime.iiter}
+
+
+def _hashable(obj):
+    try:
+        hash(obj)
+        return True
+    except TypeError:
+        return False
+
 
 class Lowerer:
     def __init__(self, src):
@@ -174,6 +200,7 @@ class Lowerer:
     # -- function ---------------------------------------------------------------------------
     def lower_function(self):
         self.block = []
+        self.fnode = normalise_attrs(self, self.fnode)
         body = self.fnode.body
         if isinstance(self.fnode, gast.Lambda):
             r = self.expr(body)
@@ -518,8 +545,19 @@ class Lowerer:
         seqs, enum, rev = self._sequence_parts(it)
         # iterate by index over something indexable: dict views, sets, generators, dicts
         # (their keys) become lists; lists, tuples and arrays pass through
-        seqs = [sq if isinstance(sq, ir.Const) and isinstance(sq.value, (list, tuple)) else
-                self._call(ir.Call(ir.Static(runtime.seq, "_rt.seq"), [sq]), None, o) for sq in seqs]
+        if len(seqs) > 1:
+            # zip(...) in the header: the values Python's zip takes from each (an iterator
+            # zipped with a shorter sequence gives up exactly as many as zip pulls)
+            ops = [self._here(sq, o) for sq in seqs]
+            call = ir.Call(ir.Static(runtime.zip_seq, "_rt.zip_seq"), ops)
+            self._link_heres(call, range(len(ops)))
+            both = self._call(call, None, o)
+            seqs = [self._call(ir.Call(ir.Static(operator.getitem, "[]"),
+                                       [both, ir.Index([ir.Const(j)], False)]), None, o)
+                    for j in range(len(ops))]
+        else:
+            seqs = [sq if isinstance(sq, ir.Const) and isinstance(sq.value, (list, tuple)) else
+                    self._seq(sq, o) for sq in seqs]
         k = self.tmp()
         lens = []
         for sq in seqs:
@@ -793,9 +831,9 @@ class Lowerer:
         if isinstance(f, gast.Name) and f.id not in self.locals and not node.keywords:
             special = self.src.resolve(f.id)
             if special is map and len(node.args) >= 2:
-                return self.map_call(node, o, target)
+                return self._iterator(self.map_call(node, o))
             if special is filter and len(node.args) == 2:
-                return self.filter_call(node, o, target)
+                return self._iterator(self.filter_call(node, o))
         chain0 = self._static_chain(f) if isinstance(f, gast.Attribute) else None
         if chain0 is not None and chain0[0] is functools.reduce and not node.keywords \
                 and len(node.args) in (2, 3):
@@ -807,6 +845,8 @@ class Lowerer:
             return self.accumulate_call(node, o, target)
         if callee0 is itertools.chain and not node.keywords:
             return self.chain_call(node, o, target)
+        if callee0 is itertools.starmap and len(node.args) == 2 and not node.keywords:
+            return self._iterator(self.starmap_call(node, o))
         chain = self._static_chain(f) if isinstance(f, gast.Attribute) else None
         if isinstance(f, gast.Name) and f.id not in self.locals:
             callee = ir.Static(self.free(f.id, f), f.id)
@@ -822,13 +862,56 @@ class Lowerer:
             recv = []
         args = recv + [self.expr(a) for a in node.args]
         kwargs = [(k.arg, self.expr(k.value)) for k in node.keywords]
+        heres = ()
+        if isinstance(callee, ir.Static) and _hashable(callee.obj):
+            # iterators: makers remember what they yield, consumers take a cursor (runtime.Iter)
+            which = _ITER_CONSUMERS.get(callee.obj)
+            if which is not None and not (which == "one" and len(args) != 1):
+                heres = [k for k in range(len(args)) if which in ("all", "one") or k in which]
+                args = [self._here(a, o) if k in heres else a for k, a in enumerate(args)]
+            maker = _ITER_MAKERS.get(callee.obj)
+            if maker is not None:
+                callee = ir.Static(maker, f"_rt.{maker.__name__}")
         extra = {}
         if isinstance(callee, ir.Dynamic) and callee.var in self.closures:
             # a local closure reads the variables it captured when it is called
             extra["captured"] = list(self.closures[callee.var])
         elif isinstance(callee, ir.Static) and callee.obj is self.src.fn and self.src.data_cells:
             extra["captured"] = list(self.src.data_cells)      # a closure calling itself
-        return ir.Call(callee, args, kwargs, extra=extra)
+        call = ir.Call(callee, args, kwargs, extra=extra)
+        self._link_heres(call, heres)
+        return call
+
+    def _link_heres(self, call, positions):
+        """Tell each ``_rt.here`` the call (and argument) it feeds, so classification can drop it
+        where the argument is known not to be an iterator."""
+        for k in positions:
+            a = call.args[k]
+            if isinstance(a, str):
+                made = self.block[-1] if self.block else None
+                for st in reversed(self.block):
+                    if isinstance(st, ir.Assign) and st.target == a:
+                        made = st
+                        break
+                v = made.value if isinstance(made, ir.Assign) and made.target == a else None
+                if isinstance(v, ir.Call) and isinstance(v.fn, ir.Static) and v.fn.obj is runtime.here:
+                    v.extra["consumer"] = (call, k)
+
+    def _here(self, operand, o):
+        """``_rt.here(x)`` for an operand a call consumes as an iterable (a cursor if it is an
+        iterator; classification drops it where x is known to be a list, array...)."""
+        if not isinstance(operand, str):
+            return operand
+        return self._call(ir.Call(ir.Static(runtime.here, "_rt.here"), [operand]), None, o)
+
+    def _seq(self, sq, o):
+        call = ir.Call(ir.Static(runtime.seq, "_rt.seq"), [self._here(sq, o)])
+        self._link_heres(call, [0])
+        return self._call(call, None, o)
+
+    def _iterator(self, lst):
+        """map/filter are lowered to a list; Python gives an iterator (used up once)."""
+        return ir.Call(ir.Static(runtime.iiter, "_rt.iiter"), [lst])
 
     def _static_chain(self, node):
         """(value, text) for an attribute chain rooted at a free name (``np.linalg.norm``)."""
@@ -1016,6 +1099,22 @@ class Lowerer:
             self.emit(ir.Mutate(None, result, ir.Call(ir.Method("append"), [result, v]), o))
         self.namespace["zip"] = zip
         self.for_loop(tgt, zipped, body, o)
+        return result
+
+    def starmap_call(self, node, o):
+        """``itertools.starmap(f, rows)`` -> ``[f(*row) for row in rows]`` (as map)."""
+        fn = self.expr(node.args[0])
+        result = self.tmp()
+        self.emit(ir.Assign(result, ir.Call(ir.Static(runtime.build_list, "build_list"), []), o))
+        name = self.tmp()
+        self.locals.add(name)
+
+        def body():
+            v = self._call(ir.Call(ir.Static(runtime.apply, "_rt.apply"), [fn, name, ir.Const(None)]),
+                           None, o)
+            self.emit(ir.Mutate(None, result, ir.Call(ir.Method("append"), [result, v]), o))
+        self.for_loop(gast.Name(id=name, ctx=gast.Store(), annotation=None, type_comment=None),
+                      node.args[1], body, o)
         return result
 
     def filter_call(self, node, o, target=None):

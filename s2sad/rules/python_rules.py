@@ -9,7 +9,7 @@ import math
 import operator
 
 from .. import runtime as _r
-from .registry import defattr, defcontainer, defrule, defzero, defzero_method  # noqa: F401
+from .registry import defattr, defcontainer, defmethod, defrule, defzero, defzero_method  # noqa: F401
 
 B = dict(broadcast=True, kind="same")
 ub = "_rt.unbroadcast"
@@ -123,24 +123,45 @@ defrule(builtins.tuple, "iterable=(), /", vjp={"iterable": "_rt.seq_adjoint(g, i
 defrule(builtins.sorted, "iterable, /, *, key=None, reverse=False",
         vjp={"iterable": "_rt.sorted_adjoint(g, iterable, key, reverse)"},
         jvp={"iterable": "_fw.sorted_tangent(t, iterable, key, reverse)"}, kind="container")
-defrule(builtins.min, "*args, key=None", vjp={"args": "_rt.extremum_adjoint(g, args, key, min)"},
-        jvp={"args": "_fw.extremum_tangent(t, args, key, min)"}, kind="any")
-defrule(builtins.max, "*args, key=None", vjp={"args": "_rt.extremum_adjoint(g, args, key, max)"},
-        jvp={"args": "_fw.extremum_tangent(t, args, key, max)"}, kind="any")
+for _pick in (builtins.min, builtins.max):
+    defrule(_pick, "*args, key=None, default=None",
+            vjp={"args": f"_rt.extremum_adjoint(g, args, key, {_pick.__name__})",
+                 "default": "_rt.extremum_default_adjoint(g, args)"},
+            jvp={"args": f"_fw.extremum_tangent(t, args, key, {_pick.__name__})",
+                 "default": "_rt.extremum_default_adjoint(t, args)"}, kind="any")
 defrule(_r.identity, "x, /", vjp={"x": "g"}, jvp={"x": "t"}, kind="any")
+# complex(re, im) == re + 1j * im, for complex re and im too (complex(z) is z)
 defrule(builtins.complex, "real=0.0, imag=0.0, /",
-        vjp={"real": "_rt.real_part(g)", "imag": "_rt.imag_part(g)"},
+        vjp={"real": "_rt.real_like(g, real)", "imag": "_rt.real_like(-1j * g, imag)"},
         jvp={"real": "t + 0j", "imag": "1j * t"}, kind="complex")
-defzero(builtins.any, builtins.all, builtins.open, builtins.setattr, builtins.vars, builtins.dir,
+defzero(builtins.any, builtins.all, builtins.open, builtins.dir,
         builtins.ord, builtins.chr)
-defrule(builtins.zip, "*iterables, strict=False", vjp={"iterables": "_rt.zip_adjoint(g, iterables)"},
-        jvp={"iterables": "_fw.zip_tangent(t, iterables)"}, kind="any")
-defrule(builtins.enumerate, "iterable, start=0", vjp={"iterable": "_rt.enumerate_adjoint(g, iterable)"},
-        jvp={"iterable": "_fw.enumerate_tangent(t, iterable)"}, kind="any")
-defrule(builtins.reversed, "seq, /", vjp={"seq": "_rt.reversed_adjoint(g, seq)"},
-        jvp={"seq": "_fw.reversed_tangent(t, seq)"}, kind="any")
-defrule(builtins.iter, "obj, /", vjp={"obj": "_rt.seq_adjoint(g, obj)"},
-        jvp={"obj": "iter(_fw._elems(t, obj))"}, kind="any")
+# Iterators: inside a derivative, zip/enumerate/reversed/iter make a _rt.Iter (it remembers what it
+# yielded), and every call that consumes one gets a cursor, _rt.here(it) (see runtime.Iter).
+for _made, _maker in ((builtins.zip, _r.izip), (builtins.enumerate, _r.ienumerate),
+                      (builtins.reversed, _r.ireversed)):
+    _params, _vjp, _jvp = {
+        builtins.zip: ("*iterables, strict=False", {"iterables": "_rt.zip_adjoint(g, iterables)"},
+                       {"iterables": "_fw.zip_tangent(t, iterables)"}),
+        builtins.enumerate: ("iterable, start=0", {"iterable": "_rt.enumerate_adjoint(g, iterable)"},
+                             {"iterable": "_fw.enumerate_tangent(t, iterable)"}),
+        builtins.reversed: ("seq, /", {"seq": "_rt.reversed_adjoint(g, seq)"},
+                            {"seq": "_fw.reversed_tangent(t, seq)"}),
+    }[_made]
+    defrule(_made, _params, vjp=_vjp, jvp=_jvp, kind="any")
+    defrule(_maker, _params, vjp=_vjp, jvp=_jvp, kind="any", name=_made.__name__)
+defrule(builtins.iter, "obj, /", vjp={"obj": "_rt.iter_adjoint(g, obj, ans)"},
+        jvp={"obj": "_fw.iter_tangent(t, obj)"}, kind="any")
+defrule(_r.iiter, "obj, /", vjp={"obj": "_rt.iter_adjoint(g, obj, ans)"},
+        jvp={"obj": "_fw.iter_tangent(t, obj)"}, kind="any", name="iter")
+defrule(_r.zip_seq, "*xs", vjp={"xs": "_rt.zip_seq_adjoint(g, xs, ans)"},
+        jvp={"xs": "_fw.zip_seq_tangent(t, xs, ans)"}, kind="container", view=True, name="loop sequences")
+defrule(_r.here, "x, /", vjp={"x": "_rt.here_adjoint(g, x, ans)"},
+        jvp={"x": "_rt.here_tangent(t, x, ans)"}, kind="any", view=True, name="iterator use")
+defrule(builtins.next, "iterator, default=None, /",
+        vjp={"iterator": "_rt.next_adjoint(g, iterator)", "default": "_rt.next_default_adjoint(g, iterator)"},
+        jvp={"iterator": "_rt.next_tangent(t, iterator, ans)",
+             "default": "_rt.next_default_tangent(t, iterator)"}, kind="any")
 
 # -- read-only methods of containers (dict.get, dict.items...) ---------------------------------------
 defcontainer("get", "self, key, default=None, /",
@@ -172,3 +193,266 @@ defrule(_r.times_initial, "x, initial, /",
         vjp={"x": "_rt.times_initial(g, initial)", "initial": "_rt.unbroadcast(g * x, initial)"},
         jvp={"x": "_rt.times_initial(t, initial)", "initial": "t * x"}, kind="any")
 defzero(_r.dtype_of)
+
+# -- dict(), copies, conversions, heapq, in-place list methods ---------------------------------------
+# Their helpers live here, next to the rules; templates reach them as ``_pr.*``.
+import copy as _copy                     # noqa: E402
+import dataclasses as _dataclasses       # noqa: E402
+import heapq as _heapq                   # noqa: E402
+import sys as _sys                       # noqa: E402
+
+from ..errors import UnsupportedSyntaxError as _Unsupported  # noqa: E402
+
+PR = {"_pr": _sys.modules[__name__]}
+
+
+def _is_iterator(x):
+    return not isinstance(x, (list, tuple, dict, str, range)) and not _r._is_array(x) and \
+        iter(x) is x
+
+
+def _listed(x, what):
+    """The items of ``x``: an s2sad iterator (runtime.Iter: zip, enumerate, map... inside a
+    derivative) gives the values it yielded; a foreign iterator is used up and refused."""
+    seen = getattr(x, "seen", None)
+    if isinstance(seen, list):
+        return seen
+    if _is_iterator(x):
+        _refuse_iterator(what)
+    return x
+
+
+def _refuse_iterator(what):
+    raise _Unsupported(
+        f"{what} of an iterator (zip, map, a generator...) whose items carry derivatives: the "
+        f"iterator is used up when {what} runs, and s2sad cannot read its items again to route "
+        f"their derivatives back",
+        fix="make a list first: `list(zip(keys, values))`")
+
+
+def _dict_rows(iterable):
+    """The keys of ``dict(iterable)``'s input rows, in order (a mapping's keys for a mapping)."""
+    if isinstance(iterable, dict) or (hasattr(iterable, "keys") and hasattr(iterable, "__getitem__")):
+        return None
+    return [row[0] for row in _listed(iterable, "dict(...)")]
+
+
+def _last_rows(keys, skip):
+    """{key: position of the row whose value dict() keeps} (the last one; ``skip`` keys are
+    overridden by keyword arguments)."""
+    return {k: i for i, k in enumerate(keys) if k not in skip}
+
+
+def dict_adjoint(g, iterable, kwargs):
+    """Adjoint of ``dict(iterable, **kwargs)`` in ``iterable``: a mapping's adjoint is a dict of
+    the values dict() kept; a sequence of (key, value) rows gets one (0, adjoint) per row, zero for
+    rows a later row with the same key (or a keyword) overrode."""
+    if _r.is_zero(g):
+        return 0.0
+    keys = _dict_rows(iterable)
+    if keys is None:
+        return {k: _r._z(g.get(k)) for k in iterable.keys() if k not in kwargs and k in g}
+    last = _last_rows(keys, kwargs)
+    out = []
+    for i, row in enumerate(_listed(iterable, "dict(...)")):
+        v = _r._z(g.get(row[0])) if last.get(row[0]) == i else 0.0
+        out.append([0.0, v] if isinstance(row, list) else (0.0, v))
+    return tuple(out) if isinstance(iterable, tuple) else out
+
+
+def dict_kwargs_adjoint(g, kwargs):
+    """Adjoint of ``dict(..., **kwargs)`` in the keyword arguments: {name: adjoint}."""
+    if _r.is_zero(g):
+        return {}
+    return {k: _r._z(g.get(k)) for k in kwargs}
+
+
+def dict_tangent(t, iterable, kwargs, ans):
+    """Tangent of ``dict(iterable, **kwargs)`` in ``iterable``: a complete dict (zeros for the
+    keys the keywords set)."""
+    from ..codegen.forward import _elems
+    out = {k: _r.zeros_like(v) for k, v in ans.items()}
+    keys = _dict_rows(iterable)
+    if keys is None:
+        tm = _r.materialize(t, iterable) if not isinstance(t, dict) else t
+        for k in iterable.keys():
+            if k not in kwargs:
+                out[k] = _r.materialize(tm.get(k), ans[k])
+        return out
+    last = _last_rows(keys, kwargs)
+    for i, (k, tr) in enumerate(zip(keys, _elems(t, _listed(iterable, "dict(...)")))):
+        if last.get(k) == i and not _r.is_zero(tr):
+            out[k] = _r.materialize(_r.parts(tr, 2)[1], ans[k])
+    return out
+
+
+def dict_kwargs_tangent(t, ans):
+    out = {k: _r.zeros_like(v) for k, v in ans.items()}
+    for k, v in t.items():
+        out[k] = _r.materialize(v, ans[k])
+    return out
+
+
+defrule(builtins.dict, "iterable=(), /, **kwargs",
+        vjp={"iterable": "_pr.dict_adjoint(g, iterable, kwargs)",
+             "kwargs": "_pr.dict_kwargs_adjoint(g, kwargs)"},
+        jvp={"iterable": "_pr.dict_tangent(t, iterable, kwargs, ans)",
+             "kwargs": "_pr.dict_kwargs_tangent(t, ans)"}, kind="container", ns=PR)
+
+
+# x.tolist(): nested lists of Python numbers, the adjoint an array again
+def tolist_adjoint(g, a):
+    if _r.is_zero(g):
+        return 0.0
+    xp = _r.array_module(a)
+    shape = a.shape
+
+    def dense(v, shape):
+        if _r.is_zero(v):
+            return xp.zeros(shape, dtype=a.dtype)
+        if not shape:
+            return xp.asarray(v, dtype=a.dtype) if a.dtype.kind == "c" else \
+                xp.asarray(_r.real_like(v, a), dtype=a.dtype)
+        return xp.stack([dense(e, shape[1:]) for e in v]) if shape[0] else xp.zeros(shape, a.dtype)
+    return dense(g, shape)
+
+
+def tolist_tangent(t, a):
+    return _r.materialize(t, a).tolist()
+
+
+defmethod("tolist", "self, /", vjp={"self": "_pr.tolist_adjoint(g, self)"},
+          jvp={"self": "_pr.tolist_tangent(t, self)"}, kind="any", ns=PR)
+
+
+# copy.copy / copy.deepcopy: the copy's adjoint is the original's; a copied tangent, so that
+# in-place changes of the copy do not reach the original's tangent
+def copy_tangent(t):
+    return _copy.copy(t)
+
+
+def deepcopy_tangent(t):
+    return _copy.deepcopy(t)
+
+
+defrule(_copy.copy, "x, /", vjp={"x": "g"}, jvp={"x": "_pr.copy_tangent(t)"}, kind="any", ns=PR)
+defrule(_copy.deepcopy, "x, memo=None, _nil=None, /", vjp={"x": "g"},
+        jvp={"x": "_pr.deepcopy_tangent(t)"}, kind="any", ns=PR)
+
+
+# dataclasses.replace(obj, **changes) == type(obj)(**{fields of obj, then changes})
+def _replace_fields(obj, changes):
+    cls = type(obj)
+    if not _dataclasses.is_dataclass(cls) or isinstance(obj, type):
+        return None                                  # dataclasses.replace raised already
+    if hasattr(cls, "__post_init__") or any(not f.init for f in _dataclasses.fields(cls)):
+        raise _Unsupported(
+            f"dataclasses.replace of a {cls.__name__}, which has __post_init__ or fields "
+            f"computed outside __init__: s2sad does not follow how they depend on the others",
+            fix=f"build the new object with its constructor, `{cls.__name__}(...)`, and give the "
+                f"class an `__init__` written in Python")
+    return [f.name for f in _dataclasses.fields(cls) if f.init]
+
+
+def _fields_of(g):
+    if _dataclasses.is_dataclass(g) and not isinstance(g, type):
+        return {f.name: getattr(g, f.name) for f in _dataclasses.fields(g)}
+    return g if isinstance(g, dict) else {}
+
+
+def replace_adjoint(g, obj, changes):
+    """Adjoint of ``dataclasses.replace(obj, **changes)`` in ``obj``: the fields it kept."""
+    names = _replace_fields(obj, changes)
+    if _r.is_zero(g):
+        return 0.0
+    g = _fields_of(g)
+    return {k: v for k, v in g.items() if k in names and k not in changes and not _r.is_zero(v)}
+
+
+def replace_changes_adjoint(g, obj, changes):
+    _replace_fields(obj, changes)
+    if _r.is_zero(g):
+        return {}
+    g = _fields_of(g)
+    return {k: _r._z(g.get(k)) for k in changes}
+
+
+def replace_tangent(t, obj, changes):
+    names = _replace_fields(obj, changes)
+    t = _fields_of(t)
+    return {k: v for k, v in t.items() if k in names and k not in changes}
+
+
+def replace_changes_tangent(t, obj, changes):
+    _replace_fields(obj, changes)
+    return {k: v for k, v in t.items() if not _r.is_zero(v)}
+
+
+defrule(_dataclasses.replace, "obj, /, **changes",
+        vjp={"obj": "_pr.replace_adjoint(g, obj, changes)",
+             "changes": "_pr.replace_changes_adjoint(g, obj, changes)"},
+        jvp={"obj": "_pr.replace_tangent(t, obj, changes)",
+             "changes": "_pr.replace_changes_tangent(t, obj, changes)"}, kind="any", ns=PR)
+
+
+# heapq.nsmallest(n, it, key) == sorted(it, key=key)[:n]; nlargest with reverse=True (the
+# documented equivalences, ties included): the sorted rule's helpers, cut to n
+def firsts_adjoint(g, n, iterable, key, reverse):
+    if _r.is_zero(g):
+        return 0.0
+    items = _listed(iterable, "heapq.nsmallest/nlargest")
+    g = list(g) + [0.0] * (len(items) - len(g))
+    return _r.sorted_adjoint(g, items if items is not iterable else iterable, key, reverse)
+
+
+def firsts_tangent(t, n, iterable, key, reverse):
+    from ..codegen.forward import sorted_tangent
+    items = _listed(iterable, "heapq.nsmallest/nlargest")
+    return sorted_tangent(t, items, key, reverse)[:max(n, 0)]
+
+
+defrule(_heapq.nsmallest, "n, iterable, key=None",
+        vjp={"iterable": "_pr.firsts_adjoint(g, n, iterable, key, False)"},
+        jvp={"iterable": "_pr.firsts_tangent(t, n, iterable, key, False)"}, kind="container", ns=PR)
+defrule(_heapq.nlargest, "n, iterable, key=None",
+        vjp={"iterable": "_pr.firsts_adjoint(g, n, iterable, key, True)"},
+        jvp={"iterable": "_pr.firsts_tangent(t, n, iterable, key, True)"}, kind="container", ns=PR)
+
+
+# list.sort / list.reverse on a list that holds values carrying derivatives: the list is
+# permuted in place; its adjoint before the call is its adjoint after, permuted back.  (The call
+# site is a method call that updates its object, so the reverse sweep hands in that adjoint.)
+def _permute_in_place(xs, order):
+    def back(g, g_self=_r._NOTHING):
+        if g_self is _r._NOTHING:
+            raise _Unsupported("an in-place sort or reverse of a list reached s2sad where it "
+                               "cannot follow the change of the list",
+                               fix="build a new list: `xs = sorted(xs, key=...)`, `xs = xs[::-1]`")
+        if _r.is_zero(g_self):
+            return 0.0, (), _r._ZeroDict()
+        before = [0.0] * len(order)
+        for pos, k in enumerate(order):
+            before[k] = _r._z(g_self[pos])
+        return before, (), _r._ZeroDict()
+    xs[:] = [xs[k] for k in order]
+    return None, ("custom", back)
+
+
+def list_sort(xs, args, kwargs):
+    if args or set(kwargs) - {"key", "reverse"}:
+        xs.sort(*args, **kwargs)                     # raises Python's own TypeError
+    key = kwargs.get("key")
+    keyf = key if key is not None else (lambda v: v)
+    keys = [keyf(v) for v in xs]
+    order = sorted(range(len(xs)), key=keys.__getitem__, reverse=bool(kwargs.get("reverse", False)))
+    return _permute_in_place(xs, order)
+
+
+def list_reverse(xs, args, kwargs):
+    if args or kwargs:
+        xs.reverse(*args, **kwargs)
+    return _permute_in_place(xs, list(range(len(xs)))[::-1])
+
+
+_r.IN_PLACE_RULES[(list, "sort")] = list_sort
+_r.IN_PLACE_RULES[(list, "reverse")] = list_reverse
