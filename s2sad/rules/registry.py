@@ -94,16 +94,30 @@ class Rule:
     # -- what the emitter asks -------------------------------------------------------------
     @property
     def differentiable(self):
-        """Parameter names that can carry a derivative."""
+        """Parameter names that can carry a derivative: those with an adjoint template, then
+        those with only a tangent template (the helpers generated code calls, whose tangents make
+        second derivatives; a tangent that is zero, ``0.0 * ans``, makes a parameter constant)."""
         if self.joint:
             return tuple(self.joint[0])
-        return tuple(self.vjp)
+        return tuple(self.vjp) + tuple(p for p in self.jvp if p not in self.vjp and
+                                       self.jvp[p].replace(" ", "") != "0.0*ans")
+
+    def _adjoint_text(self, which):
+        if which == "*":
+            return self.joint[1]
+        if which not in self.vjp:
+            raise RuleError(f"{self.name} has a tangent (forward-mode) rule for `{which}` but no "
+                            f"adjoint (reverse-mode) rule, which reverse mode over a derivative "
+                            f"(jacrev of a gradient) needs here",
+                            fix="use forward mode over the gradient: s2sad.hessian(f), "
+                                "s2sad.hvp(f) or s2sad.jacfwd(s2sad.grad(f))")
+        return self.vjp[which]
 
     def template(self, which):
         """Parsed expression template: ``which`` is a parameter name, or ``"*"`` for ``joint``."""
         tree = self._parsed.get(which)
         if tree is None:
-            text = self.joint[1] if which == "*" else self.vjp[which]
+            text = self._adjoint_text(which)
             try:
                 tree = ast.parse(text.strip(), mode="eval").body
             except SyntaxError as e:
@@ -131,7 +145,7 @@ class Rule:
         if fn is None:
             from .. import runtime
             params = ", ".join(["g", "ans"] + list(self.signature.parameters))
-            text = self.joint[1] if which == "*" else self.vjp[which]
+            text = self._adjoint_text(which)
             src = f"def _adjoint({params}):\n    return {text.strip()}\n"
             glb = dict(NAMESPACE)
             glb["_rt"] = runtime
