@@ -288,26 +288,32 @@ del _name
 
 
 class _Unit:
-    """A whole text as compiled (a file, a notebook cell, a generated module): its syntax tree,
-    and its code objects by (name, first line)."""
+    """A text as compiled (a whole file, notebook cell or generated module, or one top-level
+    statement of a file, padded to its lines): its syntax tree and its code objects by (name,
+    first line); ``tree`` is None when the text does not compile."""
 
     def __init__(self, filename, text, flags, pytest_rewrite=False):
         self.text = text
-        self.tree = ast.parse(text, filename)
-        if pytest_rewrite:
-            # a test module as pytest imports it: its assert statements rewritten
-            from _pytest.assertion.rewrite import rewrite_asserts
-            rewrite_asserts(self.tree, text.encode("utf-8"), filename, None)
-            source = self.tree
-        else:
-            source = text             # compiled from text: no recursion limit on deep trees
-        try:
-            code = compile(source, filename, "exec", flags=flags, dont_inherit=True)
-        except SyntaxError:
-            # a notebook cell with top-level await
-            code = compile(source, filename, "exec", dont_inherit=True,
-                           flags=flags | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0))
+        self.tree = None
         self.codes = {}
+        try:
+            tree = ast.parse(text, filename)
+            if pytest_rewrite:
+                # a test module as pytest imports it: its assert statements rewritten
+                from _pytest.assertion.rewrite import rewrite_asserts
+                rewrite_asserts(tree, text.encode("utf-8"), filename, None)
+                source = tree
+            else:
+                source = text         # compiled from text: no recursion limit on deep trees
+            try:
+                code = compile(source, filename, "exec", flags=flags, dont_inherit=True)
+            except SyntaxError:
+                # a notebook cell with top-level await
+                code = compile(source, filename, "exec", dont_inherit=True,
+                               flags=flags | getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0))
+        except Exception:             # SyntaxError, RecursionError, pytest absent or changed...
+            return
+        self.tree = tree
         todo = [code]
         while todo:
             c = todo.pop()
@@ -324,26 +330,103 @@ class _Unit:
 
 
 _UNITS = {}
+_UNITS_LOCK = threading.Lock()
 
 
-def _unit(filename, text, flags, pytest_rewrite=False):
-    """The compiled text, cached per file while the text stays the same (one compile per file,
-    not per derivative)."""
-    key = (filename, flags, pytest_rewrite)
+def _unit(filename, text, flags, pytest_rewrite=False, start=None):
+    """The compiled text, cached while it stays the same (``start``: the first line of a
+    top-level statement compiled alone; None for the whole text)."""
+    key = (filename, flags, pytest_rewrite, start)
     u = _UNITS.get(key)
     if u is not None and u.text == text:
         return u
     u = _Unit(filename, text, flags, pytest_rewrite)
-    if len(_UNITS) >= 64:
-        _UNITS.pop(next(iter(_UNITS)), None)
-    _UNITS[key] = u
+    with _UNITS_LOCK:
+        while len(_UNITS) >= 256:
+            _UNITS.pop(next(iter(_UNITS)), None)
+        _UNITS[key] = u
     return u
+
+
+_CONTINUES = (")", "]", "}", "else", "elif", "except", "finally")
+_BLOCKS = ("try", "if ", "if(", "else", "elif", "except", "finally", "with ")
+_IMPORT = re.compile(r"(import\s+[\w.]+|from\s+[\w.]+\s+import\s*[\w(*])")
+
+
+_IMPORTS = {}
+
+
+def _imports_before(lines, stop):
+    """The import statements of the file's top level (also inside a top-level try/if/with)
+    before line ``stop``, each on one line.  Judged by layout, like ``_statement``."""
+    cached = _IMPORTS.get(id(lines))
+    if cached is None or cached[0] is not lines:
+        if len(_IMPORTS) >= 256:
+            _IMPORTS.clear()
+        cached = _IMPORTS[id(lines)] = (lines, _imports(lines))
+    return [text for at, text in cached[1] if at < stop]
+
+
+def _imports(lines):
+    """[(line index where it ends, import statement on one line)] of the whole file."""
+    out, i, in_block, stop = [], 0, False, len(lines)
+    while i < stop:
+        line = lines[i]
+        text = line.lstrip(" \t")
+        if line[:1] not in ("", " ", "\t", "\f", "\n", "\r", "#"):
+            in_block = line.startswith(_BLOCKS)
+        if (line is text or in_block) and _IMPORT.match(text) and \
+                not text.startswith("from __future__"):
+            parts, depth = [], 0
+            while i < stop:
+                piece = lines[i].split("#", 1)[0].strip()
+                more = piece.endswith("\\")
+                piece = piece.rstrip("\\").strip()
+                depth += piece.count("(") - piece.count(")")
+                parts.append(piece)
+                i += 1
+                if depth <= 0 and not more:
+                    break
+            out.append((i - 1, " ".join(p for p in parts if p)))
+            continue
+        i += 1
+    return out
+
+
+def _statement(lines, first):
+    """(start, end): 0-based bounds of the top-level statement that holds line ``first``,
+    judged by layout (lines that begin in column 0).  Only a guess: what it selects is used only
+    if it compiles to exactly the function's code."""
+    def top(k):
+        c = lines[k][:1]
+        return c not in ("", " ", "\t", "\f", "\n", "\r", "#")
+    start = first - 1
+    while start > 0 and (not top(start) or lines[start].startswith(_CONTINUES)):
+        start -= 1
+    while start > 0 and lines[start - 1].startswith("@"):
+        start -= 1
+    end, decorating = start + 1, lines[start].startswith("@")
+    while end < len(lines):
+        if top(end) and not lines[end].startswith(_CONTINUES):
+            if not decorating:
+                break
+            decorating = lines[end].startswith("@")     # a further decorator, or what they wrap
+        end += 1
+    return start, end
 
 
 def _file_lines(fn, where):
     """The lines of the file (or cell) ``fn``'s code was compiled from, as ``linecache`` holds
     them now (re-read from disk when the file changed)."""
     code = fn.__code__
+    file = code.co_filename
+    if not (file.startswith("<") and file.endswith(">")) or file in linecache.cache:
+        # the fast path (inspect.findsource scans sys.modules on each call)
+        linecache.checkcache(file)
+        glb = fn.__globals__ if fn.__globals__.get("__file__") == file else None
+        lines = linecache.getlines(file, glb)
+        if lines:
+            return lines
     try:
         lines, _ = inspect.findsource(code)
     except (OSError, TypeError, IndexError) as e:
@@ -384,34 +467,45 @@ def _parse(fn):
     """(gast node of ``fn``'s definition with lines counted from its first line, the source
     lines from that line on, the untouched ``ast`` node).
 
-    The text is checked to be the source of the code that runs: compiled again (the whole file,
-    so that methods, closures and nested functions compile in their own context) it must give a
-    code object equal to ``fn.__code__`` (bytecode, constants, names, nested code, positions).
+    The text is checked to be the source of the code that runs: compiled again (the top-level
+    statement that holds it, else the whole file, so that methods, closures and nested functions
+    compile in their own context) it must give a code object equal to ``fn.__code__``
+    (bytecode, constants, names, nested code, positions).
     A module edited after import, or code compiled from another string under a real file's name,
     is refused (StaleSourceError) instead of differentiated from text that does not run."""
     code = fn.__code__
     where = f"{code.co_filename}:{code.co_firstlineno}"
     lines = _file_lines(fn, where)
-    text = "".join(lines)
     flags = code.co_flags & _FUTURE_FLAGS
-    unit = None
-    try:
-        unit = _unit(code.co_filename, text, flags)
-        ok = unit.match(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        ok = False
-    if not ok and unit is not None and "@py_builtins" in fn.__globals__:
-        try:
-            ok = _unit(code.co_filename, text, flags, pytest_rewrite=True).match(code)
-        except Exception:                           # pytest absent or changed: no match
-            ok = False
-    if ok:
-        tree = unit.tree
-    else:
-        tree = _fragment(fn, lines, flags)
-        if tree is None:
-            raise _stale(fn, where)
-    all_lines = split_lines(text)
+    # first the top-level statement that holds the function (cheap in a long file), then the
+    # whole text; for a module pytest imported, the same with its asserts rewritten
+    start, end = _statement(lines, code.co_firstlineno) \
+        if 0 < code.co_firstlineno <= len(lines) else (None, None)
+    tries = [(False, start), (False, None)]
+    if "@py_builtins" in fn.__globals__:
+        tries += [(True, start), (True, None)]
+    tree = None
+    for rewrite, at in tries:
+        if at is None:
+            unit = _unit(code.co_filename, "".join(lines), flags, rewrite)
+        elif start is not None:
+            # the statement on its own lines, after the file's imports: Python compiles a call
+            # of a method on an imported module differently (LOAD_ATTR, not LOAD_METHOD)
+            imports = _imports_before(lines, at)
+            if len(imports) > at:
+                continue
+            chunk = "".join(i + "\n" for i in imports) + "\n" * (at - len(imports)) + \
+                "".join(lines[at:end])
+            unit = _unit(code.co_filename, chunk, flags, rewrite, at)
+        else:
+            continue
+        if unit.match(code):
+            # the definition as written (for pytest's rewriting: as the user wrote the asserts)
+            tree = unit.tree if not rewrite else \
+                _unit(code.co_filename, unit.text, flags, False, at).tree
+            break
+    if tree is None:
+        raise _stale(fn, where)
     first = code.co_firstlineno
     node = _find_node(code, tree)
     if node is None:
@@ -422,29 +516,12 @@ def _parse(fn):
     gnode = gast.ast_to_gast(node)
     gast.increment_lineno(gnode, 1 - first)
     end = getattr(node, "end_lineno", None) or first
-    return gnode, all_lines[first - 1:end], node
-
-
-def _fragment(fn, lines, flags):
-    """When the whole text does not compile to the code (a file being edited elsewhere): the
-    syntax tree of the function's own lines if they alone compile to exactly its code (a
-    function at the top level of its file with no closure), else None."""
-    code = fn.__code__
-    first = code.co_firstlineno
-    if code.co_freevars or not 0 < first <= len(lines) or lines[first - 1][:1] in " \t\f":
-        return None
-    try:
-        block = inspect.getblock(lines[first - 1:])
-        text = "\n" * (first - 1) + "".join(block)
-        tree = ast.parse(text, code.co_filename)
-        unit_code = compile(text, code.co_filename, "exec", flags=flags, dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
-        return None
-    for c in unit_code.co_consts:
-        if isinstance(c, types.CodeType) and c == code and \
-                getattr(c, "co_qualname", None) == getattr(code, "co_qualname", None):
-            return tree
-    return None
+    own = lines[first - 1:end]
+    if any("\r" in line for line in lines):
+        own = split_lines("".join(lines))[first - 1:end]    # as Python counts lines
+    else:
+        own = [line[:-1] if line.endswith("\n") else line for line in own]
+    return gnode, own, node
 
 
 def _find_node(code, tree):

@@ -242,9 +242,22 @@ def test_ordinary_code_is_not_refused(tmp_path):
     assert vg(mod.PAIR[0], 2.0) == (4.0, 2.0)
     assert vg(mod.PAIR[1], 0.5) == pytest.approx((3 * np.sin(0.5), 3 * np.cos(0.5)))
     assert vg(mod.NESTED(1.7), 2.0) == pytest.approx((6.8, 6.8))
-    # one compile per file, shared by every function of it
-    units = [u for k, u in S._UNITS.items() if k[0] == path]
-    assert len(units) == 1
+    # only the top-level statements that hold them were compiled again, not the whole file
+    keys = [k for k in S._UNITS if k[0] == path]
+    assert keys and all(k[3] is not None for k in keys)
+    assert len(keys) <= sum(1 for line in EVERY_KIND.split("\n")
+                            if line[:1] not in ("", " ", "#", "@", ")"))
+
+
+def test_a_long_file_is_not_compiled_whole(tmp_path):
+    text = "import numpy as np\n\n" + "\n\n".join(
+        f"def f{k}(x):\n    return np.sin(x) * {k}.0" for k in range(2000))
+    mod, path = write_module(tmp_path, text)
+    assert vg(mod.f1234, 0.0) == (0.0, 1234.0)
+    assert jvp1(mod.f1999, 0.0) == (0.0, 1999.0)
+    keys = [k for k in S._UNITS if k[0] == path]
+    assert sorted(k[3] for k in keys) == [line_of(text, "def f1234") - 1,
+                                          line_of(text, "def f1999") - 1]
 
 
 def test_each_kind_is_refused_after_its_own_edit(tmp_path):
