@@ -82,7 +82,7 @@ def unbroadcast(g, x):
         return real_like(s, x)
     shape = getattr(x, "shape", None)
     xdt = getattr(x, "dtype", None)
-    if xdt is not None and shape is not None and xdt.kind not in "fc" and _is_array(x):
+    if xdt is not None and shape is not None and xdt.kind not in "fcO" and _is_array(x):
         return array_module(x).zeros(shape)    # integer/bool arrays carry no derivative
     if shape is None:                       # other Python scalars (complex, bool)
         if hasattr(g, "shape") and g.shape != ():
@@ -159,6 +159,8 @@ def zeros_like(x):
     dt = getattr(x, "dtype", None) if _is_array(x) else None
     if dt is not None and dt.kind in "fc":
         return array_module(x).zeros_like(x)
+    if dt is not None and dt.kind == "O":       # an object array holding floats: float zeros
+        return np.zeros(x.shape)
     return None
 
 
@@ -171,7 +173,7 @@ def materialize(g, x):
     if tx is int or tx is bool or tx is str or x is None:
         return None
     dt = getattr(x, "dtype", None)
-    if dt is not None and dt.kind not in "fc":
+    if dt is not None and dt.kind not in "fcO":
         return None
     if is_zero(g):
         return zeros_like(x)
@@ -490,10 +492,12 @@ def kind_of(v):
 
 
 def differentiable(v):
-    """True for values that carry a derivative: real/complex floats and arrays, containers of them."""
+    """True for values that carry a derivative: real/complex floats and arrays, containers of them,
+    object arrays holding any of them."""
     t = type(v)
     if t is _NDARRAY:
-        return v.dtype.kind in "fc"
+        k = v.dtype.kind
+        return k in "fc" or k == "O" and _object_array_differentiable(v)
     if t is float or t is complex:
         return True
     if t is tuple or t is list or isinstance(v, (tuple, list)):
@@ -504,7 +508,7 @@ def differentiable(v):
         return False
     dt = getattr(v, "dtype", None)
     if dt is not None and hasattr(v, "shape"):
-        return dt.kind in "fc"
+        return dt.kind in "fc" or dt.kind == "O" and _object_array_differentiable(v)
     if t is _FunctionType:
         return _closure_differentiable(v)
     if t is _partial:
@@ -513,6 +517,12 @@ def differentiable(v):
 
 
 def _closure_differentiable(fn, depth=0):
+def _object_array_differentiable(a):
+    """An object array (``np.frompyfunc``, ``dtype=object``) carries a derivative when one of its
+    elements does.  Only object arrays are scanned; numeric arrays are decided by their dtype."""
+    return any(differentiable(x) for x in a.flat)
+
+
     """A closure carries a derivative when a value it captured does."""
     if not fn.__closure__ or depth > 4:
         return False
@@ -546,7 +556,7 @@ def _object_differentiable(v, depth=0):
             continue
         dt = getattr(x, "dtype", None)
         if dt is not None and hasattr(x, "shape"):
-            if dt.kind in "fc":
+            if differentiable(x):
                 return True
         elif hasattr(x, "__dict__") and _object_differentiable(x, depth + 1):
             return True
@@ -787,17 +797,25 @@ IN_PLACE_RULES = {}
 def refuse_vectorize(fn, args, kwargs):
     """``np.vectorize(f)`` calls ``f`` element by element from inside NumPy, where s2sad cannot
     follow it: refuse when values that carry a derivative go in."""
-    if isinstance(fn, np.vectorize) and (any(differentiable(a) for a in args) or
-                                         any(differentiable(v) for v in kwargs.values())):
+    made = "np.vectorize(...)" if isinstance(fn, np.vectorize) else \
+        "np.frompyfunc(...)" if _frompyfunc(fn) else None
+    if made and (any(differentiable(a) for a in args) or
+                 any(differentiable(v) for v in kwargs.values())):
         from .errors import OpaqueCalleeError
         raise OpaqueCalleeError(
-            "np.vectorize(...) calls its function element by element from inside NumPy, so s2sad "
+            f"{made} calls its function element by element from inside NumPy, so s2sad "
             "cannot follow the values that carry a derivative through it",
             fix="call the function on the arrays directly (NumPy operations broadcast), or loop "
                 "over the elements in your own code")
 
 
 _DUNDERS = {_operator.add: ("__add__", "__radd__"), _operator.sub: ("__sub__", "__rsub__"),
+def _frompyfunc(fn):
+    """A ufunc made by ``np.frompyfunc(f, nin, nout)`` (object loops only), or its method."""
+    u = fn if isinstance(fn, np.ufunc) else getattr(fn, "__self__", None)
+    return isinstance(u, np.ufunc) and all(set(t.replace("->", "")) == {"O"} for t in u.types)
+
+
             _operator.mul: ("__mul__", "__rmul__"), _operator.truediv: ("__truediv__", "__rtruediv__"),
             _operator.floordiv: ("__floordiv__", "__rfloordiv__"), _operator.mod: ("__mod__", "__rmod__"),
             _operator.pow: ("__pow__", "__rpow__"), _operator.matmul: ("__matmul__", "__rmatmul__"),
@@ -1546,7 +1564,9 @@ def dtype_guard(dtype, adj):
         kind = np.dtype(dtype).kind
     except TypeError:
         return adj
-    return adj if kind in "fc" else 0.0
+    if kind in "fcO":                           # (object arrays carry derivatives)
+        return adj
+    return tuple(0.0 for _ in adj) if type(adj) is tuple else 0.0   # (*args rules: one each)
 
 
 def dtype_of(dtype, a):

@@ -92,6 +92,11 @@ def like(g, x):
     dt = getattr(x, "dtype", None)
     if dt is None:
         return g
+    if dt.kind == "O":                      # an object array holding floats: an array adjoint
+        g = asarray(g)
+        if g.shape != x.shape:
+            g = g.reshape(x.shape) if g.size == x.size else _rt.unbroadcast(g, x)
+        return g
     if dt.kind not in "fc":
         return None
     gdt = getattr(g, "dtype", None)
@@ -2135,9 +2140,14 @@ def logsumexp_tangent(t, ans, a, axis=None, b=None, keepdims=False, which=0):
 
 
 def array_tangent(t, ans):
+    """Tangent of ``np.array``/``np.asarray``: the tangent in the output's dtype; none for an
+    integer or bool output (a cast would turn the tangent itself into integers)."""
     m = xp(ans)
-    return m.asarray(t, dtype=np.result_type(ans)) if not isinstance(t, (list, tuple)) else \
-        m.asarray(tmap_zero(t), dtype=np.result_type(ans))
+    dt = np.result_type(ans)
+    if dt.kind not in "fcO":
+        return 0.0
+    return m.asarray(t, dtype=dt) if not isinstance(t, (list, tuple)) else \
+        m.asarray(tmap_zero(t), dtype=dt)
 
 
 def tmap_zero(t):

@@ -388,7 +388,7 @@ defrule(np.diff, "a, n=1, axis=-1, prepend=None, append=None",
         forbid={"prepend": None, "append": None}, ns=A)
 defrule(np.copy, "a, order='K', subok=False", vjp={"a": "g"}, jvp={"a": "np.copy(t)"})
 _each(_np("ascontiguousarray", "asfortranarray"), "a, dtype=None, *, like=None",
-      vjp={"a": "_adj.like(g, a)"}, view=True, ns=A)
+      vjp={"a": "_adj.like(g, a)"}, jvp={"a": "_adj.array_tangent(t, ans)"}, view=True, ns=A)
 defrule(np.array, "object, dtype=None, *, copy=True, order='K', subok=False, ndmin=0, ndmax=0, "
         "like=None", vjp={"object": "_rt.dtype_guard(dtype, _adj.array_adjoint(np.reshape(g, "
                                     "np.shape(object)), object))"},
@@ -396,7 +396,7 @@ defrule(np.array, "object, dtype=None, *, copy=True, order='K', subok=False, ndm
         ns=A)
 _each(_np("asarray", "asanyarray"), "a, dtype=None, order=None, *, device=None, copy=None, "
       "like=None", vjp={"a": "_rt.dtype_guard(dtype, _adj.array_adjoint(np.reshape(g, np.shape(a)), "
-                             "a))"}, view=True,
+                             "a))"}, jvp={"a": "_adj.array_tangent(t, ans)"}, view=True,
       ns=A)
 defrule(np.broadcast_arrays, "*args, subok=False",
         vjp={"args": "_adj.broadcast_arrays(g, args)"}, kind="any", view=True, ns=A)
@@ -667,8 +667,8 @@ defzero_method("argmax", "argmin", "argsort", "nonzero", "all", "any", "round", 
 # constructors filled with a value: the fill value carries the derivative
 defrule(np.full, "shape, fill_value, dtype=None, order='C', *, device=None, like=None",
         vjp={"fill_value": "_rt.dtype_guard(dtype, _rt.unbroadcast(g, fill_value))"},
-        jvp={"fill_value": "np.broadcast_to(t, ans.shape).astype(ans.dtype)"})
+        jvp={"fill_value": "_rt.dtype_guard(ans.dtype, np.broadcast_to(t, ans.shape).astype(ans.dtype))"})
 defrule(np.full_like, "a, fill_value, dtype=None, order='K', subok=True, shape=None, *, "
         "device=None", vjp={"fill_value": "_rt.dtype_guard(_rt.dtype_of(dtype, a), "
                                           "_rt.unbroadcast(g, fill_value))"},
-        jvp={"fill_value": "np.broadcast_to(t, ans.shape).astype(ans.dtype)"})
+        jvp={"fill_value": "_rt.dtype_guard(ans.dtype, np.broadcast_to(t, ans.shape).astype(ans.dtype))"})

@@ -72,6 +72,11 @@ class Rule:
         self.kind = kind
         self.ns = dict(ns or {})
         self.zero = zero
+        if not zero and "dtype" in self.signature.parameters:
+            # ``dtype=`` is the output's dtype: an integer or bool output carries no derivative
+            # (its adjoints and tangents are zero; a cast would truncate them instead)
+            self.vjp = {k: _dtype_guarded(v) for k, v in self.vjp.items()}
+            self.jvp = {k: _dtype_guarded(v) for k, v in self.jvp.items()}
         self.broadcast = broadcast   # elementwise with NumPy broadcasting (lets emitters drop no-op unbroadcasts)
         self.constant = tuple(constant)   # parameters whose derivative is zero (signs, indices)
         names = set(self.signature.parameters)
@@ -164,6 +169,14 @@ class Rule:
 
     def __repr__(self):
         return f"<Rule {self.name}({', '.join(self.signature.parameters)})>"
+
+
+def _dtype_guarded(text):
+    """``_rt.dtype_guard(dtype, <template>)`` (dropped from generated code when dtype is None)."""
+    t = text.strip()
+    if t.startswith("_rt.dtype_guard(dtype,"):
+        return text
+    return f"_rt.dtype_guard(dtype, {t})"
 
 
 def ufunc_method_name(fn):

@@ -272,3 +272,50 @@ def test_ix_of_integer_indices_is_fine():
     def f(m):
         return np.sum(m[np.ix_([0, 1], [0, 2])] ** 2)
     np.testing.assert_allclose(s2sad.grad(f)(M), 2 * M * np.array([[1, 0, 1], [1, 0, 1]]))
+
+
+# -- CuPy: cupy.r_ / cupy.c_ (items and scalars; CuPy has no slices or directives) ----------------
+def _gpu():
+    import os
+    try:
+        import cupy as cp
+        ok = bool(cp.is_available()) and os.environ.get("NUMBA_ENABLE_CUDASIM") == "0"
+    except Exception:  # noqa: BLE001
+        return None
+    return cp if ok else None
+
+
+try:
+    import cupy
+except Exception:  # noqa: BLE001
+    cupy = None
+
+
+def cupy_r(a, b):
+    return cupy.sum(cupy.sin(cupy.r_[a, 2.5, b * b]) * cupy.arange(8.0))
+
+
+def cupy_c(a, b):
+    return cupy.sum(cupy.c_[a, b * a] ** 2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("f", [cupy_r, cupy_c])
+def test_cupy_index_tricks_on_the_gpu(f):
+    cp = _gpu()
+    if cp is None:
+        pytest.skip("needs CuPy, a GPU and NUMBA_ENABLE_CUDASIM=0")
+    from s2sad.transforms import jvp
+    a, b = cp.asarray(A), cp.asarray(A[::-1].copy())
+    ga, gb = s2sad.grad(f, wrt=(0, 1))(a, b)
+    assert type(ga).__module__.startswith("cupy") and ga.shape == (3,)
+    eps = 1e-6
+    for k in range(3):
+        e = cp.zeros(3)
+        e[k] = 1.0
+        fd_a = float(f(a + eps * e, b) - f(a - eps * e, b)) / (2 * eps)
+        fd_b = float(f(a, b + eps * e) - f(a, b - eps * e)) / (2 * eps)
+        assert float(ga[k]) == pytest.approx(fd_a, rel=1e-6, abs=1e-8)
+        assert float(gb[k]) == pytest.approx(fd_b, rel=1e-6, abs=1e-8)
+        _, t = jvp(f, (a, b), (e, cp.zeros(3)))
+        assert float(t) == pytest.approx(fd_a, rel=1e-6, abs=1e-8)
