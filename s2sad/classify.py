@@ -140,6 +140,19 @@ def _result_kind(call, kinds):
 
 
 _NOT_ITERATORS = {"a", "c", "f", "i", "z"}
+_NEW_OBJECT_MAKERS = {list, dict, tuple, set, runtime.build_list, runtime.build_dict,
+                      runtime.build_tuple}
+
+
+def _callable_object(obj):
+    """A functools.partial, or an instance of a class whose ``__call__`` is user Python."""
+    import functools
+    if isinstance(obj, functools.partial):
+        return True
+    if isinstance(obj, type) or inspect.isroutine(obj):
+        return False
+    call = getattr(type(obj), "__call__", None)
+    return inspect.isfunction(call) and _is_user_function(call)
 
 
 def _hashable(obj):
@@ -196,12 +209,16 @@ def classify_call(call, kinds, origin):
             call.info["callargs"] = callargs
             call.info["diff_vars"] = [v for a in callargs for v in ir.operand_vars(a)]
             return
-        if inspect.ismethod(obj) and _is_user_function(obj.__func__):
-            call.cls = "dynamic"                 # a classmethod / bound method read statically
+        if inspect.ismethod(obj) and _is_user_function(obj.__func__) or \
+                getattr(obj, "__s2sad_jvp__", False):
+            # a classmethod / bound method read statically; s2sad.jvp (runtime.jvp_function)
+            call.cls = "dynamic"
             call.info["diff_vars"] = call.reads()
             return
-        if isinstance(obj, type) and runtime.constructible(obj):
-            call.cls = "dynamic"                 # a user class: its __init__ is differentiated
+        if isinstance(obj, type) and runtime.constructible(obj) or _callable_object(obj):
+            # a user class: its __init__ is differentiated; a functools.partial or an object with
+            # a Python __call__ (a model) held in a global: seen through at run time
+            call.cls = "dynamic"
             call.info["diff_vars"] = call.reads()
             return
         call.cls = "opaque"
@@ -287,10 +304,14 @@ def check_mutation(fn, varied):
         for v in s.reads():
             reads[v] = reads.get(v, 0) + 1
     views = _view_sources(fn)
-    params = set(fn.params) - {getattr(fn, "constructed", None)}
+    all_params = set(fn.params) - {getattr(fn, "constructed", None)}
+    rebound = _rebound_params(fn, all_params)
     from .frontend.analysis import _mutated
     for s in ir.walk(fn.body):
+        # a parameter rebound to a new object (``args = list(args)``) is no longer the caller's
+        rb = rebound.get(id(s), set())
         m = _mutated(s)
+        params = all_params - ({m} & rb)
         if m is not None:
             call = s.value if isinstance(s, ir.Assign) else s.call
             group = all_aliases.get(m, {m})
@@ -305,15 +326,26 @@ def check_mutation(fn, varied):
             hot = any(v in varied for v in s.call.reads()[1:])
             obj = s.obj
         elif m is not None and isinstance(call.fn, ir.Method) and call.fn.name in _PERMUTING:
-            # xs.sort() / xs.reverse(): every other name of xs sees the new order (no new values
-            # go in, so the caller's list may be sorted)
+            # xs.sort() / xs.reverse(): every other name of xs sees the new order (the caller's
+            # too, for an argument)
             hot, obj, permutes = m in varied, m, True
         else:
             continue
         if not hot:
             continue
+        params = all_params - ({obj} & rb)
         group = all_aliases.get(obj, {obj})
-        if group & params and not permutes:
+        root = _taken_from_param(fn, obj, params) if permutes else None
+        if permutes and (group & params or root):
+            p = sorted(group & params)[0] if group & params else root
+            what = f"`{p}`, a list the caller passed in" if group & params else \
+                f"a list taken from `{p}`, which the caller passed in"
+            raise ArgumentWriteError(
+                f"this line reorders {what}, in place; s2sad does not follow such changes back "
+                f"to the caller", origin=s.origin, param=p,
+                fix="sort a new list instead (`xs = sorted(xs, ...)`, `xs = xs[::-1]`), and "
+                    "return it if the caller needs it")
+        if group & params:
             p = sorted(group & params)[0]
             what = f"`{p}.{s.attr}`" if getattr(s, "attr", None) else f"the argument `{p}`"
             raise ArgumentWriteError(
@@ -370,6 +402,59 @@ def check_mutation(fn, varied):
 
 
 _PERMUTING = {"sort", "reverse"}      # in-place list methods s2sad follows (rules.python_rules)
+
+
+def _taken_from_param(fn, var, params):
+    """The parameter ``var`` was read out of (``var = p.items``, ``var = p[0]``, chains of those),
+    or None."""
+    seen = set()
+    while var not in params and var not in seen:
+        seen.add(var)
+        made = defining_call(fn, var)
+        if made is None or not made.args or not isinstance(made.args[0], str) or not (
+                isinstance(made.fn, ir.Attr) or
+                isinstance(made.fn, ir.Static) and made.fn.obj is operator.getitem):
+            return None
+        var = made.args[0]
+    return var if var in params else None
+def _new_object(value):
+    """True for a call that certainly returns a new object (a copy or a fresh container)."""
+    import copy
+    if not isinstance(value, ir.Call):
+        return False
+    f = value.fn
+    if isinstance(f, ir.Method):
+        return f.name == "copy"
+    if isinstance(f, ir.Static):
+        return _hashable(f.obj) and f.obj in _NEW_OBJECT_MAKERS or \
+            f.obj in (copy.copy, copy.deepcopy)
+    return False
+
+
+def _rebound_params(fn, params):
+    """id(statement) -> parameters that, on every path to it, were rebound to a new object."""
+    out = {}
+    new_tmps = {s.target for s in ir.walk(fn.body) if isinstance(s, ir.Assign) and
+                s.target.startswith("_") and _new_object(s.value)}
+
+    def block(stmts, fresh):
+        fresh = set(fresh)
+        for s in stmts:
+            out[id(s)] = fresh
+            for b in ir.children(s):
+                block(b, fresh)
+            if isinstance(s, ir.Assign) and s.target in params:
+                new = _new_object(s.value) or isinstance(s.value, str) and s.value in new_tmps
+                fresh = fresh | {s.target} if new else fresh - {s.target}
+            elif isinstance(s, (ir.For, ir.While, ir.If, ir.Try, ir.With)):
+                # a parameter rebound inside a nested block may still be the caller's after it
+                inner = {t for b in ir.children(s) for st in ir.walk(b)
+                         if isinstance(st, ir.Assign) and (t := st.target) in params}
+                fresh = fresh - inner
+    block(fn.body, set())
+    return out
+
+
 _VIEW_NAMES = {"T", "mT", "real", "imag", "reshape", "view", "transpose", "swapaxes", "squeeze",
                "ravel", "diagonal", "__getitem__"}
 

@@ -903,6 +903,21 @@ def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None, _bound=False
     self_ = getattr(fn, "__self__", None)
     if isinstance(self_, runtime.DerivedStub) or fn is runtime.DerivedStub.bwd:
         return _jvp_stub(fn, args, targs)
+    if getattr(fn, "__s2sad_jvp__", False) and not kwargs and len(args) == 3:
+        jfn, full, (ncells, cellnames, _, mask) = runtime.jvp_function(*args)
+        tf, tp, tt = (tuple(targs) + (None,) * 3)[:3]
+        ct = tf if isinstance(tf, dict) else {}
+        tp = tuple(tp) if isinstance(tp, (tuple, list)) else (None,) * len(args[1])
+        tt = tuple(tt) if isinstance(tt, (tuple, list)) else (None,) * len(args[2])
+        tfull = [ct.get(n) for n in cellnames] + list(tp) + \
+            [t for t, m in zip(tt, mask[ncells:]) if m]
+        return _jvp_python(jfn, full, tuple(tfull))
+    parts_ = runtime.transform_parts(fn, args)
+    if parts_ is not None:                   # s2sad.grad(f) / value_and_grad(f) inside
+        done = [jvp_call(p, args, targs, kwargs, tkwargs, ftan=ftan) for p in parts_]
+        if len(done) == 1:
+            return done[0]
+        return tuple(v for v, _ in done), tuple(t for _, t in done)
     if fn is runtime.init_into:              # super().__init__(...) inside a constructor
         cls, obj = args[0], args[1]
         base = super(cls, obj).__init__
@@ -1178,7 +1193,12 @@ def jvp_method(recv, trecv, name, args, targs, kwargs=None, tkwargs=None):
         if isinstance(self_, type):      # a classmethod: the class carries no tangent
             return _jvp_python(func, (self_,) + tuple(args), (None,) + tuple(targs), kwargs, tkwargs)
         return _jvp_python(func, (self_,) + tuple(args), (trecv,) + tuple(targs), kwargs, tkwargs)
-    return jvp_call(method, args, targs, kwargs, tkwargs, _bound=True)
+    value, tv = jvp_call(method, args, targs, kwargs, tkwargs, _bound=True)
+    if not _no_tangent(trecv) and runtime.differentiable(recv) and runtime.differentiable(value):
+        from ..rules.registry import lookup       # a method without a rule, of an object that
+        if lookup(method) is None:                # carries a tangent (it gave a zero tangent)
+            raise OpaqueCalleeError(runtime._opaque_message(method), fix=runtime._rule_skeleton(method))
+    return value, tv
 
 
 def jvp_method_update(recv, trecv, name, args, targs, kwargs=None, tkwargs=None):
