@@ -512,7 +512,10 @@ def _parse(fn):
         raise SourceUnavailableError(
             f"cannot find the definition of {fn.__qualname__} at {where}",
             fix="define the function with `def` (or a lambda) in a .py file")
-    need_frames(syntax_depth(node), node)
+    depth, line = syntax_depth(node)
+    if depth > 50:
+        text = lines[line - 1].strip() if line and 0 < line <= len(lines) else ""
+        need_frames(depth, Origin(code.co_filename, line or first, 0, text, fn.__qualname__))
     gnode = gast.ast_to_gast(node)
     gast.increment_lineno(gnode, 1 - first)
     end = getattr(node, "end_lineno", None) or first
@@ -579,14 +582,15 @@ def _find_node(code, tree):
 
 
 def syntax_depth(node):
-    """How deeply the syntax tree under ``node`` nests (counted without recursion)."""
-    deepest, todo = 0, [(node, 1)]
+    """(how deeply the syntax tree under ``node`` nests, the line of its deepest node), counted
+    without recursion."""
+    deepest, line, todo = 0, getattr(node, "lineno", None), [(node, 1)]
     while todo:
         n, d = todo.pop()
         if d > deepest:
-            deepest = d
+            deepest, line = d, getattr(n, "lineno", line)
         todo.extend((c, d + 1) for c in ast.iter_child_nodes(n))
-    return deepest
+    return deepest, line
 
 
 # -- room on the stack for deeply nested expressions ------------------------------------------
@@ -598,7 +602,7 @@ def syntax_depth(node):
 _FRAMES_PER_LEVEL = 8
 _MAX_LIMIT = 30000 if sys.version_info >= (3, 11) else 8000   # 3.10 frames use the C stack
 _limit_lock = threading.Lock()
-_limit_state = {"holders": 0, "saved": None}
+_limit_state = {"holders": 0, "saved": None, "set": None}
 _scopes = threading.local()
 
 
@@ -618,8 +622,10 @@ def build_scope():
             with _limit_lock:
                 _limit_state["holders"] -= 1
                 if _limit_state["holders"] == 0:
-                    sys.setrecursionlimit(_limit_state["saved"])
-                    _limit_state["saved"] = None
+                    # put back, unless someone else changed it meanwhile
+                    if sys.getrecursionlimit() == _limit_state["set"]:
+                        sys.setrecursionlimit(_limit_state["saved"])
+                    _limit_state["saved"] = _limit_state["set"] = None
 
 
 def _depth_now():
@@ -630,17 +636,17 @@ def _depth_now():
     return n
 
 
-def need_frames(depth, node=None):
-    """Make room for passes that recurse ``depth`` levels; refuse a tree too deep for that."""
+def need_frames(depth, origin=None):
+    """Make room for passes that recurse ``depth`` levels; refuse a tree too deep for that
+    (``origin``: where its deepest part is)."""
     want = _depth_now() + _FRAMES_PER_LEVEL * depth + 400
     if want <= sys.getrecursionlimit():
         return
     if want > _MAX_LIMIT:
         from ..errors import UnsupportedSyntaxError
-        line = getattr(node, "lineno", None)
         raise UnsupportedSyntaxError(
             f"an expression nested {depth} levels deep: s2sad's passes recurse once per level "
-            f"and this needs more than {_MAX_LIMIT} Python frames",
+            f"and this needs more than {_MAX_LIMIT} Python frames", origin=origin,
             fix="split the expression into several statements (for a long sum, add its terms "
                 "in a few partial sums or in a loop)")
     stack = getattr(_scopes, "stack", None)
@@ -654,6 +660,7 @@ def need_frames(depth, node=None):
             stack[-1] = True
         if want > sys.getrecursionlimit():
             sys.setrecursionlimit(want)
+            _limit_state["set"] = want
 
 
 def source_line(file, line):

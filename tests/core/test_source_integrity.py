@@ -499,10 +499,34 @@ def test_a_300_term_expression(tmp_path):
     assert sys.getrecursionlimit() == limit         # put back after the build
 
 
-def test_too_deep_for_any_limit_is_refused_clearly():
+def test_deep_expressions_built_from_several_threads_at_once(tmp_path):
+    import threading
+    text = "\n\n".join(f"def f{k}(x):\n    return ({long_sum_text(300)}) * {k + 1}.0"
+                        for k in range(4))
+    mod, path = write_module(tmp_path, text)
+    limit = sys.getrecursionlimit()
+    barrier, out = threading.Barrier(4), {}
+
+    def work(k):
+        barrier.wait()
+        out[k] = vg(getattr(mod, f"f{k}"), 1.0)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out == {k: (45150.0 * (k + 1), 45150.0 * (k + 1)) for k in range(4)}
+    assert sys.getrecursionlimit() == limit
+
+
+def test_too_deep_for_any_limit_is_refused_clearly(tmp_path, monkeypatch):
+    mod, path = write_module(tmp_path, f"def f(x):\n    y = x\n    return {long_sum_text(300)}\n")
+    monkeypatch.setattr(S, "_MAX_LIMIT", 2000)      # as if Python allowed fewer frames
     with pytest.raises(UnsupportedSyntaxError) as e:
-        S.need_frames(10 ** 6)
-    assert "nested 1000000 levels deep" in str(e.value) and "\nFix: " in str(e.value)
+        s2sad.grad(mod.f)(1.0)
+    msg = str(e.value)
+    assert msg.startswith(f"{path}:3: an expression nested ") and "levels deep" in msg
+    assert "\n    return x + x*2" in msg and "\nFix: split the expression" in msg
 
 
 def test_cli_reports_syntax_and_import_errors_with_file_line_and_fix(tmp_path, capsys):
