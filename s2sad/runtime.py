@@ -510,7 +510,8 @@ def differentiable(v):
     if dt is not None and hasattr(v, "shape"):
         return dt.kind in "fc" or dt.kind == "O" and _object_array_differentiable(v)
     if t is _FunctionType:
-        return _closure_differentiable(v)
+        inner = getattr(v, "__s2sad_transform__", None)     # s2sad.grad(f): as f
+        return _closure_differentiable(v) or (inner is not None and differentiable(inner[1]))
     if t is _partial:
         return differentiable(v.args) or differentiable(v.keywords)
     return _object_differentiable(v)
@@ -899,6 +900,17 @@ def call(fn, *args, **kwargs):
             fix="keep the list in a local variable (`xs = []` ... `xs.append(v)`) or build it with a "
                 "comprehension, and return it if the caller needs it" if grow else
                 "build a new list/dict instead (e.g. `sorted(xs)`, `xs[::-1]`, `{**d, k: v}`)")
+    if type(self_) in (list, dict, tuple) and hasattr(fn, "__name__"):
+        # d.get / d.values / d.items / d.copy...: the container-method rules (they gave zero)
+        from .rules.registry import lookup_container_method
+        rule = lookup_container_method(fn.__name__)
+        if rule is not None:
+            ans = fn(*args, **kwargs)
+            if rule.zero:
+                return ans, None
+            bound = rule.bind((self_,) + args, kwargs)
+            _check_rule_params(rule, bound)
+            return ans, ("rule", rule, bound, ans, True, len(args), list(kwargs))
     if inspect.ismethod(fn):
         func = fn.__func__
         if _is_python(func):
@@ -946,6 +958,20 @@ def call(fn, *args, **kwargs):
             return obj, ("init_into", rec)
         base(*args[2:], **kwargs)
         return obj, None
+    if getattr(fn, "__s2sad_jvp__", False) and not kwargs and len(args) == 3:
+        # s2sad.jvp(f, primals, tangents) inside: its generated forward sweep is Python too
+        jfn, full, layout = jvp_function(*args)
+        value, rec = _call_derived(jfn, full, {})
+        return value, ("jvp", rec, layout)
+    parts_ = transform_parts(fn, args)
+    if parts_ is not None:
+        # s2sad.grad(f) / value_and_grad(f) called inside a function being differentiated: the
+        # generated gradient function is Python s2sad differentiates like any other
+        done = [_call_derived(p, args, kwargs) if _is_python(p) else call(p, *args, **kwargs)
+                for p in parts_]
+        if len(done) == 1:
+            return done[0]
+        return tuple(v for v, _ in done), ("parts", [r for _, r in done])
     if isinstance(fn, functools.partial):
         value, rec = call(fn.func, *(fn.args + args), **{**fn.keywords, **kwargs})
         return value, ("partial", rec, len(fn.args), list(fn.keywords), len(args), list(kwargs))
@@ -982,7 +1008,9 @@ def call(fn, *args, **kwargs):
         # a callable object (a model with __call__)
         return _call_derived(type(fn).__call__, args, kwargs, self_=fn)
     ans = fn(*args, **kwargs)
-    if differentiable(ans) and any(differentiable(a) for a in args + tuple(kwargs.values())):
+    # (a method's own object is one of its inputs)
+    recv = () if self_ is None or isinstance(self_, (type, _ModuleType)) else (self_,)
+    if differentiable(ans) and any(differentiable(a) for a in recv + args + tuple(kwargs.values())):
         from .errors import OpaqueCalleeError
         raise OpaqueCalleeError(_opaque_message(fn), fix=_rule_skeleton(fn))
     return ans, None
@@ -1150,6 +1178,23 @@ def pull(rec, g, g_self=_NOTHING):
         if not g_args:
             return 0.0, (g_self,), {}
         return 0.0, ((g_args[0], g_self) if reflected else (g_self, g_args[0])), {}
+    if kind == "jvp":
+        _, inner, (ncells, cellnames, nprim, mask) = rec
+        _, a, _ = pull(inner, g)
+        a = list(a)
+        f_adj = dict(zip(cellnames, a[:ncells])) if ncells else 0.0
+        prim = tuple(a[ncells:ncells + nprim])
+        it = iter(a[ncells + nprim:])
+        tans = tuple(next(it) if m else 0.0 for m in mask[ncells:])
+        return 0.0, (f_adj, prim, tans), {}
+    if kind == "parts":                     # value_and_grad(f): (f, its gradient function)
+        callee, pos, kw = 0.0, None, {}
+        for r, gi in zip(rec[1], parts(g, len(rec[1]))):
+            c, a, k = pull(r, gi)
+            callee = add(callee, c)
+            pos = a if pos is None else tuple(add(u, v) for u, v in zip(pos, a))
+            kw = {n: add(kw.get(n, 0.0), k.get(n, 0.0)) for n in set(kw) | set(k)}
+        return callee, pos, kw
     if kind == "partial":
         _, inner, npart, pkw, nargs, kwnames = rec
         c, a, k = pull(inner, g)
@@ -1807,3 +1852,45 @@ def zip_seq_adjoint(g, xs, ans):
         return (0.0,) * len(xs)
     return tuple(gj if aj is x or isinstance(x, Iter) else seq_adjoint_of(gj, x)
                  for gj, aj, x in zip(parts(g, len(xs)), ans, xs))
+
+
+def transform_parts(fn, args):
+    """For a function s2sad's API returned (``grad(f)``, ``value_and_grad(f)``), the Python
+    functions whose results it returns: [the generated gradient function] or [f, that function];
+    None for anything else."""
+    t = getattr(fn, "__s2sad_transform__", None) if type(fn) is _FunctionType else None
+    if t is None:
+        return None
+    kind, f, wrt = t
+    from .api import _concrete, grad
+    if kind == "grad":
+        return [_concrete(fn, args)]
+    if kind == "value_and_grad":
+        return [_concrete(f, args), _concrete(grad(f, wrt), args)]
+    return None
+
+
+def jvp_function(f, primals, tangents):
+    """(generated forward function, its arguments, layout) for ``s2sad.jvp(f, primals,
+    tangents)``: the arguments are f's captured data, the primals, and the tangents that are
+    given (layout: number and names of the captured values, number of primals, tangent mask)."""
+    from .api import _concrete
+    from .codegen.build_forward import forward_derivative
+    primals, tangents = tuple(primals), tuple(tangents)
+    fn = _concrete(f, primals)
+    if not _is_python(fn):
+        from .errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            "s2sad.jvp inside a differentiated function takes a Python function",
+            fix="pass a function defined in Python (a def or a lambda)")
+    cells = _data_cells(fn)
+    lead = ()
+    if cells:
+        from .frontend.source import data_cell_values
+        lead = tuple(data_cell_values(fn, cells))
+    args = lead + primals
+    targs = (None,) * len(lead) + tangents
+    mask = tuple(t is not None and not is_zero(t) for t in targs)
+    d = forward_derivative(fn, mask, tuple(kind_of(a) for a in args))
+    full = args + tuple(t for t, m in zip(targs, mask) if m)
+    return d.jvp, full, (len(lead), list(cells), len(primals), mask)
