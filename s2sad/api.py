@@ -17,6 +17,7 @@ from .kernels.device import guard_arguments
 _RECURSION_LIMIT = 20000
 _DATA = object()         # a closure cell that holds data (or nothing yet), in _Spec._snapshot
 _NDARRAY = __import__("numpy").ndarray
+_FUNCTION = type(lambda: None)
 
 
 def _def_origin(pyfunc):
@@ -331,8 +332,9 @@ class Differentiable:
 
     @property
     def _spec(self):
-        """The :class:`_Spec` of a call without arguments (a Python function or method)."""
-        return self._specs.get((), {})
+        """The :class:`_Spec` of a call without arguments (a Python function or method), or
+        with placeholders for the required positional arguments (partials, callees with rules)."""
+        return self._specs.get(_required_args(self._fn) if self._specs.per == "shape" else (), {})
 
     def __call__(self, *args, **kwargs):
         return self._fn(*args, **kwargs)
@@ -433,9 +435,12 @@ def _grad_of(fn):
 #   as the classifier refuses a call to it inside a function.
 
 def _rule_of(fn):
-    from .rules.registry import lookup
+    from .rules import registry
+    if type(fn) is _FUNCTION and runtime._is_python(fn):
+        registry._ensure_tables()                 # user code: only the user's own rules
+        return registry._RULES.get(fn)
     try:
-        return lookup(fn)
+        return registry.lookup(fn)
     except Exception:
         return None
 
@@ -500,7 +505,7 @@ def _refuse_library(pyfunc, fn):
     """Refuse a Python function of an installed package or the standard library that has no rule:
     s2sad reaches library code only through rules (inside a function as at the front door)."""
     if not inspect.isfunction(pyfunc) or pyfunc.__code__.co_filename.startswith("<") or \
-            runtime.is_user_code(pyfunc):
+            runtime._is_python(pyfunc):             # user code (cached per code object)
         return
     from .errors import OpaqueCalleeError
     if _call_of(fn) is not None:
@@ -736,7 +741,11 @@ def check_like(t, ref, what, label, fix, path=""):
     """Refuse a tangent (or cotangent) ``t`` whose structure, shape or kind does not match the
     value ``ref`` it belongs to (NumPy would broadcast it silently).  ``None`` and an exact
     Python ``0``/``0.0`` mean zero anywhere."""
-    if t is None or (type(t) in (int, float) and t == 0):
+    tt = type(t)
+    if tt is type(ref) and (tt is float or tt is _NDARRAY and t.shape == ref.shape and
+                            t.dtype == ref.dtype):
+        return                                      # the common case, quickly
+    if t is None or (tt in (int, float) and t == 0):
         return
     where = f"{label}{path}"
     if isinstance(ref, (tuple, list)):
@@ -783,12 +792,12 @@ def check_like(t, ref, what, label, fix, path=""):
                 check_like(a, getattr(ref, k), what, label, fix, f"{path}.{k}")
 
 
-def _mark(wrapper, fn, wrt, kind):
+def _mark(wrapper, fn, wrt, kind, specs=None):
     """Give a returned gradient function its name and docs, not ``__wrapped__`` (which would make
     s2sad differentiate ``fn`` instead of its gradient)."""
     try:
-        functools.update_wrapper(wrapper, get_function(_concrete(fn)) if _per_call(fn) is None
-                                 else fn, updated=())
+        one = specs.one if specs is not None else None
+        functools.update_wrapper(wrapper, one.pyfunc if one is not None else fn, updated=())
     except Exception:
         pass
     wrapper.__dict__.pop("__wrapped__", None)
@@ -799,23 +808,27 @@ def _mark(wrapper, fn, wrt, kind):
 def value_and_grad(fn, wrt=0):
     """``value_and_grad(f, wrt)(*args) -> (value, gradient)``; a tuple of gradients for a tuple wrt."""
     specs = _Specs(fn, wrt)
+    return _mark(_vg(specs), fn, wrt, "value_and_grad", specs)
 
+
+def _vg(specs):
     def vg(*args, **kwargs):
         s = specs.get(args, kwargs)
         v, g, _ = _value_and_grad(s, args, kwargs, s.wrt)
         return v, (g[0] if s.single else tuple(g))
-    return _mark(vg, fn, wrt, "value_and_grad")
+    return vg
 
 
 def grad(fn, wrt=0):
     """``grad(f, wrt)(*args)``: the gradient of a scalar function (a tuple for a tuple wrt).
 
     The result can be differentiated again: ``grad(grad(f))``."""
-    vg = value_and_grad(fn, wrt)
+    specs = _Specs(fn, wrt)
+    vg = _vg(specs)
 
     def g(*args, **kwargs):
         return vg(*args, **kwargs)[1]
-    return _mark(g, fn, wrt, "grad")
+    return _mark(g, fn, wrt, "grad", specs)
 
 
 def vjp(fn, *args, **kwargs):

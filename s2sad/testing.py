@@ -203,14 +203,9 @@ def _axpy(x, a, v):
 
 # -- which arguments ----------------------------------------------------------------------------
 def _param_names(f):
-    import inspect
     try:
-        from .frontend.source import get_function
-        fn = get_function(f)
-        params = list(inspect.signature(fn).parameters)
-        if inspect.ismethod(f):
-            params = params[1:]
-        return params
+        from .api import _positional_names       # partials, callable objects, callees with rules
+        return _positional_names(f)
     except Exception:
         return None
 
