@@ -6,7 +6,8 @@
     print(loss.adjoint_source())
 """
 from .errors import (S2SADError, UnsupportedSyntaxError, SourceUnavailableError, OpaqueCalleeError,
-                     NonScalarOutputError, WrtError, RuleError, DeviceMismatchError)
+                     NonScalarOutputError, WrtError, RuleError, DeviceMismatchError,
+                     StaleSourceError)
 from .api import differentiate, grad, value_and_grad, vjp
 from .transforms import jvp, jacfwd, jacrev, jacobian, hessian, hvp
 from .rules.registry import defrule, defzero, defmethod
@@ -16,4 +17,5 @@ __version__ = "0.1.0"
 __all__ = ["differentiate", "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian",
            "hessian", "hvp", "defrule", "defzero", "defmethod",
            "S2SADError", "UnsupportedSyntaxError", "SourceUnavailableError", "OpaqueCalleeError",
-           "NonScalarOutputError", "WrtError", "RuleError", "DeviceMismatchError"]
+           "NonScalarOutputError", "WrtError", "RuleError", "DeviceMismatchError",
+           "StaleSourceError"]
