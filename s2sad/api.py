@@ -610,6 +610,12 @@ def _primitive_wrapper(fn, rule, args, kwargs):
     w = _WRAPPERS.get(key)
     if w is None:
         _check_keywords(kw, rule.name)
+        try:
+            rule.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise ArgumentError(f"{rule.name}{rule.signature}: {e}", origin=caller_origin(),
+                                fix="pass the arguments its rule declares (s2sad differentiates "
+                                    f"{rule.name} through its rule)") from None
         names = _call_names(rule.signature, len(args), kw)
         w = _forwarder(rule.name.split(".")[-1], fn, names, kw)()
         w.__s2sad_wrapper__ = fn
