@@ -168,7 +168,11 @@ class _Spec:
         key = (tuple(mask), kinds)
         d = self._memo.get(key)
         if d is None or not d.fresh():
-            d = self._memo[key] = reverse_derivative(self.pyfunc, key[0], kinds)
+            try:
+                d = self._memo[key] = reverse_derivative(self.pyfunc, key[0], kinds)
+            except S2SADError as e:
+                _relocate(e)
+                raise
         return d, full
 
 
@@ -212,6 +216,7 @@ def _run(fn, *args):
     except S2SADError as e:
         if e.origin is None:
             _locate(e)
+        _relocate(e)
         raise
     except Exception as e:
         _annotate(e)
@@ -598,7 +603,21 @@ def _forwarder(name, callee, params, kw, bound=(), bound_kw=(), self_=False):
            f"    return {ident}\n")
     from .codegen.load import GeneratedModule
     mod = GeneratedModule(f"{ident}_call", src, {"_callee": callee}, {})
+    _WRAPPER_FILES.add(mod.filename)
     return mod["_make"]
+
+
+_WRAPPER_FILES = set()   # file names of the generated calls above
+
+
+def _relocate(e):
+    """An error s2sad raised at the generated call of a callee given to the API: name the user's
+    line that called s2sad instead."""
+    o = getattr(e, "origin", None)
+    if o is not None and o.file in _WRAPPER_FILES:
+        user = caller_origin()
+        if user is not None:
+            e.locate(user)
 
 
 def _primitive_wrapper(fn, rule, args, kwargs):
