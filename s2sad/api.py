@@ -489,7 +489,7 @@ def _concrete(fn, args=(), kwargs=None):
         return _primitive_wrapper(fn, rule, args, kwargs)
     if isinstance(fn, functools.partial):
         return _partial_wrapper(fn, args, kwargs)
-    call = _call_of(fn)
+    call = None if hasattr(fn, "__wrapped__") else _call_of(fn)   # lru_cache, numba.njit: below
     if call is not None:
         _refuse_library(call, fn)
         return fn.__call__

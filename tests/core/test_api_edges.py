@@ -582,3 +582,19 @@ def test_second_derivatives_through_tangent_only_helper_rules():
         with pytest.raises(RuleError) as e:
             s2sad.jacrev(s2sad.grad(f))(x)
         assert_refusal(e, f.__code__.co_firstlineno)
+
+
+@functools.lru_cache(maxsize=None)
+def cached_cube(x):
+    return 3.0 * x * x * x
+
+
+def test_wrapper_objects_over_user_functions_are_not_taken_for_callable_objects():
+    """numba.njit dispatchers and functools.lru_cache objects have a library __call__, but wrap a
+    user function (``__wrapped__``/``py_func``): that function is differentiated."""
+    assert s2sad.grad(cached_cube)(2.0) == pytest.approx(36.0, rel=1e-14)
+    numba = pytest.importorskip("numba")
+    jitted = numba.njit(lambda x: np.sum(np.sin(x) * x))
+    x = rand(3)
+    np.testing.assert_allclose(s2sad.grad(jitted)(x), np.cos(x) * x + np.sin(x), rtol=1e-12)
+    check_grads(jitted, (x,), modes=BOTH)
