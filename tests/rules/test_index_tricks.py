@@ -292,7 +292,7 @@ except Exception:  # noqa: BLE001
 
 
 def cupy_r(a, b):
-    return cupy.sum(cupy.sin(cupy.r_[a, 2.5, b * b]) * cupy.arange(8.0))
+    return cupy.sum(cupy.sin(cupy.r_[a, 2.5, b * b]) * cupy.arange(7.0))
 
 
 def cupy_c(a, b):
