@@ -38,7 +38,9 @@ def test_entry_guard_names_function_parameters_devices_and_fix():
     with pytest.raises(DeviceMismatchError) as e:
         s2sad.grad(model, wrt=(0, 1))(FakeCupyArray(), np.ones(2))
     msg = str(e.value)
-    assert msg.startswith("model got arrays on different devices (cuda:0: argument W; cpu: argument x)")
+    line = test_entry_guard_names_function_parameters_devices_and_fix.__code__.co_firstlineno + 2
+    assert msg.startswith(f"{__file__}:{line}: model got arrays on different devices (cuda:0: "
+                          f"argument W; cpu: argument x)")          # the user's line first
     assert "Fix: move every array to the same device before calling model: cupy.asarray(x) for the " \
            "NumPy arguments (arguments x), or cupy.asnumpy(x) for the CuPy ones" in msg
 
