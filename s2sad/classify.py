@@ -335,16 +335,20 @@ def check_mutation(fn, varied):
             continue
         params = all_params - ({obj} & rb)
         group = all_aliases.get(obj, {obj})
-        root = _taken_from_param(fn, obj, params) if permutes else None
-        if permutes and (group & params or root):
-            p = sorted(group & params)[0] if group & params else root
-            what = f"`{p}`, a list the caller passed in" if group & params else \
-                f"a list taken from `{p}`, which the caller passed in"
+        if permutes and group & params:
+            p = sorted(group & params)[0]
             raise ArgumentWriteError(
-                f"this line reorders {what}, in place; s2sad does not follow such changes back "
-                f"to the caller", origin=s.origin, param=p,
-                fix="sort a new list instead (`xs = sorted(xs, ...)`, `xs = xs[::-1]`), and "
-                    "return it if the caller needs it")
+                f"this line reorders `{p}`, a list the caller passed in, in place; s2sad does not "
+                f"follow such changes back to the caller", origin=s.origin, param=p,
+                fix=f"sort a new list instead (`{p} = sorted({p}, ...)`, `{p} = {p}[::-1]`), and "
+                    f"return it if the caller needs it")
+        root = _taken_from_param(fn, obj, set(fn.params)) if permutes else None
+        if root is not None:        # (self.items.sort() in a method: not an update s2sad follows)
+            raise UnsupportedSyntaxError(
+                f"this line reorders `{root[1]}`, a list taken from `{root[0]}` (an argument), in "
+                f"place; s2sad does not follow such changes back to the caller", origin=s.origin,
+                fix=f"sort a new list and store that (`{root[1]} = sorted({root[1]}, ...)`), or "
+                    f"return it")
         if group & params:
             p = sorted(group & params)[0]
             what = f"`{p}.{s.attr}`" if getattr(s, "attr", None) else f"the argument `{p}`"
@@ -405,18 +409,22 @@ _PERMUTING = {"sort", "reverse"}      # in-place list methods s2sad follows (rul
 
 
 def _taken_from_param(fn, var, params):
-    """The parameter ``var`` was read out of (``var = p.items``, ``var = p[0]``, chains of those),
-    or None."""
-    seen = set()
+    """(parameter, expression) when ``var`` was read out of a parameter (``var = p.items``,
+    ``var = p[0]``, chains of those), else None."""
+    seen, path = set(), ""
     while var not in params and var not in seen:
         seen.add(var)
         made = defining_call(fn, var)
-        if made is None or not made.args or not isinstance(made.args[0], str) or not (
-                isinstance(made.fn, ir.Attr) or
-                isinstance(made.fn, ir.Static) and made.fn.obj is operator.getitem):
+        if made is None or not made.args or not isinstance(made.args[0], str):
+            return None
+        if isinstance(made.fn, ir.Attr):
+            path = f".{made.fn.name}{path}"
+        elif isinstance(made.fn, ir.Static) and made.fn.obj is operator.getitem:
+            path = f"[...]{path}"
+        else:
             return None
         var = made.args[0]
-    return var if var in params else None
+    return (var, var + path) if var in params else None
 def _new_object(value):
     """True for a call that certainly returns a new object (a copy or a fresh container)."""
     import copy

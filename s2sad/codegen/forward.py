@@ -132,7 +132,7 @@ class ForwardEmitter:
         return self.zero_text(op) if materialize else None
 
     # -- templates --------------------------------------------------------------------------
-    def jvp_tree(self, rule, p, bound, target):
+    def jvp_tree(self, rule, p, bound, target, ans=None):
         tree = rule.tangent_template(p)
         names = {n.id for n in _ast.walk(tree) if isinstance(n, _ast.Name)}
         mapping = {}
@@ -143,7 +143,7 @@ class ForwardEmitter:
             if nm.startswith("n_") and isinstance(bound.get(nm[2:]), tuple):
                 mapping[nm] = T.parse_expr(str(len(bound[nm[2:]])))
         mapping["t"] = T.parse_expr(self.tangent_text(bound.get(p), True))
-        mapping["ans"] = T.parse_expr(target)
+        mapping["ans"] = T.parse_expr(ans or target)
         tree = T.substitute(tree, mapping)
         real = self.real | ({target} if self.kinds.get(target) == "f" else set())
         return T.simplify(tree, real_names=real)
@@ -160,8 +160,9 @@ class ForwardEmitter:
                   or isinstance(o, ir.Const) and hasattr(o.value, "shape")]
         return len(arrays) >= 2
 
-    def primitive_tangent(self, call, target):
-        """Source text of the tangent of a primitive call site's result."""
+    def primitive_tangent(self, call, target, ans=None):
+        """Source text of the tangent of a primitive call site's result (``ans``: the name that
+        holds the result, when not yet ``target``)."""
         rule, bound = call.rule, call.info["bound"]
         terms = []
         fallback = []
@@ -175,14 +176,15 @@ class ForwardEmitter:
                 sub = T.index_subscript_text(bound["idx"], self.consts)
                 terms.append(T.parse_expr(f"{self.d(v)}[{sub}]"))
             elif p in rule.jvp:
-                terms.append(self.jvp_tree(rule, p, bound, target))
+                terms.append(self.jvp_tree(rule, p, bound, target, ans))
             else:
                 fallback.append(p)
         for p in fallback:
             rname = self.consts.name_for(rule)
             args = "(" + "".join(f"{self.text(bound.get(q))}, " for q in rule.signature.parameters) + ")"
             terms.append(T.parse_expr(f"_fw.jvp_by_vjp({rname}, {p!r}, "
-                                      f"{self.tangent_text(bound.get(p), True)}, {target}, {args})"))
+                                      f"{self.tangent_text(bound.get(p), True)}, {ans or target}, "
+                                      f"{args})"))
         tree = terms[0]
         for t in terms[1:]:
             if rule.kind in ("container", "any"):     # the output may be a list: add elementwise
@@ -192,7 +194,7 @@ class ForwardEmitter:
         tree = _ast.fix_missing_locations(_Fold().visit(tree))
         text = T.unparse(tree)
         if self.needs_broadcast(rule, bound) and not (len(terms) > 1 and not fallback):
-            text = f"_fw.bcast({text}, {target})"
+            text = f"_fw.bcast({text}, {ans or target})"
         elif target in self.written and not rule.view and isinstance(tree, _ast.Name):
             text = f"_rt.snap({text})"
         return text
@@ -358,8 +360,8 @@ class ForwardEmitter:
         primal = T.call_text(call, c)
         if t in call.reads():
             if _reads_name(tan, t):          # the tangent reads the old value: keep it apart
-                tmp = self.fresh("v")
-                tan = _rename(tan, t, tmp)
+                tmp = self.fresh("v")        # (and the result, ``ans``, under another name)
+                tan = self.primitive_tangent(call, t, ans=tmp)
                 return [T.Line(f"{tmp} = {primal}", o), T.Line(f"{self.d(t)} = {tan}", o),
                         T.Line(f"{t} = {tmp}", o)]
             return [T.Line(f"{self.d(t)} = {tan}", o), T.Line(f"{t} = {primal}", o)]
@@ -591,10 +593,6 @@ def _tuple_text(parts):
 
 def _reads_name(text, name):
     return any(isinstance(n, _ast.Name) and n.id == name for n in _ast.walk(T.parse_expr(text)))
-
-
-def _rename(text, old, new):
-    return T.unparse(T.substitute(T.parse_expr(text), {old: T.parse_expr(new)}))
 
 
 # =================================================================================================

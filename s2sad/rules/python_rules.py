@@ -293,11 +293,38 @@ def dict_kwargs_tangent(t, ans):
     return out
 
 
+def dict_rows_transpose(c, iterable, kwargs):
+    """Transpose of ``dict_adjoint(., iterable, kwargs)`` (linear in its first argument): the
+    adjoints of the rows dict() kept, by key."""
+    if _r.is_zero(c):
+        return 0.0
+    keys = _dict_rows(iterable)
+    if keys is None:
+        return {k: v for k, v in c.items() if k not in kwargs}
+    out = {}
+    for k, i in _last_rows(keys, kwargs).items():
+        row = c[i] if i < len(c) else 0.0
+        out[k] = 0.0 if _r.is_zero(row) else _r.parts(row, 2)[1]
+    return out
+
+
 defrule(builtins.dict, "iterable=(), /, **kwargs",
         vjp={"iterable": "_pr.dict_adjoint(g, iterable, kwargs)",
              "kwargs": "_pr.dict_kwargs_adjoint(g, kwargs)"},
         jvp={"iterable": "_pr.dict_tangent(t, iterable, kwargs, ans)",
              "kwargs": "_pr.dict_kwargs_tangent(t, ans)"}, kind="container", ns=PR)
+
+
+# the helpers above are linear in their first argument: rules for them, so that generated
+# gradients can be differentiated again (hessian, grad of grad)
+defrule(dict_adjoint, "grad, iterable, kwargs, /",
+        vjp={"grad": "_pr.dict_rows_transpose(g, iterable, kwargs)"},
+        jvp={"grad": "_pr.dict_adjoint(t, iterable, kwargs)"}, kind="any", ns=PR)
+defrule(dict_rows_transpose, "grad, iterable, kwargs, /",
+        vjp={"grad": "_pr.dict_adjoint(g, iterable, kwargs)"},
+        jvp={"grad": "_pr.dict_rows_transpose(t, iterable, kwargs)"}, kind="any", ns=PR)
+defrule(dict_kwargs_adjoint, "grad, kwargs, /", vjp={"grad": "_pr.dict_kwargs_adjoint(g, kwargs)"},
+        jvp={"grad": "_pr.dict_kwargs_adjoint(t, kwargs)"}, kind="any", ns=PR)
 
 
 # x.tolist(): nested lists of Python numbers, the adjoint an array again
@@ -323,6 +350,10 @@ def tolist_tangent(t, a):
 
 defmethod("tolist", "self, /", vjp={"self": "_pr.tolist_adjoint(g, self)"},
           jvp={"self": "_pr.tolist_tangent(t, self)"}, kind="any", ns=PR)
+defrule(tolist_adjoint, "grad, a, /", vjp={"grad": "_pr.tolist_tangent(g, a)"},
+        jvp={"grad": "_pr.tolist_adjoint(t, a)"}, kind="any", ns=PR)
+defrule(tolist_tangent, "tan, a, /", vjp={"tan": "_pr.tolist_adjoint(g, a)"},
+        jvp={"tan": "_pr.tolist_tangent(t, a)"}, kind="any", ns=PR)
 
 
 # copy.copy / copy.deepcopy: the copy's adjoint is the original's; a copied tangent, so that
@@ -393,6 +424,12 @@ defrule(_dataclasses.replace, "obj, /, **changes",
              "changes": "_pr.replace_changes_adjoint(g, obj, changes)"},
         jvp={"obj": "_pr.replace_tangent(t, obj, changes)",
              "changes": "_pr.replace_changes_tangent(t, obj, changes)"}, kind="any", ns=PR)
+# (both adjoints keep some of the fields of a dict: each is its own transpose)
+defrule(replace_adjoint, "grad, obj, changes, /", vjp={"grad": "_pr.replace_adjoint(g, obj, changes)"},
+        jvp={"grad": "_pr.replace_adjoint(t, obj, changes)"}, kind="any", ns=PR)
+defrule(replace_changes_adjoint, "grad, obj, changes, /",
+        vjp={"grad": "_pr.replace_changes_adjoint(g, obj, changes)"},
+        jvp={"grad": "_pr.replace_changes_adjoint(t, obj, changes)"}, kind="any", ns=PR)
 
 
 # heapq.nsmallest(n, it, key) == sorted(it, key=key)[:n]; nlargest with reverse=True (the
@@ -417,6 +454,13 @@ defrule(_heapq.nsmallest, "n, iterable, key=None",
 defrule(_heapq.nlargest, "n, iterable, key=None",
         vjp={"iterable": "_pr.firsts_adjoint(g, n, iterable, key, True)"},
         jvp={"iterable": "_pr.firsts_tangent(t, n, iterable, key, True)"}, kind="container", ns=PR)
+# (the adjoint places the first n adjoints where their items were; the tangent takes them back)
+defrule(firsts_adjoint, "grad, n, iterable, key, reverse, /",
+        vjp={"grad": "_pr.firsts_tangent(g, n, iterable, key, reverse)"},
+        jvp={"grad": "_pr.firsts_adjoint(t, n, iterable, key, reverse)"}, kind="any", ns=PR)
+defrule(firsts_tangent, "tan, n, iterable, key, reverse, /",
+        vjp={"tan": "_pr.firsts_adjoint(g, n, iterable, key, reverse)"},
+        jvp={"tan": "_pr.firsts_tangent(t, n, iterable, key, reverse)"}, kind="any", ns=PR)
 
 
 # list.sort / list.reverse on a list that holds values carrying derivatives: the list is
