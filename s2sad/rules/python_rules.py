@@ -357,18 +357,56 @@ defrule(tolist_tangent, "tan, a, /", vjp={"tan": "_pr.tolist_adjoint(g, a)"},
 
 
 # copy.copy / copy.deepcopy: the copy's adjoint is the original's; a copied tangent, so that
-# in-place changes of the copy do not reach the original's tangent
-def copy_tangent(t):
+# in-place changes of the copy do not reach the original's tangent.  A class that copies itself
+# in its own way (__copy__, __deepcopy__, __getstate__/__setstate__, __reduce__ in Python) may
+# change values on the way: refused.
+_COPY_HOOKS = ("__copy__", "__getstate__", "__setstate__", "__reduce__", "__reduce_ex__")
+
+
+def _check_copy(x, deep, depth=0):
+    t = type(x)
+    if t in (float, int, complex, str, bool) or x is None or _r._is_array(x):
+        return
+    for name in _COPY_HOOKS + (("__deepcopy__",) if deep else ()):
+        if _r._is_python(getattr(t, name, None)):
+            raise _Unsupported(
+                f"copy.{'deepcopy' if deep else 'copy'} of a {t.__name__}, whose class copies "
+                f"itself with its own {name}: s2sad does not follow how the copy's values come "
+                f"from the original's", fix=f"build the copy yourself (`{t.__name__}(...)` from "
+                                            f"the original's attributes)")
+    if deep and depth < 32:
+        items = x.values() if isinstance(x, dict) else x if isinstance(x, (list, tuple)) else \
+            vars(x).values() if hasattr(x, "__dict__") and not callable(x) else ()
+        for v in items:
+            _check_copy(v, deep, depth + 1)
+
+
+def copy_adjoint(g, x):
+    _check_copy(x, False)
+    return g
+
+
+def deepcopy_adjoint(g, x):
+    _check_copy(x, True)
+    return g
+
+
+def copy_tangent(t, x=None):
+    _check_copy(x, False)
     return _copy.copy(t)
 
 
-def deepcopy_tangent(t):
+def deepcopy_tangent(t, x=None):
+    _check_copy(x, True)
     return _copy.deepcopy(t)
 
 
-defrule(_copy.copy, "x, /", vjp={"x": "g"}, jvp={"x": "_pr.copy_tangent(t)"}, kind="any", ns=PR)
-defrule(_copy.deepcopy, "x, memo=None, _nil=None, /", vjp={"x": "g"},
-        jvp={"x": "_pr.deepcopy_tangent(t)"}, kind="any", ns=PR)
+defrule(_copy.copy, "x, /", vjp={"x": "_pr.copy_adjoint(g, x)"}, jvp={"x": "_pr.copy_tangent(t, x)"},
+        kind="any", ns=PR)
+defrule(_copy.deepcopy, "x, memo=None, _nil=None, /", vjp={"x": "_pr.deepcopy_adjoint(g, x)"},
+        jvp={"x": "_pr.deepcopy_tangent(t, x)"}, kind="any", ns=PR)
+for _f in (copy_adjoint, deepcopy_adjoint, copy_tangent, deepcopy_tangent):      # (identities)
+    defrule(_f, "grad, x=None, /", vjp={"grad": "g"}, jvp={"grad": "t"}, kind="any", ns=PR)
 
 
 # dataclasses.replace(obj, **changes) == type(obj)(**{fields of obj, then changes})
@@ -376,12 +414,13 @@ def _replace_fields(obj, changes):
     cls = type(obj)
     if not _dataclasses.is_dataclass(cls) or isinstance(obj, type):
         return None                                  # dataclasses.replace raised already
-    if hasattr(cls, "__post_init__") or any(not f.init for f in _dataclasses.fields(cls)):
+    if hasattr(cls, "__post_init__") or any(not f.init for f in _dataclasses.fields(cls)) or \
+            _r._is_python(cls.__init__):
         raise _Unsupported(
-            f"dataclasses.replace of a {cls.__name__}, which has __post_init__ or fields "
-            f"computed outside __init__: s2sad does not follow how they depend on the others",
-            fix=f"build the new object with its constructor, `{cls.__name__}(...)`, and give the "
-                f"class an `__init__` written in Python")
+            f"dataclasses.replace of a {cls.__name__}, which has __post_init__, its own __init__ or "
+            f"fields computed outside __init__: s2sad does not follow how they depend on the "
+            f"others", fix=f"build the new object with its constructor, `{cls.__name__}(...)` "
+                           f"(with an `__init__` written in Python, which s2sad differentiates)")
     return [f.name for f in _dataclasses.fields(cls) if f.init]
 
 

@@ -522,9 +522,58 @@ def replace_with_post_init(x, y):
     return r.a * y
 
 
+@dataclasses.dataclass
+class OwnInit:
+    a: float
+    b: float
+
+    def __init__(self, a, b):
+        self.a = a * 2.0
+        self.b = b
+
+
+def replace_with_own_init(x, y):
+    o = OwnInit(x, y)
+    p = dataclasses.replace(o, b=x)       # runs OwnInit.__init__ again: a doubles again
+    return p.a * p.b
+
+
+class CopiesScaled:
+    def __init__(self, a):
+        self.a = a
+
+    def __copy__(self):
+        return CopiesScaled(self.a * 2.0)
+
+
+class PicklesScaled:
+    def __init__(self, a):
+        self.a = a
+
+    def __getstate__(self):
+        return {"a": self.a * 3.0}
+
+
+def copy_with_own_copy(x, y):
+    t = copy.copy(CopiesScaled(x))
+    return t.a * y
+
+
+def deepcopy_with_own_state(x, y):
+    t = copy.deepcopy([PicklesScaled(x), y])
+    return t[0].a * t[1]
+
+
 def test_replace_of_a_dataclass_with_post_init_is_refused():
     # __post_init__ computes other fields from the replaced ones: s2sad does not follow it
     refused(replace_with_post_init, (0.3, 1.7), UnsupportedSyntaxError, "dataclasses.replace")
+    refused(replace_with_own_init, (0.3, 1.7), UnsupportedSyntaxError, "dataclasses.replace")
+
+
+def test_copy_of_a_class_that_copies_itself_is_refused():
+    # its __copy__ / __getstate__ change values on the way: the copy's adjoint is not the original's
+    refused(copy_with_own_copy, (0.3, 1.7), UnsupportedSyntaxError, "copy.copy")
+    refused(deepcopy_with_own_state, (0.3, 1.7), UnsupportedSyntaxError, "copy.deepcopy")
 
 
 # -- itertools.starmap, heapq.nsmallest / nlargest ---------------------------------------------
