@@ -827,6 +827,7 @@ def _mark(wrapper, fn, wrt, kind, specs=None):
         pass
     wrapper.__dict__.pop("__wrapped__", None)
     wrapper.__s2sad_grad_of__ = (fn, wrt) if kind == "grad" else None
+    wrapper.__s2sad_transform__ = (kind, fn, wrt)      # differentiated again: runtime.transform_parts
     return wrapper
 
 

@@ -140,6 +140,9 @@ def _result_kind(call, kinds):
 
 
 _NOT_ITERATORS = {"a", "c", "f", "i", "z"}
+_NUMBERS = {"a", "f", "i", "z"}
+_SEQ_OPS = {operator.add: runtime.seq_add, operator.iadd: runtime.seq_add,
+            operator.mul: runtime.seq_mul, operator.imul: runtime.seq_mul}
 _NEW_OBJECT_MAKERS = {list, dict, tuple, set, runtime.build_list, runtime.build_dict,
                       runtime.build_tuple}
 
@@ -183,6 +186,12 @@ def classify_call(call, kinds, origin):
             call.info["operator"] = True
             return
         rule = registry.lookup(obj)
+        if _hashable(obj) and obj in _SEQ_OPS and len(call.args) == 2 and not call.kwargs:
+            ks = {operand_kind(a, kinds) for a in call.args}
+            if "c" in ks and "a" not in ks:
+                # + or * of a list or tuple: concatenation / repetition (where the kinds are not
+                # known, the arithmetic rule refuses lists at run time: runtime.unbroadcast)
+                rule = registry.lookup(_SEQ_OPS[obj])
         if rule is not None:
             _use_rule(call, rule, origin)
             return
@@ -319,6 +328,7 @@ def check_mutation(fn, varied):
                 # whether the method changes the caller's object is known only when it runs
                 call.info["argument"] = sorted(group & params)[0]
         permutes = False
+        _check_augmented(fn, s, pos, reads)
         if isinstance(s, ir.SetItem) and isinstance(s.obj, str):
             hot = any(v in varied for v in ir.operand_vars(s.value))
             obj = s.obj
@@ -425,6 +435,35 @@ def _taken_from_param(fn, var, params):
             return None
         var = made.args[0]
     return (var, var + path) if var in params else None
+def _check_augmented(fn, s, pos, reads):
+    """``a *= y`` / ``xs += [v]`` change an array or list in place in Python; s2sad rebinds the
+    name.  Refused while another name refers to the same object (``a = x`` before)."""
+    call = s.value if isinstance(s, ir.Assign) else None
+    if not isinstance(call, ir.Call) or "augmented" not in call.extra:
+        return
+    var = call.args[0] if isinstance(call.args[0], str) else s.target
+    kind = getattr(fn, "kinds", {}).get(var)
+    if kind in ("f", "i", "z"):
+        return                                 # numbers: rebinding is what Python does
+    group = _copy_aliases(fn, s, pos).get(var, {var})
+    others = sorted(v for v in group if v != var and reads.get(v))
+    if others:
+        name = call.extra["augmented"]
+        other = f"`{others[0]}`" if not others[0].startswith("_") else "another name"
+        raise UnsupportedSyntaxError(
+            f"`{name} {_opname_of(call)}= ...` changes `{name}` in place (for an array or a list) "
+            f"while {other} refers to the same object; s2sad does not follow derivatives through "
+            f"such aliases", origin=s.origin,
+            fix=f"write `{name} = {name} {_opname_of(call)} ...` to make a new value, or copy "
+                f"first (`{name} = {name}.copy()`)")
+
+
+def _opname_of(call):
+    return {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+            operator.floordiv: "//", operator.pow: "**", operator.matmul: "@",
+            operator.mod: "%"}.get(getattr(call.fn, "obj", None), "op")
+
+
 def _new_object(value):
     """True for a call that certainly returns a new object (a copy or a fresh container)."""
     import copy
@@ -581,6 +620,7 @@ def classify(fn, param_kinds):
         if kinds == before:
             break
     _drop_heres(fn.body, kinds)
+    fn.kinds = kinds
     return kinds
 
 

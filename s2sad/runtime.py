@@ -80,6 +80,8 @@ def unbroadcast(g, x):
             return g.real
         s = g.sum() if hasattr(g, "sum") else g
         return real_like(s, x)
+    if (tx is list or tx is tuple) and type(g) in (list, tuple) and len(g) != len(x):
+        _refuse_sequence_arithmetic()
     shape = getattr(x, "shape", None)
     xdt = getattr(x, "dtype", None)
     if xdt is not None and shape is not None and xdt.kind not in "fcO" and _is_array(x):
@@ -116,6 +118,14 @@ def unbroadcast(g, x):
             xp = array_module(x)
             g = xp.asarray(g, dtype=dt)
     return g
+
+
+def _refuse_sequence_arithmetic():
+    from .errors import UnsupportedSyntaxError
+    raise UnsupportedSyntaxError(
+        "`+` or `*` joined or repeated lists or tuples whose type s2sad did not know when it built "
+        "the derivative (it cannot tell which part of the result came from which operand)",
+        fix="make the operands visibly lists: `list(a) + list(b)`, `[*a, *b]`, or `list(a) * 3`")
 
 
 def add(a, b):
@@ -234,6 +244,8 @@ def getitem_adjoint(g, x, idx):
         return out
     if isinstance(x, dict):
         return {idx: g}
+    if x.dtype.kind not in "fcO":
+        return 0.0                      # an integer/bool array carries no derivative
     xp = array_module(x)
     out = xp.zeros(x.shape, dtype=_grad_dtype(x, g))
     return acc_getitem(out, x, idx, g, _owned=True)
@@ -255,6 +267,8 @@ def acc_getitem(acc, x, idx, g, _owned=False):
         return getitem_adjoint(g, x, idx)
     if isinstance(x, (tuple, list, dict)):
         return add(acc, getitem_adjoint(g, x, idx))
+    if x.dtype.kind not in "fcO":
+        return acc
     if acc.dtype.kind != "c":
         g = real_like(g, x)
     if _basic_index(idx):
@@ -1010,10 +1024,19 @@ def call(fn, *args, **kwargs):
     ans = fn(*args, **kwargs)
     # (a method's own object is one of its inputs)
     recv = () if self_ is None or isinstance(self_, (type, _ModuleType)) else (self_,)
-    if differentiable(ans) and any(differentiable(a) for a in recv + args + tuple(kwargs.values())):
+    if may_carry(ans) and any(differentiable(a) for a in recv + args + tuple(kwargs.values())):
         from .errors import OpaqueCalleeError
         raise OpaqueCalleeError(_opaque_message(fn), fix=_rule_skeleton(fn))
     return ans, None
+
+
+def may_carry(value):
+    """What an opaque callee (no rule, no source) given values that carry a derivative may
+    return without a refusal: only values that hold no float or complex numbers.  An iterator
+    (other than s2sad's own) is not known to hold none: it counts as carrying one."""
+    if differentiable(value):
+        return True
+    return hasattr(value, "__next__") and not isinstance(value, (str, bytes, Iter))
 
 
 def _check_rule_params(rule, bound):
@@ -1894,3 +1917,62 @@ def jvp_function(f, primals, tangents):
     d = forward_derivative(fn, mask, tuple(kind_of(a) for a in args))
     full = args + tuple(t for t, m in zip(targs, mask) if m)
     return d.jvp, full, (len(lead), list(cells), len(primals), mask)
+
+
+# -- + and * on lists and tuples (concatenation and repetition) -----------------------------------
+def seq_add(a, b):
+    return a + b
+
+
+def seq_mul(a, b):
+    return a * b
+
+
+def _is_seq(x):
+    return isinstance(x, (list, tuple))
+
+
+def add_part(g, a, b, which):
+    """Adjoint of ``a + b`` for a (which=0) or b (1): a slice of g when it concatenated
+    sequences, else summed down to the operand's shape (broadcasting)."""
+    x = a if which == 0 else b
+    if _is_seq(a) and _is_seq(b):
+        if is_zero(g):
+            return 0.0
+        g = list(g)
+        return type(x)(_z(v) for v in (g[:len(a)] if which == 0 else g[len(a):]))
+    return unbroadcast(g, x)
+
+
+def add_part_tangent(t, a, b, which):
+    """Tangent of ``a + b`` from a (which=0) or b (1): zeros for the other part of a
+    concatenation."""
+    if _is_seq(a) and _is_seq(b):
+        from .codegen.forward import materialize, zeros_like
+        x, other = (a, b) if which == 0 else (b, a)
+        mine, pad = list(materialize(t, x)), list(zeros_like(other))
+        return type(a)(mine + pad if which == 0 else pad + mine)
+    return t
+
+
+def mul_part(g, a, b, which):
+    """Adjoint of ``a * b`` for a (which=0) or b (1); for a repeated sequence (``[x] * 3``) the
+    repeats' adjoints add up."""
+    x, other = (a, b) if which == 0 else (b, a)
+    if _is_seq(x) and isinstance(other, int):
+        if is_zero(g):
+            return 0.0
+        g, n = list(g), len(x)
+        out = [0.0] * n
+        for k, v in enumerate(g):
+            out[k % n] = add(out[k % n], _z(v))
+        return type(x)(out)
+    return unbroadcast(g * cj(other), x)
+
+
+def mul_part_tangent(t, a, b, which):
+    x, other = (a, b) if which == 0 else (b, a)
+    if _is_seq(x) and isinstance(other, int):
+        from .codegen.forward import materialize
+        return type(x)(list(materialize(t, x)) * other)
+    return t * other

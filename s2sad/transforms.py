@@ -60,6 +60,9 @@ def jvp(f, primals, tangents):
     return value, materialize(tout, value)
 
 
+jvp.__s2sad_jvp__ = True        # inside a differentiated function: runtime.jvp_function
+
+
 def _concrete(f, args, kwargs=None):
     """The Python function s2sad reads for ``f`` called with ``args`` (see api._concrete):
     ``f`` itself, a generated gradient function for ``s2sad.grad(g)``, a one-line function

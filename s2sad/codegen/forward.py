@@ -222,6 +222,8 @@ class ForwardEmitter:
                             f"{self.text(s.value)}", o)]
             if self.is_active(s.obj):
                 tv = self.tangent_text(s.value, True)
+                if self.kinds.get(s.obj) != "c":
+                    tv = f"_fw.into({tv}, {self.text(s.obj)})"    # an integer array keeps none
                 lines.append(T.Line(f"{self.d(s.obj)}[{T.index_subscript_text(s.index, c)}] = {tv}", o))
             return lines
         if isinstance(s, ir.ExprStmt):
@@ -630,8 +632,17 @@ def materialize(t, x):
     return t
 
 
+def into(t, dest):
+    """The tangent written into ``dest[...]``: none (0) when ``dest`` is an integer or bool array,
+    which truncates what is written into it."""
+    dt = getattr(dest, "dtype", None)
+    return 0 if dt is not None and dt.kind not in "fcO" else t
+
+
 def bcast(t, ans):
     """The tangent ``t`` broadcast to the shape of ``ans`` (a broadcasting op's single term)."""
+    if type(ans) in (list, tuple) and type(t) in (list, tuple) and len(t) != len(ans):
+        runtime._refuse_sequence_arithmetic()
     shape = getattr(ans, "shape", None)
     if shape is None or getattr(t, "shape", None) == shape:
         return t

@@ -126,6 +126,9 @@ try:
                             itertools.takewhile: (1,), itertools.dropwhile: (1,)})
 except ImportError:     # pragma: no cover
     pass
+# ... of which these take every value
+_ITER_DRAINS = {sorted, list, tuple, set, frozenset, dict, sum, any, all, min, max, math.fsum,
+                math.prod}
 # Calls that make an iterator: inside a derivative they make a runtime.Iter
 _ITER_MAKERS = {zip: runtime.izip, enumerate: runtime.ienumerate, reversed: runtime.ireversed,
                 iter: runtime.iiter}
@@ -236,7 +239,7 @@ class Lowerer:
                     self._plain_local(node.targets[0].id):
                 self._assign_value(node.value, node.targets[0].id, o)
             else:
-                v = self.expr(node.value)
+                v = self._unpacked(node.value, node.targets, o)
                 for t in node.targets:
                     self.assign(t, v, o)
         elif isinstance(node, gast.AnnAssign):
@@ -495,10 +498,14 @@ class Lowerer:
         if isinstance(t, gast.Name):
             rhs = self.expr(node.value)
             cur = self.expr(gast.Name(id=t.id, ctx=gast.Load(), annotation=None, type_comment=None))
+            # (``a *= y`` changes an array or list in place: check_mutation refuses it while
+            # another name still refers to the object)
+            aug = {"augmented": t.id}
             if self._plain_local(t.id):
-                self._call(ir.Call(ir.Static(fn, _opname(fn)), [cur, rhs]), self.name(t.id), o)
+                self._call(ir.Call(ir.Static(fn, _opname(fn)), [cur, rhs], extra=aug),
+                           self.name(t.id), o)
             else:
-                new = self._call(ir.Call(ir.Static(fn, _opname(fn)), [cur, rhs]), None, o)
+                new = self._call(ir.Call(ir.Static(fn, _opname(fn)), [cur, rhs], extra=aug), None, o)
                 self.assign(t, new, o)
         elif isinstance(t, (gast.Subscript, gast.Attribute)):
             obj = self.expr(t.value)
@@ -714,7 +721,10 @@ class Lowerer:
             t = target or self.tmp()
             self.closure(node, t, o)
             return t
-        if isinstance(node, (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)):
+        if isinstance(node, gast.GeneratorExp):
+            # a generator: used up once (its values are computed here, eagerly)
+            return self._call(self._iterator(self.comprehension(node, None, o)), target, o)
+        if isinstance(node, (gast.ListComp, gast.SetComp, gast.DictComp)):
             return self.comprehension(node, target, o)
         if isinstance(node, gast.Slice):
             return self._call(ir.Call(ir.Static(slice, "slice"), [self._opt(node.lower),
@@ -860,7 +870,12 @@ class Lowerer:
         else:
             callee = ir.Dynamic(self.expr(f))
             recv = []
-        args = recv + [self.expr(a) for a in node.args]
+        drains = isinstance(callee, ir.Static) and _hashable(callee.obj) and \
+            callee.obj in _ITER_DRAINS
+        # a generator expression consumed whole by sorted/sum/min/...: its list is enough
+        args = recv + [self.comprehension(a, None, self.src.origin(a))
+                       if drains and isinstance(a, gast.GeneratorExp) else self.expr(a)
+                       for a in node.args]
         kwargs = [(k.arg, self.expr(k.value)) for k in node.keywords]
         heres = ()
         if isinstance(callee, ir.Static) and _hashable(callee.obj):
@@ -896,6 +911,19 @@ class Lowerer:
                 v = made.value if isinstance(made, ir.Assign) and made.target == a else None
                 if isinstance(v, ir.Call) and isinstance(v.fn, ir.Static) and v.fn.obj is runtime.here:
                     v.extra["consumer"] = (call, k)
+
+    def _unpacked(self, value, targets, o):
+        """The value of an assignment; an iterator unpacked into names (``a, b = (... for ...)``,
+        ``a, b = zip(...)``) is used up into a list first."""
+        if not any(isinstance(t, (gast.Tuple, gast.List)) for t in targets):
+            return self.expr(value)
+        if isinstance(value, gast.GeneratorExp):
+            return self.comprehension(value, None, o)
+        f = value.func if isinstance(value, gast.Call) else None
+        made = isinstance(f, gast.Name) and f.id not in self.locals and \
+            self.src.resolve(f.id) in (zip, enumerate, reversed, iter, map, filter)
+        v = self.expr(value)
+        return self._seq(v, o) if made else v
 
     def _here(self, operand, o):
         """``_rt.here(x)`` for an operand a call consumes as an iterable (a cursor if it is an
@@ -990,7 +1018,21 @@ class Lowerer:
             self.emit(ir.Assign(result, ir.Call(ir.Static(runtime.build_list, "build_list"), []), o))
         saved_renames = dict(self.renames)
         added = set()
-        for gen in node.generators:
+        targets = {n.id for gen in node.generators for n in gast.walk(gen.target)
+                   if isinstance(n, gast.Name)}
+        first = node.generators[0]
+        if any(isinstance(n, gast.Name) and n.id in targets for n in gast.walk(first.iter)):
+            # the first iterable is evaluated outside the comprehension, where the targets'
+            # names still mean the enclosing variables: ``[t * 2 for t in [t, y]]``
+            pre = self.tmp()
+            self.expr(first.iter, target=pre)
+            self.locals.add(pre)
+            added.add(pre)
+            first = gast.comprehension(target=first.target, iter=gast.copy_location(
+                gast.Name(id=pre, ctx=gast.Load(), annotation=None, type_comment=None), first.iter),
+                ifs=first.ifs, is_async=0)
+        gens = [first] + list(node.generators[1:])
+        for gen in gens:
             for n in gast.walk(gen.target):
                 if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
                     if n.id in self.locals or n.id in self.renames:
@@ -1000,7 +1042,7 @@ class Lowerer:
                         self.locals.add(n.id)
 
         def level(i):
-            if i == len(node.generators):
+            if i == len(gens):
                 if is_dict:
                     k, v = self.expr(node.key), self.expr(node.value)
                     self.emit(ir.SetItem(result, ir.Index([k], False), v, o))
@@ -1008,7 +1050,7 @@ class Lowerer:
                     e = self.expr(node.elt)
                     self.emit(ir.Mutate(None, result, ir.Call(ir.Method("append"), [result, e]), o))
                 return
-            gen = node.generators[i]
+            gen = gens[i]
 
             def body():
                 if gen.ifs:
@@ -1194,6 +1236,8 @@ class Lowerer:
         # functools.reduce(f, xs[, init]) -> acc = init or xs[0]; for x in rest: acc = f(acc, x)
         fn = self.expr(node.args[0])
         seq = self.expr(node.args[1])
+        if not (isinstance(seq, ir.Const) and isinstance(seq.value, (list, tuple))):
+            seq = self._seq(seq, o)             # iterators, dict views: the values, indexable
         acc = self.tmp()
         self.locals.add(acc)
         if len(node.args) == 3:

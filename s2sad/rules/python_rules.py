@@ -156,6 +156,13 @@ defrule(_r.iiter, "obj, /", vjp={"obj": "_rt.iter_adjoint(g, obj, ans)"},
         jvp={"obj": "_fw.iter_tangent(t, obj)"}, kind="any", name="iter")
 defrule(_r.zip_seq, "*xs", vjp={"xs": "_rt.zip_seq_adjoint(g, xs, ans)"},
         jvp={"xs": "_fw.zip_seq_tangent(t, xs, ans)"}, kind="container", view=True, name="loop sequences")
+# a + b and a * b where an operand may be a list or tuple (classify picks these rules then)
+defrule(_r.seq_add, "a, b, /", vjp={"a": "_rt.add_part(g, a, b, 0)", "b": "_rt.add_part(g, a, b, 1)"},
+        jvp={"a": "_rt.add_part_tangent(t, a, b, 0)", "b": "_rt.add_part_tangent(t, a, b, 1)"},
+        kind="any", broadcast=True, name="+")
+defrule(_r.seq_mul, "a, b, /", vjp={"a": "_rt.mul_part(g, a, b, 0)", "b": "_rt.mul_part(g, a, b, 1)"},
+        jvp={"a": "_rt.mul_part_tangent(t, a, b, 0)", "b": "_rt.mul_part_tangent(t, a, b, 1)"},
+        kind="any", broadcast=True, name="*")
 defrule(_r.here, "x, /", vjp={"x": "_rt.here_adjoint(g, x, ans)"},
         jvp={"x": "_rt.here_tangent(t, x, ans)"}, kind="any", view=True, name="iterator use")
 defrule(builtins.next, "iterator, default=None, /",

@@ -18,3 +18,5 @@ defrule(_fw.bcast, "tan, like, /", vjp={"tan": "_rt.unbroadcast(g, tan)"},
         jvp={"tan": "_fw.bcast(t, like)"}, kind="any")
 defrule(_fw.materialize, "tan, like, /", vjp={"tan": "g"}, jvp={"tan": "_fw.materialize(t, like)"},
         kind="any")
+defrule(_fw.into, "tan, dest, /", vjp={"tan": "_fw.into(g, dest)"}, jvp={"tan": "_fw.into(t, dest)"},
+        kind="any")

@@ -135,3 +135,15 @@ def test_generated_code_keeps_lists_plain():
     src = s2sad.differentiate(f).adjoint_source(A, B)
     assert "_rt.here" not in src
     check_grads(f, (A, B), wrt=(0, 1), modes=("rev", "fwd"))
+
+
+def unpacked_iterators(a, b):
+    p, q, r = (v * b[0] for v in a[:3])
+    s, t = map(lambda v: v * 2.0, a[:2])
+    (u, w), c = list(zip(a[:2], b[1:])), 1.0
+    return p * q + r + s * t + u[0] * w[1] * c
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_unpacking_iterators(mode):
+    check_grads(unpacked_iterators, (A, B), wrt=(0, 1), modes=(mode,))
