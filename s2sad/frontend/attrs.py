@@ -4,6 +4,9 @@
 writes and augmented writes) with a constant name become ``o.w``, so the analyses and both emitters
 see one form.  An object's ``__dict__`` or ``vars(o)`` used any other way (held in a variable,
 iterated, updated) would let values change behind s2sad's back: it is refused.
+
+This runs after private-name mangling (:mod:`.mangle`): ``getattr(o, "__w")`` names the attribute
+``__w`` even inside a class, as in Python, where only ``o.__w`` written as such becomes ``o._C__w``.
 """
 import builtins
 

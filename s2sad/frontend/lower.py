@@ -16,6 +16,7 @@ import gast
 from .. import ir, runtime
 from ..errors import UnsupportedSyntaxError
 from .attrs import normalise as normalise_attrs
+from .mangle import mangle_function, unparsed
 from .source import _MISSING
 
 BINOPS = {
@@ -149,6 +150,8 @@ class Lowerer:
         self.namespace = {}
         self.block = None
         self.fnode = src.node
+        # private names (self.__w) as Python spelled them in the class body: _Class__w
+        self._mangled = mangle_function(src.fn, self.fnode)
         args = self.fnode.args
         self.params = list(src.data_cells)
         self.params += [a.id for a in args.posonlyargs + args.args]
@@ -985,6 +988,9 @@ class Lowerer:
                 if set(n.names) & self.locals & written:
                     self._nonlocal_writers.append((set(n.names) & self.locals & written, o))
         lines = self.src.segment(node)
+        if id(node) in self._mangled:        # its text is not the code that runs: written anew
+            org = self.src.origin(node)
+            lines = [(text, org) for text in unparsed(node)]
         # default values are taken when the function is made: they count as captured values,
         # named "param=" (the emitted definition evaluates them again, as Python would)
         a = node.args
