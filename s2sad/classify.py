@@ -341,10 +341,21 @@ def check_mutation(fn, varied):
             hot, obj, permutes = m in varied, m, True
         else:
             continue
-        if not hot:
-            continue
         params = all_params - ({obj} & rb)
         group = all_aliases.get(obj, {obj})
+        if not hot:
+            # a constant written in place: harmless, unless another name for the same object
+            # carries derivatives (the reverse sweep would read the changed object through it)
+            if len(group) < 2 or not any(v in varied for v in group):
+                continue
+            if obj not in params and group & params:
+                p = sorted(group & params)[0]
+                raise ArgumentWriteError(
+                    f"this line writes into `{obj}`, which is the argument `{p}` (an object the "
+                    f"caller passed in, that carries a derivative); s2sad does not follow writes "
+                    f"into an argument through another name", origin=s.origin, param=p,
+                    fix=f"work on a copy (`{obj} = {p}.copy()`, `list({p})`) and return the result "
+                        f"if the caller needs it")
         if permutes and group & params:
             p = sorted(group & params)[0]
             raise ArgumentWriteError(

@@ -1764,8 +1764,8 @@ def listed(x):
 
 def here_adjoint(g, x, ans):
     """Adjoint of :func:`here`: a cursor's adjoints go back to its positions in ``x``."""
-    if ans is x or is_zero(g):
-        return g
+    if is_zero(g) or not isinstance(ans, Cursor):
+        return g                    # (x itself: a list, array... possibly a saved copy of it)
     if not isinstance(x, Iter):
         return 0.0                  # an iterator from outside: nothing to route back to
     out = [0.0] * len(x.seen)
@@ -1802,7 +1802,7 @@ def resolve(t):
 
 def here_tangent(t, x, ans):
     """Tangent of :func:`here`: the parent's tangents at the positions the cursor took."""
-    if ans is x or is_zero(t):
+    if is_zero(t) or not isinstance(ans, Cursor):
         return t
     if not isinstance(x, Iter):
         return 0.0
@@ -1833,8 +1833,8 @@ def iiter(obj):
 
 def iter_adjoint(g, obj, ans):
     """Adjoint of ``iter(obj)``: the values' adjoints, in obj's structure."""
-    if ans is obj or is_zero(g):
-        return g
+    if isinstance(obj, Iter) or is_zero(g):
+        return g                    # iter() of an iterator is the iterator itself
     return seq_adjoint(list(g) + [0.0] * (len(obj) - len(g)) if hasattr(obj, "__len__") else g, obj)
 
 
@@ -1873,8 +1873,8 @@ def zip_seq(*xs):
 def zip_seq_adjoint(g, xs, ans):
     if is_zero(g):
         return (0.0,) * len(xs)
-    return tuple(gj if aj is x or isinstance(x, Iter) else seq_adjoint_of(gj, x)
-                 for gj, aj, x in zip(parts(g, len(xs)), ans, xs))
+    return tuple(gj if isinstance(x, Iter) else seq_adjoint_of(gj, x)
+                 for gj, x in zip(parts(g, len(xs)), xs))
 
 
 def transform_parts(fn, args):

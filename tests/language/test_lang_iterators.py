@@ -147,3 +147,21 @@ def unpacked_iterators(a, b):
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
 def test_unpacking_iterators(mode):
     check_grads(unpacked_iterators, (A, B), wrt=(0, 1), modes=(mode,))
+
+
+def consumed_after_a_saved_copy(a, b):
+    # (fuzzer 77:270) a list of unknown kind consumed by a comprehension, then an array written
+    # in place later: the reverse sweep reads saved copies, and the adjoint must still flow
+    import copy
+    l1 = copy.deepcopy([a[0] * q for q in a])
+    s3 = np.sum([q for q in l1])
+    a4 = np.zeros(3)
+    for i in range(3):
+        a4[i] = a[i]
+    l5 = [q for q in a4]
+    return s3 + l5[0] * b[0]
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_consumed_after_a_saved_copy(mode):
+    check_grads(consumed_after_a_saved_copy, (A, B), wrt=(0, 1), modes=(mode,))

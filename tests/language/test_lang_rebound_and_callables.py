@@ -81,3 +81,41 @@ def uses_module_callables(x):
 
 def test_module_level_partial_and_callable_instance():
     check_grads(uses_module_callables, (X,), modes=("rev", "fwd"))
+
+
+def constant_through_alias_of_argument(x, y):
+    s = np.sum(x * x)
+    a = x
+    a[0] = 0.0               # changes the caller's x, which the derivative reads
+    return s + np.sum(x) * y
+
+
+def constant_through_alias_of_local(x, y):
+    b = x * 1.0
+    s = np.sum(b * b)
+    a = b
+    a[0] = 0.0               # b changes too
+    return s + np.sum(b) * y
+
+
+def test_constant_written_through_an_alias_refused():
+    for f, err in ((constant_through_alias_of_argument, ArgumentWriteError),
+                   (constant_through_alias_of_local, s2sad.errors.UnsupportedSyntaxError)):
+        for run in (lambda: s2sad.grad(f)(X, 0.5), lambda: s2sad.jvp(f, (X, 0.5), (X, 0.0))):
+            with pytest.raises(err) as e:
+                run()
+            assert "test_lang_rebound_and_callables.py:" in str(e.value) and "Fix:" in str(e.value)
+
+
+def constant_into_argument_directly(x, y):
+    s = np.sum(x * x)
+    x[0] = 0.0               # s2sad keeps the values it needs from before the write
+    return s * y
+
+
+def test_constant_written_into_argument_directly():
+    g = s2sad.grad(constant_into_argument_directly)(X.copy(), 0.5)
+    np.testing.assert_allclose(g, 2 * X * 0.5, rtol=1e-12)
+    v = np.array([0.3, 1.0, -2.0])
+    _, t = s2sad.jvp(constant_into_argument_directly, (X.copy(), 0.5), (v, 0.0))
+    np.testing.assert_allclose(t, np.sum(2 * X * v) * 0.5, rtol=1e-12)
