@@ -69,3 +69,21 @@ class ArgumentWriteError(UnsupportedSyntaxError):
     def __init__(self, message, origin=None, fix=None, param=None):
         self.param = param
         super().__init__(message, origin=origin, fix=fix)
+
+
+def caller_origin():
+    """The user's line that called into s2sad (the innermost frame outside the s2sad package and
+    outside generated code), as an :class:`~s2sad.ir.Origin`; None when there is none."""
+    import linecache
+    import os
+    import sys
+    from .ir import Origin
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    f = sys._getframe(1)
+    while f is not None:
+        name = f.f_code.co_filename
+        if not (os.path.abspath(name).startswith(here) or name.startswith("<")):
+            return Origin(name, f.f_lineno, 0, linecache.getline(name, f.f_lineno).strip(),
+                          f.f_code.co_name)
+        f = f.f_back
+    return None

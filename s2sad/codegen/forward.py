@@ -1304,7 +1304,10 @@ def seq_tangent(t, x, ans):
     out = list(t) if not isinstance(t, dict) else list(t.values())
     if isinstance(ans, (list, tuple)) and len(out) != len(ans):
         raise RuleError(f"forward mode: the tangent of {type(x).__name__} has {len(out)} "
-                        f"element(s) where the value has {len(ans)}")
+                        f"element(s) where the value has {len(ans)}",
+                        fix="a rule's tangent template for this value gives the wrong number of "
+                            "elements; check it against the value (s2sad.testing.check_grads(..., "
+                            "modes=(\"fwd\",)))")
     return type(ans)(out) if isinstance(ans, (list, tuple)) else out
 
 

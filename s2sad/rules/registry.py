@@ -45,7 +45,7 @@ import threading
 
 import numpy as np
 
-from ..errors import RuleError
+from ..errors import RuleError, caller_origin
 
 # Globals available to every template, and to the generated modules.
 NAMESPACE = {"np": np, "math": math}
@@ -83,15 +83,29 @@ class Rule:
         clash = names & {"g", "ans", "t"}
         if clash and not zero:
             raise RuleError(f"rule for {self.name}: parameters named {sorted(clash)} would hide the "
-                            f"template names g (output adjoint), ans (output), t (tangent); "
-                            f"rename them in params=")
+                            f"template names g (output adjoint), ans (output), t (tangent)",
+                            origin=caller_origin(),
+                            fix="rename them in params= (the names are yours: params=\"x, /\" "
+                                "binds the callee's first argument to x)")
         for p in list(self.vjp) + list(self.jvp) + list((joint or ((), ""))[0]) + list(self.forbid):
             if p not in names:
-                raise RuleError(f"rule for {self.name}: {p!r} is not a parameter of ({params})")
+                raise RuleError(f"rule for {self.name}: {p!r} is not a parameter of ({params})",
+                                origin=caller_origin(),
+                                fix="key vjp=/jvp= by the names given in params=")
+        for text in list(self.vjp.values()) + list(self.jvp.values()) + \
+                ([joint[1]] if joint else []):
+            try:
+                ast.parse(text.strip(), mode="eval")
+            except SyntaxError as e:
+                raise RuleError(f"rule for {self.name}: template {text!r} is not an expression: "
+                                f"{e.msg}", origin=caller_origin(),
+                                fix="write each template as one Python expression of g (or t), "
+                                    "ans and the parameters") from None
         for k, v in self.ns.items():
             if k in NAMESPACE and NAMESPACE[k] is not v:
                 raise RuleError(f"rule for {self.name}: template global {k!r} already means "
-                                f"{NAMESPACE[k]!r}")
+                                f"{NAMESPACE[k]!r}", origin=caller_origin(),
+                                fix="give the object another name in ns= and in the templates")
             NAMESPACE[k] = v
         self._parsed = {}
         self._compiled = {}
@@ -126,7 +140,10 @@ class Rule:
             try:
                 tree = ast.parse(text.strip(), mode="eval").body
             except SyntaxError as e:
-                raise RuleError(f"rule for {self.name}: template {text!r} is not an expression: {e}")
+                raise RuleError(f"rule for {self.name}: template {text!r} is not an expression: {e}",
+                                origin=caller_origin(),
+                                fix="write each template as one Python expression of g (or t), ans "
+                                    "and the parameters")
             self._parsed[which] = tree
         return tree
 
@@ -209,13 +226,17 @@ def _parse_params(params, fn, name):
         try:
             return inspect.signature(fn)
         except (TypeError, ValueError):
-            raise RuleError(f"rule for {name}: give params= (the callee has no signature)")
+            raise RuleError(f"rule for {name}: the callee has no signature s2sad can read",
+                            origin=caller_origin(),
+                            fix="give params=, e.g. params=\"x, /, axis=None\"")
     src = f"def _sig({params}): pass"
     glb = dict(NAMESPACE)
     try:
         exec(compile(src, "<params>", "exec"), glb)
     except SyntaxError as e:
-        raise RuleError(f"rule for {name}: params {params!r} do not parse: {e}")
+        raise RuleError(f"rule for {name}: params {params!r} do not parse: {e}",
+                        origin=caller_origin(),
+                        fix="write params= as a Python parameter list, e.g. \"x, y=1.0, /\"")
     return inspect.signature(glb["_sig"])
 
 
