@@ -124,6 +124,10 @@ def _result_kind(call, kinds):
                 return "a"
             return "?"
         if k == "getitem":
+            if arg_kinds and arg_kinds[0] == "c" and len(call.args) == 2 and \
+                    isinstance(call.args[1], ir.Index) and not call.args[1].is_tuple and \
+                    isinstance(call.args[1].parts[0], ir.Slice):
+                return "c"              # a slice of a list or tuple is one
             return "a" if arg_kinds and arg_kinds[0] == "a" else "?"
         return {"array": "a", "float": "f", "any": "?", "container": "c", "int": "i",
                 "complex": "z"}.get(k, "?")
@@ -166,6 +170,42 @@ def _hashable(obj):
         return False
 
 
+def _key_may_be_items(call, kinds):
+    """``x[key]`` where x's kind is unknown (it may be np.r_/np.c_/np.mgrid... held in a
+    variable or passed in) and the key reads a variable that may carry a derivative: the items of
+    an index trick, whose derivatives a plain subscript would drop."""
+    if len(call.args) != 2 or call.kwargs:
+        return False
+    recv, key = call.args
+    if isinstance(recv, str):
+        if kinds.get(recv) != "?":
+            return False
+    elif not (isinstance(recv, ir.Const) and operand_kind(recv, kinds) == "?"):
+        return False
+    one = key.parts[0] if isinstance(key, ir.Index) and len(key.parts) == 1 else key
+    if isinstance(one, ir.Const) and isinstance(one.value, str) and \
+            any(c in one.value for c in ",;"):
+        return True         # r["a, b"]: a matrix of the variables the string names (refused)
+    return any(kinds.get(v, "i") != "i" for v in ir.operand_vars(key))
+
+
+def _route_subscript(call):
+    """``x[a, 0:n]`` as ``runtime.subscript(x, (True, "vs"), a, 0, n, None)``."""
+    recv, key = call.args
+    parts = key.parts if isinstance(key, ir.Index) else [key]
+    layout, flat = "", []
+    for p in parts:
+        if isinstance(p, ir.Slice):
+            layout += "s"
+            flat += [q if q is not None else ir.Const(None) for q in (p.lower, p.upper, p.step)]
+        else:
+            layout += "v"
+            flat.append(p)
+    is_tuple = isinstance(key, ir.Index) and key.is_tuple
+    call.fn = ir.Static(runtime.subscript, "_rt.subscript")
+    call.args = [recv, ir.Const((is_tuple, layout))] + flat
+
+
 def classify_call(call, kinds, origin):
     fn = call.fn
     call.info = {}
@@ -178,13 +218,22 @@ def classify_call(call, kinds, origin):
             call.info["diff_vars"] = call.reads()
             return
         if _hashable(obj) and obj in runtime._DUNDERS and not call.kwargs and \
-                any(operand_kind(a, kinds) == "o" for a in call.args):
+                (any(operand_kind(a, kinds) == "o" for a in call.args) or
+                 obj is operator.getitem and isinstance(call.args[0], ir.Const) and
+                 runtime.kind_of(call.args[0].value) == "o"):
             # an operator on an object of a class with Python __add__/__radd__/__getitem__...:
             # the methods are differentiated at run time
+            key = call.args[1] if obj is operator.getitem and len(call.args) == 2 else None
+            if isinstance(key, ir.Index) and not key.is_tuple and len(key.parts) == 1 and \
+                    not isinstance(key.parts[0], ir.Slice):
+                call.args[1] = key.parts[0]     # o[x]: x an argument, its adjoint routed back
             call.cls = "dynamic"
             call.info["diff_vars"] = call.reads()
             call.info["operator"] = True
             return
+        if obj is operator.getitem and _key_may_be_items(call, kinds):
+            _route_subscript(call)
+            obj = call.fn.obj
         rule = registry.lookup(obj)
         if _hashable(obj) and obj in _SEQ_OPS and len(call.args) == 2 and not call.kwargs:
             ks = {operand_kind(a, kinds) for a in call.args}
@@ -694,6 +743,16 @@ def finish(fn, active, varied):
             continue
         varied_args = [v for v in call.reads() if v in varied]
         call.info["varied_args"] = varied_args
+        if call.cls == "dynamic" and call.info.get("operator") and \
+                call.fn.obj is operator.getitem and isinstance(call.args[1], ir.Index) and \
+                any(v in varied for v in ir.operand_vars(call.args[1])):
+            # obj[a, b] / obj[a:b] on a class with a Python __getitem__: the key's parts would
+            # get no derivative back (o[k] with one value k does)
+            raise UnsupportedSyntaxError(
+                "a subscript with several parts or a slice, on an object whose class defines "
+                "__getitem__ in Python, with a key part that carries a derivative",
+                origin=s.origin,
+                fix="build the key as one value first (`key = (a, b)`) and write `obj[key]`")
         if call.cls == "primitive" and call.rule.forbid and varied_args:
             _check_forbid(call, s.origin)
         if call.cls == "primitive" and varied_args:

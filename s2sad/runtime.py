@@ -278,6 +278,131 @@ def acc_getitem(acc, x, idx, g, _owned=False):
     return acc
 
 
+# -- subscripts of receivers whose kind is unknown when the derivative is built -------------------
+# ``r[a, b]`` where ``r`` may be np.r_/np.c_ (np.mgrid, np.ogrid, np.s_, np.index_exp, CuPy's)
+# held in a variable or passed in: the classifier routes such sites to ``subscript``, the key's
+# parts flattened (a slice gives its three bounds) and described by ``layout`` = (is_tuple, a
+# string of "v" for a value and "s" for a slice).  The items of an index trick then get their
+# adjoints (a concatenation's, see adjoints.index_concat); for any other receiver the key carries
+# no derivative, as in ``x[i]``.
+def subscript_key(layout, flat):
+    """The key ``obj[...]`` is given, rebuilt from its flattened parts."""
+    is_tuple, parts = layout
+    items, k = [], 0
+    for p in parts:
+        if p == "s":
+            items.append(slice(flat[k], flat[k + 1], flat[k + 2]))
+            k += 3
+        else:
+            items.append(flat[k])
+            k += 1
+    return tuple(items) if is_tuple else items[0]
+
+
+def _trick_items(obj, layout, flat):
+    """(kind, is_tuple, items, packed) when ``obj`` is an index trick, else None (``packed``: one
+    value that is itself the tuple of items, as in ``key = (a, b); r[key]``)."""
+    if type(obj) is _NDARRAY or isinstance(obj, (list, tuple, dict)):
+        return None
+    from .rules.adjoints import _index_trick_kind
+    kind = _index_trick_kind(obj)
+    if kind is None:
+        return None
+    key = subscript_key(layout, flat)
+    if isinstance(key, str) and kind == "concat":
+        from .errors import UnsupportedSyntaxError
+        from .rules.adjoints import _trick_name
+        raise UnsupportedSyntaxError(
+            f"{_trick_name(obj)}[...] (reached through a variable) with a string builds a matrix "
+            f"from variables named in the string, which s2sad cannot follow",
+            fix="use np.block([[a, b], [c, d]]) or np.concatenate")
+    if isinstance(key, tuple):
+        return kind, True, list(key), not layout[0]
+    return kind, False, [key], False
+
+
+def subscript(obj, layout, *flat):
+    """``obj[key]`` for a receiver known only at run time (see above)."""
+    key = subscript_key(layout, flat)
+    if _trick_items(obj, layout, flat) is None and not (
+            _is_array(obj) or isinstance(obj, (list, tuple, dict, str, bytes, range))) and \
+            differentiable(key):
+        from .errors import UnsupportedSyntaxError
+        name = type(obj).__name__
+        raise UnsupportedSyntaxError(
+            f"a {name}[...] whose key carries a derivative: s2sad cannot tell how the value a "
+            f"{name} returns depends on its key (the type was not known when the derivative was "
+            f"built)",
+            fix="for a class of your own, call `obj.__getitem__(key)` (s2sad differentiates it), "
+                "or pass the object as an argument; for np.r_/np.c_ write np.r_[...] directly or "
+                "use np.concatenate")
+    return obj[key]
+
+
+def subscript_adjoint(g, obj, layout, flat):
+    """Adjoints of the flattened key parts of ``subscript(obj, layout, *flat)``: an index
+    trick's items get theirs (a slice's bounds through the values it expands to); any other
+    receiver's key gets none."""
+    out = [0.0] * len(flat)
+    trick = _trick_items(obj, layout, flat)
+    if trick is None or is_zero(g):
+        return tuple(out)
+    kind, is_tuple, items, packed = trick
+    from .rules import adjoints as adj
+    fn = adj.index_concat_adjoint if kind == "concat" else adj.index_trick_adjoint
+    got = fn(g, obj, is_tuple, items)
+    if packed:
+        out[0] = tuple(got)
+        return tuple(out)
+    k = 0
+    for p, gk in zip(layout[1], got):
+        if p == "s":
+            for j in range(3):
+                if differentiable(flat[k + j]):
+                    out[k + j] = adj.r_slice_adjoint(gk, *flat[k:k + 3], j)
+            k += 3
+        else:
+            out[k] = gk
+            k += 1
+    return tuple(out)
+
+
+def subscript_tangent(tflat, ans, obj, layout, flat):
+    """Tangent of ``subscript(obj, layout, *flat)`` from the tangents of the key parts."""
+    trick = _trick_items(obj, layout, flat)
+    if trick is None:
+        return 0.0
+    kind, is_tuple, items, packed = trick
+    from .rules import adjoints as adj
+    if packed:
+        t0 = tflat[0]
+        tin = list(t0) if isinstance(t0, (tuple, list)) else [None] * len(items)
+    else:
+        tin, k = [], 0
+        for p in layout[1]:
+            if p == "s":
+                parts = [adj.r_slice_tangent(tflat[k + j], *flat[k:k + 3], j) for j in range(3)
+                         if tflat[k + j] is not None and not is_zero(tflat[k + j])]
+                parts = [x for x in parts if not is_zero(x)]
+                tin.append(_sum_or_none(parts))
+                k += 3
+            else:
+                tin.append(tflat[k])
+                k += 1
+    fn = adj.index_concat_tangent if kind == "concat" else adj.index_trick_tangent
+    return fn(tin, ans, obj, is_tuple, items)
+
+
+def _sum_or_none(parts):
+    """The sum of ``parts``, None for none."""
+    if not parts:
+        return None
+    out = parts[0]
+    for x in parts[1:]:
+        out = out + x
+    return out
+
+
 def add_at_delta(a, indices, b):
     """The change ``np.add.at(a, indices, b)`` makes to ``a`` (repeated indices add up), as a new
     array: the frontend lowers ``np.add.at(a, i, b)`` to ``a[...] += add_at_delta(a, i, b)``."""

@@ -53,6 +53,14 @@ defzero(operator.floordiv, operator.lt, operator.le, operator.gt, operator.ge, o
 defrule(operator.getitem, "obj, idx, /", vjp={"obj": "_rt.getitem_adjoint(g, obj, idx)"},
         constant=("idx",),
         jvp={"obj": "t[idx]"}, view=True, kind="getitem")
+# x[...] on a receiver whose kind is unknown when the derivative is built, with a key that may
+# carry a derivative (``r = np.r_; r[a, b]``): routed here by the classifier (runtime.subscript)
+defrule(_r.subscript, "obj, layout, /, *flat",
+        vjp={"obj": "_rt.getitem_adjoint(g, obj, _rt.subscript_key(layout, flat))",
+             "flat": "_rt.subscript_adjoint(g, obj, layout, flat)"},
+        jvp={"obj": "t[_rt.subscript_key(layout, flat)]",
+             "flat": "_rt.subscript_tangent(t, ans, obj, layout, flat)"},
+        view=True, kind="any", name="x[...] (receiver known at run time)")
 defrule(_r.build_tuple, "*items", vjp={"items": "_rt.parts(g, n_items)"}, jvp={"items": "t"},
         kind="container", name="tuple display")
 defrule(_r.build_list, "*items", vjp={"items": "_rt.parts(g, n_items)"}, jvp={"items": "t"},
