@@ -38,8 +38,8 @@ dict_get genexpr listcomp dictcomp starmap reduce accumulate iter_var iter_reuse
 dict_ctor dict_copy list_slice list_concat np_array_of_list deepcopy
 branch branch_container loop loop_build_list loop_build_dict loop_fill loop_setattr while
 break continue early_return inner_early_return
-lambda closure helper partial bound_method ufunc_value call key_closure comp_shadow reduce_iter alias_arg
-class class_kw dataclass attr_write attr_augwrite setattr getattr __dict__ vars method_mutate
+lambda closure helper partial bound_method ufunc_value call key_closure comp_shadow reduce_iter alias_arg closure_iter
+class class_kw dataclass attr_write attr_overwrite attr_augwrite setattr getattr __dict__ vars method_mutate
 method copy dc_replace
 r_ r_range r_directive c_ frompyfunc vectorize where np_sort np_maximum concat stack cumsum roll
 inplace_array inplace_list inplace_dict list_method alias argwrite
@@ -113,9 +113,10 @@ class HypothesisChooser(Chooser):
 
 # -- scopes ----------------------------------------------------------------------------------
 class Var:
-    __slots__ = ("kind", "length", "attrs", "cls", "elem", "used", "view")
+    __slots__ = ("kind", "length", "attrs", "cls", "elem", "used", "view", "argview")
 
-    def __init__(self, kind, length=N, attrs=(), cls=None, elem=None, used=False, view=False):
+    def __init__(self, kind, length=N, attrs=(), cls=None, elem=None, used=False, view=False,
+                 argview=False):
         self.kind = kind
         self.length = length          # lists: N or None (unknown)
         self.attrs = set(attrs)       # objects: attribute names known to exist
@@ -123,9 +124,11 @@ class Var:
         self.elem = elem              # iterators: f, ff, if, kf, f? (maybe empty)
         self.used = used              # iterators: consumed (maybe exhausted)
         self.view = view              # iterators: a dict view (reusable)
+        self.argview = argview        # arrays: may be the argument x, or a view of it
 
     def copy(self):
-        return Var(self.kind, self.length, self.attrs, self.cls, self.elem, self.used, self.view)
+        return Var(self.kind, self.length, self.attrs, self.cls, self.elem, self.used, self.view,
+                   self.argview)
 
 
 class Scope:
@@ -151,6 +154,7 @@ class Scope:
                     continue
                 var.attrs &= bv.attrs
                 var.used = var.used or bv.used
+                var.argview = var.argview or bv.argview
                 if bv.length != var.length:
                     var.length = None
         for name in keep_new:
@@ -159,6 +163,7 @@ class Scope:
             for o in vs[1:]:
                 v.attrs &= o.attrs
                 v.used = v.used or o.used
+                v.argview = v.argview or o.argview
                 if o.length != v.length:
                     v.length = None
                 if o.cls != v.cls:
@@ -279,12 +284,21 @@ class Gen:
         self.touch(sc, text)
         return f"{brackets[0]}{text} for {', '.join(names)} in {iterable}{brackets[1]}"
 
-    def touch(self, sc, text):
-        """Iterators that ``text`` (a body that may run) mentions count as consumed."""
+    def touch(self, sc, text, closure=False):
+        """Iterators that ``text`` (a body that may run) mentions count as consumed; a closure
+        (lambda, def) that reads an iterator or view is tagged 'closure_iter'."""
         for name, v in sc.vars.items():
-            if v.kind == "i" and not v.view and re.search(r"\b%s\b" % name, text):
-                v.used = True
+            if v.kind == "i" and re.search(r"\b%s\b" % name, text):
+                if closure:
+                    self.tags.add("closure_iter")
+                if not v.view:
+                    v.used = True
         return text
+
+    def argview(self, sc, expr):
+        """Whether array expression ``expr`` may be the argument x or a view of it."""
+        m = re.fullmatch(r"(\w+)(\[::-1\])?", expr)
+        return bool(m) and m.group(1) in sc.vars and sc.vars[m.group(1)].argview
 
     def helper(self, name):
         self.used_helpers.add(name)
@@ -546,7 +560,7 @@ class Gen:
         b = self.body_scope(sc, t="s")
         e = max(d - 1, 0)
         opts = [
-            (4, "lambda", lambda: self.touch(sc, ch.elem([
+            (4, "lambda", lambda: self.touch(sc, closure=True, text=ch.elem([
                 lambda: f"(lambda t: t * {self.S(b, e)})",
                 lambda: f"(lambda t: np.sin(t) + {self.S(b, e)})",
                 lambda: f"(lambda t: (t - {self.S(b, e)}) ** 2)",
@@ -728,6 +742,11 @@ class Gen:
             (1, "dict_view sorted_key dict_ctor",
              lambda: f"dict(sorted({De()}.items(), key=lambda kv: kv[1]))"),
             (1, "deepcopy", lambda: f"copy.deepcopy({De()})"),
+            (2, "zip sorted_key itemgetter dict_ctor",
+             lambda: f"dict(sorted(zip({KEYS!r}, {self.seq(sc, e)}), key=operator.itemgetter(1)))"),
+            (2, "zip sorted_key itemgetter dictcomp",
+             lambda: self.comp(sc, f"sorted(zip({KEYS!r}, {self.seq(sc, e)}), key=operator.itemgetter(1))",
+                               ["n", "c"], ["k", "s"], lambda b, n: f"{n[0]}: {n[1]}", "{}")),
         ]
         return self.choose(opts)
 
@@ -784,7 +803,11 @@ class Gen:
         pad = "    " * indent
         emit = lambda s: lines.append(pad + s)  # noqa: E731
         d = self.ch.int(0, 2)
-        arrs_owned = sc.of("a")
+        # arrays to write into: not x (that is 'argwrite'), and not an alias or view of x unless
+        # 'alias_arg' is allowed
+        arrs_owned = sc.of("a", lambda v: not v.argview or self.ok("alias_arg"))
+        if "x" in arrs_owned:
+            arrs_owned.remove("x")
         lists = sc.of("l", lambda v: v.length == N)
         anylists = sc.of("l")
         dicts = sc.of("d")
@@ -802,7 +825,7 @@ class Gen:
             if ch.coin(40):
                 expr = ch.elem([f"{expr}.copy()", f"np.array({expr})"])
             emit(f"{name} = {expr}")
-            sc.add(name, Var("a"))
+            sc.add(name, Var("a", argview=self.argview(sc, expr)))
 
         def new_list():
             name = self.fresh("l")
@@ -835,7 +858,7 @@ class Gen:
                 emit(f"    if {self.cond(inner, 0)}:")
                 emit(f"        return {self.S(inner, d)}")
             emit(f"    return {self.S(inner, d + 1)}")
-            self.touch(sc, "\n".join(lines[start:]))
+            self.touch(sc, "\n".join(lines[start:]), closure=True)
             sc.add(name, Var("f"))
 
         def new_iter():
@@ -847,11 +870,6 @@ class Gen:
         def alias():
             kind = ch.elem([k for k in "ald" if sc.of(k)])
             src = ch.elem(sc.of(kind))
-            if src == "x":
-                if not self.ok("alias_arg"):
-                    src = ch.elem(sc.of(kind)[1:] or ["x"])
-                if src == "x":
-                    self.tags.add("alias_arg")
             name = self.fresh(kind)
             emit(f"{name} = {src}")
             sc.add(name, sc.vars[src].copy())
@@ -859,8 +877,8 @@ class Gen:
         def inplace_array():
             a = ch.elem(arrs_owned)
             S = lambda: self.S(sc, d)  # noqa: E731
-            if a == "x":
-                self.tags.add("argwrite")
+            if sc.vars[a].argview:
+                self.tags.add("alias_arg")
             ch.elem([
                 lambda: emit(f"{a}[{self.idx(sc)}] = {S()}"),
                 lambda: emit(f"{a}[{self.idx(sc)}] += {S()}"),
@@ -904,7 +922,12 @@ class Gen:
         def attr_write():
             o = ch.elem(objs)
             v = sc.vars[o]
-            name = ch.elem(["w", "v", "u"])
+            names = ["w", "v", "u"]
+            if not self.ok("attr_overwrite"):
+                names = [n for n in names if n not in v.attrs] or [self.fresh("z")]
+            name = ch.elem(names)
+            if name in v.attrs:
+                self.tags.add("attr_overwrite")
             S = lambda: self.S(sc, d)  # noqa: E731
             forms = [(4, "attr_write", lambda: emit(f"{o}.{name} = {S()}")),
                      (2, "setattr", lambda: emit(f"setattr({o}, '{name}', {S()})")),
@@ -915,7 +938,7 @@ class Gen:
                 forms += [(2, "attr_augwrite", lambda: emit(f"{o}.{name} += {S()}")),
                           (1, "attr_augwrite __dict__", lambda: emit(f"{o}.__dict__['{name}'] *= {S()}"))]
             if v.cls in ("Box", "Bag") and "w" in v.attrs:
-                forms.append((2, "method_mutate", lambda: emit(f"{o}.bump({S()})")))
+                forms.append((2, "method_mutate attr_overwrite", lambda: emit(f"{o}.bump({S()})")))
             self.choose(forms)
             v.attrs.add(name)
 
@@ -944,8 +967,9 @@ class Gen:
                     sub.append(f"{name} = {self.D(b, d + 1)}")
                     b.add(name, Var("d"))
                 elif kind == "a":
-                    sub.append(f"{name} = {self.A(b, d + 1)}")
-                    b.add(name, Var("a"))
+                    expr = self.A(b, d + 1)
+                    sub.append(f"{name} = {expr}")
+                    b.add(name, Var("a", argview=self.argview(b, expr)))
                 else:
                     expr, var = self.new_obj(b, d)
                     sub.append(f"{name} = {expr}")
@@ -959,7 +983,7 @@ class Gen:
             sc.merge_from(scopes, keep_new=[name])
 
         def attr_write_into(b, o, out):
-            nm = ch.elem(["v", "u"])
+            nm = ch.elem([n for n in ("v", "u") if n not in b.vars[o].attrs] or [self.fresh("z")])
             out.append(self.choose([
                 (2, "attr_write", lambda: f"{o}.{nm} = {self.S(b, d)}"),
                 (1, "setattr", lambda: f"setattr({o}, '{nm}', {self.S(b, d)})"),
@@ -994,8 +1018,8 @@ class Gen:
             (9, "iter_var", new_iter),
             (1, "argwrite inplace_array", argwrite),
         ]
-        if any(a != "x" for a in arrs_owned):
-            opts.append((9, "inplace_array", lambda: (arrs_owned.remove("x"), inplace_array())))
+        if arrs_owned:
+            opts.append((9, "inplace_array", inplace_array))
         if lists:
             opts += [(9, "inplace_list", inplace_list), (6, "list_method", list_method)]
         if dicts:
@@ -1109,8 +1133,10 @@ class Gen:
             sc.add(name, Var("a"))
 
         def set_attrs():
-            objs = sc.of("o")
+            objs = sc.of("o", lambda v: self.ok("attr_overwrite") or not v.attrs & set(KEYS))
             o = ch.elem(objs)
+            if sc.vars[o].attrs & set(KEYS):
+                self.tags.add("attr_overwrite")
             b2 = self.body_scope(sc, k="k", t="s")
             emit(f"for k, t in {self.D(sc, d)}.items():")
             lines.append(pad + f"    setattr({o}, k, {self.S(b2, d)})")
@@ -1138,7 +1164,7 @@ class Gen:
             (2, "loop_fill inplace_array", fill_array),
             (1, "while", while_loop),
         ]
-        if sc.of("o"):
+        if sc.of("o", lambda v: self.ok("attr_overwrite") or not v.attrs & set(KEYS)):
             opts.append((1, "loop_setattr setattr dict_view", set_attrs))
         self.choose(opts)
 
@@ -1195,7 +1221,7 @@ class Gen:
     # whole programs ----------------------------------------------------------------------------
     def program(self):
         sc = Scope()
-        sc.add("x", Var("a"))
+        sc.add("x", Var("a", argview=True))
         sc.add("y", Var("s"))
         body = []
         self.block(sc, self.max_depth, body, 1, first=True)

@@ -134,6 +134,8 @@ def main(argv=None):
     ap.add_argument("--shrink", action="store_true",
                     help="shrink one program of each failure class and print it")
     ap.add_argument("--shrink-budget", type=float, default=300.0, help="seconds per shrink")
+    ap.add_argument("--shrink-per-class", type=int, default=1,
+                    help="programs to shrink per failure class (distinct results are printed)")
     ap.add_argument("--replay", metavar="SEED:K", help="print program K of SEED and judge it")
     ap.add_argument("--file", help="judge the program in this file (defines f(x, y))")
     ap.add_argument("--list-tags", action="store_true", help="print the construct names")
@@ -175,6 +177,10 @@ def main(argv=None):
     if a.breakdown:
         print(breakdown(judged))
         print()
+    elif any(r["outcome"] in ("wrong", "crash") for r in judged):
+        print("constructs in failing programs:")
+        print(breakdown([r for r in judged if r["outcome"] in ("wrong", "crash")]))
+        print()
     groups = failure_classes(judged)
     if groups:
         print("failure classes (signature: count, first programs):")
@@ -197,16 +203,21 @@ def main(argv=None):
             print(r["result"].report())
             print()
     if a.shrink and groups:
-        tasks = [(rows[0]["source"], rows[0]["result"], point_seed(a.seed, rows[0]["k"]),
-                  a.shrink_budget) for rows in groups.values()]
+        which = [(sig, r) for sig, rows in groups.items() for r in rows[:a.shrink_per_class]]
+        tasks = [(r["source"], r["result"], point_seed(a.seed, r["k"]), a.shrink_budget)
+                 for _, r in which]
         if a.jobs > 1:
             ctx = multiprocessing.get_context("fork")
             with ctx.Pool(min(a.jobs, len(tasks))) as pool:
                 small = pool.map(_shrink_task, tasks)
         else:
             small = [_shrink_task(t) for t in tasks]
-        for (sig, rows), s in zip(groups.items(), small):
-            print(f"=== shrunk: {sig} (from {a.seed}:{rows[0]['k']})")
+        shown = set()
+        for (sig, r), s in zip(which, small):
+            if s in shown:
+                continue
+            shown.add(s)
+            print(f"=== shrunk: {sig} (from {a.seed}:{r['k']}; constructs: {' '.join(r['tags'])})")
             print(s)
     print(summary_line(a.seed, judged, discarded, secs, modes, exclude))
     c = collections.Counter(r["outcome"] for r in judged)
