@@ -54,8 +54,48 @@ CONFIG = {
 _state = {"pointer_error": None, "cupy_launch_error": None}
 _kernels = {}
 _streams = {}
-_tables = {}
 _lock = threading.RLock()
+
+
+class _Cache:
+    """A bounded dict (at most ``CONFIG["table_cache"]`` entries, the oldest evicted first) that
+    several threads fill at once: a lookup takes no lock (one ``dict.get``); storing and evicting
+    take a small lock of the cache's own, so two threads never evict the same entry (a KeyError)
+    nor iterate the dict while another changes it (a RuntimeError)."""
+    __slots__ = ("_d", "_lock")
+
+    def __init__(self):
+        self._d = {}
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        return self._d.get(key)
+
+    def put(self, key, value):
+        """Store ``value`` under ``key`` and return it; if another thread stored one under that
+        key first, keep that one and return it."""
+        with self._lock:
+            have = self._d.get(key)
+            if have is not None:
+                return have
+            limit = max(int(CONFIG["table_cache"]), 1)
+            while len(self._d) >= limit:
+                del self._d[next(iter(self._d))]
+            self._d[key] = value
+            return value
+
+    def clear(self):
+        with self._lock:
+            self._d.clear()
+
+    def __len__(self):
+        return len(self._d)
+
+    def __contains__(self, key):
+        return key in self._d
+
+
+_tables = _Cache()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -575,6 +615,7 @@ def _stream(core=False):
 
 
 _uploads = []     # (event, pinned host buffer) of table copies that may still be in flight
+_uploads_lock = threading.Lock()
 
 
 def _device_table(table):
@@ -593,11 +634,11 @@ def _device_table(table):
         host[...] = table
         t = cp.empty(table.shape, table.dtype)
         t.set(host, stream=stream)
-        _uploads[:] = [u for u in _uploads if not u[0].done]
-        _uploads.append((stream.record(), mem))
-        if len(_tables) >= CONFIG["table_cache"]:
-            _tables.pop(next(iter(_tables)))
-        _tables[key] = t
+        event = stream.record()
+        with _uploads_lock:       # (a lost entry would free the pinned buffer mid-copy)
+            _uploads[:] = [u for u in _uploads if not u[0].done]
+            _uploads.append((event, mem))
+        t = _tables.put(key, t)
     return t
 
 
@@ -732,7 +773,7 @@ def _launch_segments_table(part, sspan, dspan, srdt, drdt, acc, gpu):
 # of the first call under that key, with source addresses relative to g and destination addresses
 # relative to the fresh output buffers (or absolute, inside the accumulation buffers, whose
 # addresses are part of the key); later calls allocate the outputs and launch, nothing else.
-_plans = {}
+_plans = _Cache()
 
 
 class _Fresh:
@@ -774,9 +815,7 @@ def _planned(key, g, acc, compute):
         _tls.rec = None
     plan = _record(rec, fresh, outs, acc, gaddr)
     if plan is not None:
-        if len(_plans) >= CONFIG["table_cache"]:
-            _plans.pop(next(iter(_plans)))
-        _plans[key] = plan
+        _plans.put(key, plan)
     return outs
 
 

@@ -239,3 +239,47 @@ def test_several_key_parts_into_python_getitem_are_refused():
 def test_object_of_unknown_kind_with_python_getitem_is_refused():
     msg = _refused(UnsupportedSyntaxError, through_attribute, 0.7)
     assert "Lookup[...]" in msg and "__getitem__" in msg
+
+
+# -- CuPy: cupy.r_ / cupy.c_ through a variable -----------------------------------------------------
+def _gpu():
+    import os
+    try:
+        import cupy as cp
+        ok = bool(cp.is_available()) and os.environ.get("NUMBA_ENABLE_CUDASIM") == "0"
+    except Exception:  # noqa: BLE001
+        return None
+    return cp if ok else None
+
+
+def cupy_r_local(a, b):
+    import cupy
+    rr = cupy.r_
+    return cupy.sum(cupy.sin(rr[a, 2.5, b * b]) * cupy.arange(7.0))
+
+
+def cupy_c_argument(a, b, c):
+    import cupy
+    return cupy.sum(c[a, b * a] ** 2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("f", [cupy_r_local, cupy_c_argument])
+def test_cupy_index_tricks_through_a_variable(f):
+    cp = _gpu()
+    if cp is None:
+        pytest.skip("needs CuPy, a GPU and NUMBA_ENABLE_CUDASIM=0")
+    a, b = cp.asarray(A), cp.asarray(A[::-1].copy())
+    extra = (cp.c_,) if f is cupy_c_argument else ()
+    ga, gb = s2sad.grad(f, wrt=(0, 1))(a, b, *extra)
+    assert type(ga).__module__.startswith("cupy") and ga.shape == (3,)
+    eps = 1e-6
+    for k in range(3):
+        e = cp.zeros(3)
+        e[k] = 1.0
+        fd_a = float(f(a + eps * e, b, *extra) - f(a - eps * e, b, *extra)) / (2 * eps)
+        fd_b = float(f(a, b + eps * e, *extra) - f(a, b - eps * e, *extra)) / (2 * eps)
+        assert float(ga[k]) == pytest.approx(fd_a, rel=1e-6, abs=1e-8)
+        assert float(gb[k]) == pytest.approx(fd_b, rel=1e-6, abs=1e-8)
+        _, t = jvp(f, (a, b) + extra, (e, cp.zeros(3)) + ((None,) if extra else ()))
+        assert float(t) == pytest.approx(fd_a, rel=1e-6, abs=1e-8)
