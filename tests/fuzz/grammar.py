@@ -22,6 +22,7 @@ Each production carries a *tag* (a construct name).  A program records the tags 
 per-construct breakdown), and ``exclude`` removes tagged productions from the grammar (the CI test
 excludes constructs that are known to be broken and not yet fixed).
 """
+import itertools
 import random
 import re
 
@@ -38,7 +39,7 @@ dict_get genexpr listcomp dictcomp starmap reduce accumulate iter_var iter_reuse
 dict_ctor dict_copy list_slice list_concat np_array_of_list deepcopy
 branch branch_container loop loop_build_list loop_build_dict loop_fill loop_setattr while
 break continue early_return inner_early_return
-lambda closure helper partial bound_method ufunc_value call key_closure comp_shadow reduce_iter alias_arg closure_iter
+lambda closure helper partial bound_method ufunc_value call key_closure comp_shadow reduce_iter alias_arg closure_iter lazy_mutation loop_var_reuse
 class class_kw dataclass attr_write attr_overwrite attr_augwrite setattr getattr __dict__ vars method_mutate
 method copy dc_replace
 r_ r_range r_directive c_ frompyfunc vectorize where np_sort np_maximum concat stack cumsum roll
@@ -113,10 +114,12 @@ class HypothesisChooser(Chooser):
 
 # -- scopes ----------------------------------------------------------------------------------
 class Var:
-    __slots__ = ("kind", "length", "attrs", "cls", "elem", "used", "view", "argview")
+    __slots__ = ("kind", "length", "attrs", "cls", "elem", "used", "view", "argview", "ident",
+                 "deps")
+    _ids = itertools.count(1)
 
     def __init__(self, kind, length=N, attrs=(), cls=None, elem=None, used=False, view=False,
-                 argview=False):
+                 argview=False, ident=None, deps=frozenset()):
         self.kind = kind
         self.length = length          # lists: N or None (unknown)
         self.attrs = set(attrs)       # objects: attribute names known to exist
@@ -125,10 +128,14 @@ class Var:
         self.used = used              # iterators: consumed (maybe exhausted)
         self.view = view              # iterators: a dict view (reusable)
         self.argview = argview        # arrays: may be the argument x, or a view of it
+        # the objects this name may be bound to (aliases share them), and for iterators the
+        # objects they read lazily
+        self.ident = ident if ident is not None else frozenset([next(Var._ids)])
+        self.deps = frozenset(deps)
 
     def copy(self):
         return Var(self.kind, self.length, self.attrs, self.cls, self.elem, self.used, self.view,
-                   self.argview)
+                   self.argview, self.ident, self.deps)
 
 
 class Scope:
@@ -155,6 +162,7 @@ class Scope:
                 var.attrs &= bv.attrs
                 var.used = var.used or bv.used
                 var.argview = var.argview or bv.argview
+                var.ident = var.ident | bv.ident
                 if bv.length != var.length:
                     var.length = None
         for name in keep_new:
@@ -164,6 +172,8 @@ class Scope:
                 v.attrs &= o.attrs
                 v.used = v.used or o.used
                 v.argview = v.argview or o.argview
+                v.ident = v.ident | o.ident
+                v.deps = v.deps | o.deps
                 if o.length != v.length:
                     v.length = None
                 if o.cls != v.cls:
@@ -295,10 +305,47 @@ class Gen:
                     v.used = True
         return text
 
-    def argview(self, sc, expr):
-        """Whether array expression ``expr`` may be the argument x or a view of it."""
+    def bound(self, sc, kind, expr, **kw):
+        """A Var for a new name bound to ``expr``: an alias (same objects) when ``expr`` is a
+        name, or a view ``name[::-1]`` of one."""
         m = re.fullmatch(r"(\w+)(\[::-1\])?", expr)
-        return bool(m) and m.group(1) in sc.vars and sc.vars[m.group(1)].argview
+        if m and m.group(1) in sc.vars:
+            src = sc.vars[m.group(1)]
+            return Var(kind, ident=src.ident, argview=src.argview, length=src.length, **kw)
+        return Var(kind, **kw)
+
+    def deps(self, sc, expr):
+        """The objects an iterator expression reads (lazily)."""
+        out = set()
+        for name, v in sc.vars.items():
+            if v.kind in "aldo" and re.search(r"\b%s\b" % name, expr):
+                out |= v.ident
+        return frozenset(out)
+
+    def lazy_readers(self, sc, name):
+        """Iterators (maybe not consumed yet) and views that read the object(s) of ``name``."""
+        ident = sc.vars[name].ident
+        return [n for n, v in sc.vars.items() if v.kind == "i" and v.deps & ident]
+
+    def loopvars(self, *bases):
+        """Names for the targets of a for statement: fresh ones, or (in 'loop_var_reuse'
+        programs) the plain names t, i, k... that comprehensions and lambdas also use (then a
+        comprehension in a nested def may bind a name that is also a local of f)."""
+        if self.ok("loop_var_reuse") and self.ch.coin(50):
+            self.tags.add("loop_var_reuse")
+            return list(bases)
+        return [self.fresh(b) for b in bases]
+
+    def mutable(self, sc, names):
+        """``names`` that may be changed in place: all, or (when 'lazy_mutation' is left out)
+        those no live iterator reads."""
+        if self.ok("lazy_mutation"):
+            return list(names)
+        return [n for n in names if not self.lazy_readers(sc, n)]
+
+    def mutate(self, sc, name):
+        if self.lazy_readers(sc, name):
+            self.tags.add("lazy_mutation")
 
     def helper(self, name):
         self.used_helpers.add(name)
@@ -808,10 +855,11 @@ class Gen:
         arrs_owned = sc.of("a", lambda v: not v.argview or self.ok("alias_arg"))
         if "x" in arrs_owned:
             arrs_owned.remove("x")
-        lists = sc.of("l", lambda v: v.length == N)
-        anylists = sc.of("l")
-        dicts = sc.of("d")
-        objs = sc.of("o")
+        # containers to change in place (not those a live iterator reads, unless 'lazy_mutation')
+        arrs_owned = self.mutable(sc, arrs_owned)
+        lists = self.mutable(sc, sc.of("l", lambda v: v.length == N))
+        dicts = self.mutable(sc, sc.of("d"))
+        objs = self.mutable(sc, sc.of("o"))
         scalars = [s for s in sc.of("s") if s not in ("t", "p", "q", "v")]
 
         def new_scalar():
@@ -825,17 +873,19 @@ class Gen:
             if ch.coin(40):
                 expr = ch.elem([f"{expr}.copy()", f"np.array({expr})"])
             emit(f"{name} = {expr}")
-            sc.add(name, Var("a", argview=self.argview(sc, expr)))
+            sc.add(name, self.bound(sc, "a", expr))
 
         def new_list():
             name = self.fresh("l")
-            emit(f"{name} = {self.L(sc, d + 1)}")
-            sc.add(name, Var("l"))
+            expr = self.L(sc, d + 1)
+            emit(f"{name} = {expr}")
+            sc.add(name, self.bound(sc, "l", expr))
 
         def new_dict():
             name = self.fresh("d")
-            emit(f"{name} = {self.D(sc, d + 1)}")
-            sc.add(name, Var("d"))
+            expr = self.D(sc, d + 1)
+            emit(f"{name} = {expr}")
+            sc.add(name, self.bound(sc, "d", expr))
 
         def new_obj():
             name = self.fresh("o")
@@ -865,7 +915,8 @@ class Gen:
             name = self.fresh("it")
             expr, elem = self.iter_expr(sc, d)
             emit(f"{name} = {expr}")
-            sc.add(name, Var("i", elem=elem, view=expr.endswith((".values()", ".items()"))))
+            sc.add(name, Var("i", elem=elem, view=expr.endswith((".values()", ".items()")),
+                             deps=self.deps(sc, expr)))
 
         def alias():
             kind = ch.elem([k for k in "ald" if sc.of(k)])
@@ -876,6 +927,7 @@ class Gen:
 
         def inplace_array():
             a = ch.elem(arrs_owned)
+            self.mutate(sc, a)
             S = lambda: self.S(sc, d)  # noqa: E731
             if sc.vars[a].argview:
                 self.tags.add("alias_arg")
@@ -891,6 +943,7 @@ class Gen:
 
         def inplace_list():
             ln = ch.elem(lists)
+            self.mutate(sc, ln)
             S = lambda: self.S(sc, d)  # noqa: E731
             ch.elem([
                 lambda: emit(f"{ln}[{self.idx(sc)}] = {S()}"),
@@ -901,6 +954,7 @@ class Gen:
 
         def list_method():
             ln = ch.elem(lists)
+            self.mutate(sc, ln)
             ch.elem([
                 lambda: emit(f"{ln}.sort()"),
                 lambda: emit(f"{ln}.reverse()"),
@@ -910,6 +964,7 @@ class Gen:
 
         def inplace_dict():
             dn = ch.elem(dicts)
+            self.mutate(sc, dn)
             k = ch.elem(KEYS)
             S = lambda: self.S(sc, d)  # noqa: E731
             ch.elem([
@@ -921,6 +976,7 @@ class Gen:
 
         def attr_write():
             o = ch.elem(objs)
+            self.mutate(sc, o)
             v = sc.vars[o]
             names = ["w", "v", "u"]
             if not self.ok("attr_overwrite"):
@@ -960,16 +1016,10 @@ class Gen:
                 if kind == "s":
                     sub.append(f"{name} = {self.S(b, d + 1)}")
                     b.add(name, Var("s"))
-                elif kind == "l":
-                    sub.append(f"{name} = {self.L(b, d + 1)}")
-                    b.add(name, Var("l"))
-                elif kind == "d":
-                    sub.append(f"{name} = {self.D(b, d + 1)}")
-                    b.add(name, Var("d"))
-                elif kind == "a":
-                    expr = self.A(b, d + 1)
+                elif kind in "lda":
+                    expr = {"l": self.L, "d": self.D, "a": self.A}[kind](b, d + 1)
                     sub.append(f"{name} = {expr}")
-                    b.add(name, Var("a", argview=self.argview(b, expr)))
+                    b.add(name, self.bound(b, kind, expr))
                 else:
                     expr, var = self.new_obj(b, d)
                     sub.append(f"{name} = {expr}")
@@ -1062,6 +1112,10 @@ class Gen:
             if its:
                 opts.append((2, "iter_var", lambda: self._iter_header(sc, ch.elem(its))))
             target, it, names, length = self.choose(opts)
+            bases = target.split(", ")
+            new = dict(zip(bases, self.loopvars(*bases)))
+            target = ", ".join(new[b] for b in bases)
+            names = {new[b]: kind for b, kind in names.items()}
             for nm, kind in names.items():
                 body.add(nm, Var(kind))
             return target, it, length
@@ -1111,35 +1165,39 @@ class Gen:
             emit(f"{name} = {{}}")
             b2 = self.body_scope(sc)
             if ch.coin(50):
-                b2.add("i", Var("n"))
-                b2.add("k", Var("k"))
-                emit(f"for i, k in enumerate({KEYS!r}):")
+                i, k = self.loopvars("i", "k")
+                b2.add(i, Var("n"))
+                b2.add(k, Var("k"))
+                emit(f"for {i}, {k} in enumerate({KEYS!r}):")
             else:
-                b2.add("k", Var("k"))
-                b2.add("t", Var("s"))
+                k, t = self.loopvars("k", "t")
+                b2.add(k, Var("k"))
+                b2.add(t, Var("s"))
                 self.tags.add("dict_view")
-                emit(f"for k, t in {self.D(sc, d)}.items():")
-            lines.append(pad + f"    {name}[k] = {self.S(b2, d + 1)}")
+                emit(f"for {k}, {t} in {self.D(sc, d)}.items():")
+            lines.append(pad + f"    {name}[{k}] = {self.S(b2, d + 1)}")
             sc.merge_from([b2])
             sc.add(name, Var("d"))
 
         def fill_array():
             name = self.fresh("a")
             emit(f"{name} = np.zeros({N})")
-            b2 = self.body_scope(sc, i="n")
-            emit(f"for i in range({N}):")
-            lines.append(pad + f"    {name}[i] = {self.S(b2, d + 1)}")
+            i, = self.loopvars("i")
+            b2 = self.body_scope(sc, **{i: "n"})
+            emit(f"for {i} in range({N}):")
+            lines.append(pad + f"    {name}[{i}] = {self.S(b2, d + 1)}")
             sc.merge_from([b2])
             sc.add(name, Var("a"))
 
         def set_attrs():
-            objs = sc.of("o", lambda v: self.ok("attr_overwrite") or not v.attrs & set(KEYS))
-            o = ch.elem(objs)
+            o = ch.elem(settable)
+            self.mutate(sc, o)
             if sc.vars[o].attrs & set(KEYS):
                 self.tags.add("attr_overwrite")
-            b2 = self.body_scope(sc, k="k", t="s")
-            emit(f"for k, t in {self.D(sc, d)}.items():")
-            lines.append(pad + f"    setattr({o}, k, {self.S(b2, d)})")
+            k, t = self.loopvars("k", "t")
+            b2 = self.body_scope(sc, **{k: "k", t: "s"})
+            emit(f"for {k}, {t} in {self.D(sc, d)}.items():")
+            lines.append(pad + f"    setattr({o}, {k}, {self.S(b2, d)})")
             sc.merge_from([b2])
             self.tags.update(("dict_view", "setattr"))
             sc.vars[o].attrs |= set(KEYS)
@@ -1164,7 +1222,9 @@ class Gen:
             (2, "loop_fill inplace_array", fill_array),
             (1, "while", while_loop),
         ]
-        if sc.of("o", lambda v: self.ok("attr_overwrite") or not v.attrs & set(KEYS)):
+        settable = self.mutable(sc, sc.of(
+            "o", lambda v: self.ok("attr_overwrite") or not v.attrs & set(KEYS)))
+        if settable:
             opts.append((1, "loop_setattr setattr dict_view", set_attrs))
         self.choose(opts)
 
