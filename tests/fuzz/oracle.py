@@ -159,7 +159,8 @@ def _exc_signature(e):
     """Exception type and the first line of its message, with names of programs and numbers
     blanked (so that one bug found in many programs gives one signature)."""
     msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    msg = re.sub(r"\S*prog_\d+_\d+\.py:?\d*:?", "<prog>", msg)
+    msg = re.sub(r"\S*prog_\d+_\d+\.py:?\d*:? ?", "", msg)
+    msg = re.sub(r"`_\d+`", "`_N`", msg)
     msg = re.sub(r"\b[a-z]+\d+\b", "<v>", msg)
     msg = _NUM.sub("N", msg)
     return f"{type(e).__name__}: {msg[:120]}"
@@ -221,7 +222,7 @@ def _mode(mode, f, path, x, y, vx, vy, w, value, fd1, fd2):
         raise
     except S2SADError as e:
         if _refusal_ok(e, path):
-            return ModeResult("refused", str(e).splitlines()[0][:200], "refused " + type(e).__name__)
+            return ModeResult("refused", str(e).splitlines()[0][:200], "refused " + _exc_signature(e)[:90])
         return ModeResult("crash", f"refusal without file:line or Fix: {type(e).__name__}: {e}",
                           "bad refusal " + _exc_signature(e))
     except RecursionError as e:
