@@ -7,7 +7,7 @@
 """
 from .errors import (S2SADError, UnsupportedSyntaxError, SourceUnavailableError, OpaqueCalleeError,
                      NonScalarOutputError, WrtError, RuleError, DeviceMismatchError,
-                     StaleSourceError)
+                     StaleSourceError, ArgumentError)
 from .api import differentiate, grad, value_and_grad, vjp
 from .transforms import jvp, jacfwd, jacrev, jacobian, hessian, hvp
 from .rules.registry import defrule, defzero, defmethod
@@ -18,4 +18,4 @@ __all__ = ["differentiate", "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "j
            "hessian", "hvp", "defrule", "defzero", "defmethod",
            "S2SADError", "UnsupportedSyntaxError", "SourceUnavailableError", "OpaqueCalleeError",
            "NonScalarOutputError", "WrtError", "RuleError", "DeviceMismatchError",
-           "StaleSourceError"]
+           "StaleSourceError", "ArgumentError"]

@@ -9,7 +9,7 @@ import threading
 
 from . import runtime
 from .cache import CACHE, reverse_derivative
-from .errors import NonScalarOutputError, S2SADError, WrtError
+from .errors import ArgumentError, NonScalarOutputError, S2SADError, WrtError, caller_origin
 from .frontend.source import _static_value, get_function
 from .ir import Origin
 from .kernels.device import guard_arguments
@@ -526,22 +526,6 @@ def _refuse_library(pyfunc, fn):
         origin=caller_origin(), fix=runtime._rule_skeleton(fn))
 
 
-def caller_origin():
-    """The user's line that called into s2sad (the innermost frame outside the s2sad package
-    and outside generated code), or None."""
-    import os
-    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    f = sys._getframe(1)
-    while f is not None:
-        name = f.f_code.co_filename
-        if not (os.path.abspath(name).startswith(here) or name.startswith("<")):
-            import linecache
-            return Origin(name, f.f_lineno, 0, linecache.getline(name, f.f_lineno).strip(),
-                          f.f_code.co_name)
-        f = f.f_back
-    return None
-
-
 _WRAPPERS = {}           # (callee key, call shape) -> generated function (or factory)
 _WRAPPERS_LOCK = threading.Lock()
 
@@ -744,11 +728,6 @@ class _Specs:
             if len(self.memo) < 64:
                 self.memo[key] = s
         return s
-
-
-class ArgumentError(S2SADError, TypeError):
-    """Arguments given to a transform do not fit the function: ``jvp`` primals or tangents not in
-    a tuple, a tangent or cotangent whose shape or kind differs from its value's."""
 
 
 def _leaf_like(x):

@@ -145,6 +145,7 @@ def _result_kind(call, kinds):
 
 _NOT_ITERATORS = {"a", "c", "f", "i", "z"}
 _NUMBERS = {"a", "f", "i", "z"}
+_ITER_MAKERS_RT = {runtime.izip, runtime.ienumerate, runtime.ireversed, runtime.iiter}
 _SEQ_OPS = {operator.add: runtime.seq_add, operator.iadd: runtime.seq_add,
             operator.mul: runtime.seq_mul, operator.imul: runtime.seq_mul}
 _NEW_OBJECT_MAKERS = {list, dict, tuple, set, runtime.build_list, runtime.build_dict,
@@ -365,6 +366,7 @@ def check_mutation(fn, varied):
     all_params = set(fn.params) - {getattr(fn, "constructed", None)}
     rebound = _rebound_params(fn, all_params)
     from .frontend.analysis import _mutated
+    _check_pending_iterators(fn, pos, varied)
     for s in ir.walk(fn.body):
         # a parameter rebound to a new object (``args = list(args)``) is no longer the caller's
         rb = rebound.get(id(s), set())
@@ -394,10 +396,16 @@ def check_mutation(fn, varied):
         group = all_aliases.get(obj, {obj})
         if not hot:
             # a constant written in place: harmless, unless another name for the same object
-            # carries derivatives (the reverse sweep would read the changed object through it)
-            if len(group) < 2 or not any(v in varied for v in group):
+            # carries derivatives (the reverse sweep would read the changed object through it),
+            # or the object is a view of one that does
+            cold_view = any(isinstance(t, ir.Assign) and t.target in group and
+                            isinstance(t.value, ir.Call) and _is_view_call(t.value) and
+                            any(isinstance(a, str) and a in varied for a in t.value.args)
+                            for t in ir.walk(fn.body)) and isinstance(s, ir.SetItem) and \
+                not getattr(s, "attr", None)
+            if not cold_view and (len(group) < 2 or not any(v in varied for v in group)):
                 continue
-            if obj not in params and group & params:
+            if not cold_view and obj not in params and group & params:
                 p = sorted(group & params)[0]
                 raise ArgumentWriteError(
                     f"this line writes into `{obj}`, which is the argument `{p}` (an object the "
@@ -444,9 +452,14 @@ def check_mutation(fn, varied):
                     f"derivative, and the function reads `{owner}.{name}` again; s2sad does not "
                     f"follow derivatives through state kept on objects", origin=s.origin,
                     fix="keep the values in a local list and read them from there")
-        is_view = made is not None and (
-            (made.rule is not None and made.rule.view) or
-            (isinstance(made.fn, (ir.Attr, ir.Method)) and made.fn.name in _VIEW_NAMES))
+        is_view = made is not None and _is_view_call(made)
+        if not is_view:
+            # bound in several places (branches): a view on any of them is enough
+            made = next((t.value for t in ir.walk(fn.body) if isinstance(t, ir.Assign) and
+                         t.target in all_aliases.get(obj, {obj}) and isinstance(t.value, ir.Call)
+                         and _is_view_call(t.value) and any(isinstance(a, str)
+                                                            for a in t.value.args)), made)
+            is_view = made is not None and _is_view_call(made)
         if is_view and not getattr(s, "attr", None) and any(isinstance(a, str) for a in made.args):
             src = next(a for a in made.args if isinstance(a, str))
             how = made.rule.name if made.rule is not None else f".{made.fn.name}"
@@ -495,6 +508,45 @@ def _taken_from_param(fn, var, params):
             return None
         var = made.args[0]
     return (var, var + path) if var in params else None
+def _check_pending_iterators(fn, pos, varied):
+    """A list changed in place while an iterator over it (zip, enumerate, iter, reversed) has
+    yet to be used up: Python's iterator then yields the changed list's values, whose adjoints
+    s2sad would send to the positions the list had when the iterator was made.  Refused."""
+    from .frontend.analysis import may_run_after
+    makers = []
+    for s in ir.walk(fn.body):
+        v = s.value if isinstance(s, ir.Assign) else None
+        if isinstance(v, ir.Call) and isinstance(v.fn, ir.Static) and _hashable(v.fn.obj) and \
+                v.fn.obj in _ITER_MAKERS_RT:
+            srcs = {a for a in v.args if isinstance(a, str)} | set(v.extra.get("sources", ()))
+        elif isinstance(v, ir.Call) and isinstance(v.fn, ir.Method) and \
+                v.fn.name in ("values", "items", "keys") and isinstance(v.args[0], str):
+            srcs = {v.args[0]}                       # a dict view follows its dict
+        else:
+            continue
+        if any(a in varied for a in srcs):
+            makers.append((s, s.target, srcs))
+    if not makers:
+        return
+    for s in ir.walk(fn.body):
+        changed = s.obj if isinstance(s, (ir.SetItem, ir.Mutate, ir.DelItem)) and \
+            isinstance(s.obj, str) else None
+        if changed is None:
+            continue
+        for made, it, srcs in makers:
+            if changed not in srcs or not may_run_after(pos, made, s):
+                continue
+            later = [t for t in ir.walk(fn.body) if it in t.reads() and may_run_after(pos, s, t)]
+            if later:
+                raise UnsupportedSyntaxError(
+                    f"this line changes `{changed}` while an iterator or dict view over it, made "
+                    f"on line {made.origin.line}, is still to be used: Python's iterator then yields the "
+                    f"changed values, and s2sad cannot tell which of them they are",
+                    origin=s.origin,
+                    fix=f"use the iterator up before changing `{changed}` (e.g. `pairs = list(zip("
+                        f"...))`), or change a copy")
+
+
 def _check_augmented(fn, s, pos, reads):
     """``a *= y`` / ``xs += [v]`` change an array or list in place in Python; s2sad rebinds the
     name.  Refused while another name refers to the same object (``a = x`` before)."""
@@ -560,6 +612,11 @@ def _rebound_params(fn, params):
                 fresh = fresh - inner
     block(fn.body, set())
     return out
+
+
+def _is_view_call(call):
+    return (call.rule is not None and call.rule.view) or \
+        (isinstance(call.fn, (ir.Attr, ir.Method)) and call.fn.name in _VIEW_NAMES)
 
 
 _VIEW_NAMES = {"T", "mT", "real", "imag", "reshape", "view", "transpose", "swapaxes", "squeeze",

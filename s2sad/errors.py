@@ -60,6 +60,11 @@ class DeviceMismatchError(S2SADError):
     """A call mixes arrays on different devices (CuPy with NumPy, or two GPUs)."""
 
 
+class ArgumentError(S2SADError, TypeError):
+    """Arguments given to a transform do not fit the function: ``jvp`` primals or tangents not in
+    a tuple, a tangent or cotangent whose shape or kind differs from its value's."""
+
+
 class ArgumentWriteError(UnsupportedSyntaxError):
     """A function writes a value that carries a derivative into one of its arguments.
 

@@ -653,7 +653,16 @@ def differentiable(v):
         return _closure_differentiable(v) or (inner is not None and differentiable(inner[1]))
     if t is _partial:
         return differentiable(v.args) or differentiable(v.keywords)
+    if t in _DICT_VIEWS:
+        return any(differentiable(x) for x in v)     # d.values(), d.items() over floats
+    if isinstance(v, Iter):
+        # s2sad's own iterator: what it has yet to yield is not known, and a callee that
+        # captures it or is given it may consume it (its adjoint goes back to its values)
+        return True
     return _object_differentiable(v)
+
+
+_DICT_VIEWS = (type({}.values()), type({}.items()), type({}.keys()))
 
 
 def _object_array_differentiable(a):
@@ -1832,12 +1841,14 @@ def no_update(rec, name, origin):
 # which records which of its parent's values that call took.  The adjoint of an iterator is the
 # list of its yielded values' adjoints; a cursor's adjoint is scattered back to those positions.
 class Iter:
-    """A lazy iterator that remembers what it yielded (``seen``)."""
-    __slots__ = ("_src", "seen")
+    """A lazy iterator that remembers what it yielded (``seen``).  ``loop``: the origin of a
+    loop that took all its values at once and may have stopped early (see :func:`loop_seq`)."""
+    __slots__ = ("_src", "seen", "loop")
 
     def __init__(self, src):
         self._src = iter(src)
         self.seen = []
+        self.loop = None
 
     def __iter__(self):
         return self
@@ -1860,6 +1871,7 @@ class Cursor(Iter):
         self.parent = parent
         self.seen = []
         self.idx = []
+        self.loop = None
 
     def __next__(self):
         p = self.parent
@@ -1874,6 +1886,8 @@ def here(x):
     """What a consuming call gets for ``x``: a :class:`Cursor` on an iterator (so the call's share
     of the values is known later), ``x`` itself for lists, tuples, arrays, dicts, views."""
     if isinstance(x, Iter):
+        if x.loop is not None:
+            _refuse_after_loop()
         return Cursor(x)
     if type(x) in (list, tuple, dict, range) or _is_array(x) or not hasattr(x, "__next__"):
         return x
@@ -2101,3 +2115,32 @@ def mul_part_tangent(t, a, b, which):
         from .codegen.forward import materialize
         return type(x)(list(materialize(t, x)) * other)
     return t * other
+
+
+def _mark_loop(x):
+    """A loop that may stop early (break/return) walks the values of iterator ``x``: s2sad takes
+    them all first, so a later use of the iterator could not see what Python would."""
+    while isinstance(x, Iter):
+        x.loop = True
+        x = getattr(x, "parent", None)
+
+
+def _refuse_after_loop():
+    from .errors import UnsupportedSyntaxError
+    raise UnsupportedSyntaxError(
+        "an iterator is used again after a `for` loop that may have stopped early (break or "
+        "return) walked it; s2sad takes a loop's values before it runs, so it cannot know which "
+        "values are left", fix="take the values into a list first (`items = list(it)`), loop over "
+            "it, and use `items[k:]` for the rest")
+
+
+def loop_seq(x):
+    """:func:`seq` for a loop with ``break``/``return`` (see :func:`_mark_loop`)."""
+    _mark_loop(x)
+    return seq(x)
+
+
+def loop_zip_seq(*xs):
+    for x in xs:
+        _mark_loop(x)
+    return zip_seq(*xs)

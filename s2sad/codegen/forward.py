@@ -952,8 +952,13 @@ def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None, _bound=False
                         {**fn.keywords, **(kwargs or {})}, {**(pk or {}), **(tkwargs or {})})
     call = getattr(type(fn), "__call__", None)
     if inspect.isfunction(call) and _is_python(call):          # an object of a user class
-        return _jvp_python(call, (fn,) + tuple(args),
-                           (ftan if isinstance(ftan, dict) else None,) + tuple(targs), kwargs, tkwargs)
+        # (its __call__ may update the object, as a method may: the object's tangent follows)
+        trecv = ftan if isinstance(ftan, dict) else None
+        value, tv, tself = jvp_method_update(fn, trecv, "__call__", args, targs, kwargs, tkwargs)
+        if isinstance(trecv, dict) and isinstance(tself, dict) and tself is not trecv:
+            trecv.clear()
+            trecv.update(tself)
+        return value, tv
     from ..rules.registry import lookup
     rule = lookup(fn) if not isinstance(fn, (list, dict)) else None
     value = fn(*args, **kwargs)

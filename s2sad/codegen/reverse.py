@@ -49,7 +49,10 @@ def _fresh(prefix, v):
     taken = getattr(_TAKEN, "names", ())
     name = f"{prefix}{v}" if v.startswith("_") else f"{prefix}_{v}"
     k = 2
-    while name in taken:
+    # (a variable `r` and the temporary `_r` would both give `_b_r`: the user's variable yields)
+    clash = not v.startswith("_") and "_" + v in taken
+    while name in taken or clash:
+        clash = False
         name = f"{prefix}{k}{v}" if v.startswith("_") else f"{prefix}{k}_{v}"
         k += 1
     return name
@@ -271,6 +274,10 @@ class ReverseEmitter:
             self.rev_derived(s, v, st, body)
         elif v.cls == "dynamic":
             self.rev_dynamic(s, v, st, body)
+        if v is not None and isinstance(v, ir.Call) and v.cls in ("derived", "dynamic"):
+            # a callee's adjoints may be 0.0 (an argument its result does not depend on): what
+            # consumes them is guarded like adjoints filled in where branches join
+            st.zero |= st.defined - defined_before
         if not body:
             return []
         if maybe_zero:
@@ -511,8 +518,11 @@ class ReverseEmitter:
         out = []
         if isinstance(s.value, str) and s.value in self.active:
             self.read(s, "pre", s.value)
+            fresh = s.value not in st.defined
             self.contribute(s.value, f"_rt.setitem_value_adjoint({b(obj)}, {idx}, {s.value})", o,
                             out, st)
+            if obj in st.zero and fresh:
+                st.zero.add(s.value)       # (taken from an adjoint that may be 0.0)
         out.append(T.Line(f"{b(obj)} = _rt.setitem_adjoint({b(obj)}, {idx})", o))
         return [T.Hook(id(s), "pops", o)] + out
 

@@ -135,6 +135,24 @@ _ITER_MAKERS = {zip: runtime.izip, enumerate: runtime.ienumerate, reversed: runt
                 iter: runtime.iiter}
 
 
+def _leaves_early(nodes):
+    """True when a loop body may stop the loop early (``break``, ``return``; not inside nested
+    loops or functions)."""
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (gast.Break, gast.Return)):
+            return True
+        if isinstance(n, (gast.For, gast.While)):
+            stack.extend(n.orelse)
+            stack.extend(x for x in gast.walk(n) if isinstance(x, gast.Return))
+            continue
+        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)):
+            continue
+        stack.extend(gast.iter_child_nodes(n))
+    return False
+
+
 def _hashable(obj):
     try:
         hash(obj)
@@ -417,6 +435,12 @@ class Lowerer:
         obj = self.name(f.value.id) if on_local else self.expr(f.value)
         args = [obj] + [self.expr(a) for a in call.args]
         self.emit(ir.Mutate(target, obj, ir.Call(ir.Method(f.attr), args), o))
+        if on_attr:
+            # the list is still the object's attribute: written back, so that the object is
+            # seen to change (a method doing this updates self)
+            owner = self.expr(f.value.value)
+            self.emit(ir.SetItem(owner, ir.Index([ir.Const(f.value.attr)], False), obj, o,
+                                 attr=f.value.attr))
         return True
 
     def assign(self, target, value, o):
@@ -555,11 +579,13 @@ class Lowerer:
         seqs, enum, rev = self._sequence_parts(it)
         # iterate by index over something indexable: dict views, sets, generators, dicts
         # (their keys) become lists; lists, tuples and arrays pass through
+        breakable = _leaves_early(body_nodes)
         if len(seqs) > 1:
             # zip(...) in the header: the values Python's zip takes from each (an iterator
             # zipped with a shorter sequence gives up exactly as many as zip pulls)
             ops = [self._here(sq, o) for sq in seqs]
-            call = ir.Call(ir.Static(runtime.zip_seq, "_rt.zip_seq"), ops)
+            call = ir.Call(ir.Static(runtime.loop_zip_seq, "_rt.loop_zip_seq") if breakable else
+                           ir.Static(runtime.zip_seq, "_rt.zip_seq"), ops)
             self._link_heres(call, range(len(ops)))
             both = self._call(call, None, o)
             seqs = [self._call(ir.Call(ir.Static(operator.getitem, "[]"),
@@ -567,7 +593,7 @@ class Lowerer:
                     for j in range(len(ops))]
         else:
             seqs = [sq if isinstance(sq, ir.Const) and isinstance(sq.value, (list, tuple)) else
-                    self._seq(sq, o) for sq in seqs]
+                    self._seq(sq, o, breakable) for sq in seqs]
         k = self.tmp()
         lens = []
         for sq in seqs:
@@ -726,7 +752,9 @@ class Lowerer:
             return t
         if isinstance(node, gast.GeneratorExp):
             # a generator: used up once (its values are computed here, eagerly)
-            return self._call(self._iterator(self.comprehension(node, None, o)), target, o)
+            return self._call(self._iterator(self.comprehension(node, None, o),
+                                             self._names_read([node.generators[0].iter])),
+                              target, o)
         if isinstance(node, (gast.ListComp, gast.SetComp, gast.DictComp)):
             return self.comprehension(node, target, o)
         if isinstance(node, gast.Slice):
@@ -844,9 +872,9 @@ class Lowerer:
         if isinstance(f, gast.Name) and f.id not in self.locals and not node.keywords:
             special = self.src.resolve(f.id)
             if special is map and len(node.args) >= 2:
-                return self._iterator(self.map_call(node, o))
+                return self._iterator(self.map_call(node, o), self._names_read(node.args[1:]))
             if special is filter and len(node.args) == 2:
-                return self._iterator(self.filter_call(node, o))
+                return self._iterator(self.filter_call(node, o), self._names_read(node.args[1:]))
         chain0 = self._static_chain(f) if isinstance(f, gast.Attribute) else None
         if chain0 is not None and chain0[0] is functools.reduce and not node.keywords \
                 and len(node.args) in (2, 3):
@@ -859,7 +887,7 @@ class Lowerer:
         if callee0 is itertools.chain and not node.keywords:
             return self.chain_call(node, o, target)
         if callee0 is itertools.starmap and len(node.args) == 2 and not node.keywords:
-            return self._iterator(self.starmap_call(node, o))
+            return self._iterator(self.starmap_call(node, o), self._names_read(node.args[1:]))
         chain = self._static_chain(f) if isinstance(f, gast.Attribute) else None
         if isinstance(f, gast.Name) and f.id not in self.locals:
             callee = ir.Static(self.free(f.id, f), f.id)
@@ -935,14 +963,25 @@ class Lowerer:
             return operand
         return self._call(ir.Call(ir.Static(runtime.here, "_rt.here"), [operand]), None, o)
 
-    def _seq(self, sq, o):
-        call = ir.Call(ir.Static(runtime.seq, "_rt.seq"), [self._here(sq, o)])
+    def _seq(self, sq, o, breakable=False):
+        # (a loop that may stop early takes all of an iterator's values here: runtime.loop_seq
+        # makes a later use of that iterator an error rather than a wrong value)
+        fn = (runtime.loop_seq, "_rt.loop_seq") if breakable else (runtime.seq, "_rt.seq")
+        call = ir.Call(ir.Static(*fn), [self._here(sq, o)])
         self._link_heres(call, [0])
         return self._call(call, None, o)
 
-    def _iterator(self, lst):
-        """map/filter are lowered to a list; Python gives an iterator (used up once)."""
-        return ir.Call(ir.Static(runtime.iiter, "_rt.iiter"), [lst])
+    def _iterator(self, lst, sources=()):
+        """map/filter/generator expressions are lowered to a list; Python gives an iterator (used
+        up once).  ``sources``: the names of what it walks (a later in-place change of one while
+        the iterator is pending is refused: classify._check_pending_iterators)."""
+        return ir.Call(ir.Static(runtime.iiter, "_rt.iiter"), [lst],
+                       extra={"sources": [self.name(n) if n in self.locals else n
+                                          for n in sources]})
+
+    def _names_read(self, nodes):
+        return sorted({n.id for node in nodes for n in gast.walk(node)
+                       if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)})
 
     def _static_chain(self, node):
         """(value, text) for an attribute chain rooted at a free name (``np.linalg.norm``)."""

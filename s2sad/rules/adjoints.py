@@ -1752,11 +1752,16 @@ def index_concat_tangent(tin, ans, obj, is_tuple, items):
             continue
         if isinstance(tk, (list, tuple)):
             tk = tmap_zero(tk)
-        v = asarray(tk, like=ans).reshape(view.shape if perm is None else
-                                          tuple(view.shape[i] for i in _inverse(perm)))
+        shape = view.shape if perm is None else tuple(view.shape[i] for i in _inverse(perm))
+        v = asarray(tk, like=ans)
+        if v.size != math.prod(shape):
+            # a single term's tangent may be smaller than its item (y - a with a constant a)
+            v = xp(v).broadcast_to(v, np.shape(item)) if np.size(item) == math.prod(shape) \
+                else xp(v).broadcast_to(v, shape)
+        v = v.reshape(shape)
         ts.append(v if perm is None else v.transpose(perm))
     if builtins.all(x is None for x in ts):
-        return 0.0
+        return xp(ans).zeros_like(ans)      # (a tangent that is indexed next must be an array)
     m = xp(ans)
     views = [v if xp(v) is m else m.asarray(v) for _, _, v, _, _ in plan]
     res = concat_tangent(ts, views, axis)
@@ -2139,15 +2144,18 @@ def logsumexp_tangent(t, ans, a, axis=None, b=None, keepdims=False, which=0):
     return (e * t).sum(axis=norm_axes(axis, len(full)), keepdims=_flag(keepdims))
 
 
-def array_tangent(t, ans):
+def array_tangent(t, ans, src=None):
     """Tangent of ``np.array``/``np.asarray``: the tangent in the output's dtype; none for an
-    integer or bool output (a cast would turn the tangent itself into integers)."""
+    integer or bool output (a cast would turn the tangent itself into integers).  A new array
+    (``ans`` is not ``src`` itself) gets a new tangent: writes into one must not reach the other."""
     m = xp(ans)
     dt = np.result_type(ans)
     if dt.kind not in "fcO":
         return 0.0
-    return m.asarray(t, dtype=dt) if not isinstance(t, (list, tuple)) else \
-        m.asarray(tmap_zero(t), dtype=dt)
+    if isinstance(t, (list, tuple)):
+        return m.asarray(tmap_zero(t), dtype=dt)
+    fresh = src is not None and ans is not src and getattr(ans, "base", None) is not src
+    return m.array(t, dtype=dt, copy=True) if fresh else m.asarray(t, dtype=dt)
 
 
 def tmap_zero(t):

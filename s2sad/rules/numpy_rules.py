@@ -388,15 +388,15 @@ defrule(np.diff, "a, n=1, axis=-1, prepend=None, append=None",
         forbid={"prepend": None, "append": None}, ns=A)
 defrule(np.copy, "a, order='K', subok=False", vjp={"a": "g"}, jvp={"a": "np.copy(t)"})
 _each(_np("ascontiguousarray", "asfortranarray"), "a, dtype=None, *, like=None",
-      vjp={"a": "_adj.like(g, a)"}, jvp={"a": "_adj.array_tangent(t, ans)"}, view=True, ns=A)
+      vjp={"a": "_adj.like(g, a)"}, jvp={"a": "_adj.array_tangent(t, ans, a)"}, view=True, ns=A)
 defrule(np.array, "object, dtype=None, *, copy=True, order='K', subok=False, ndmin=0, ndmax=0, "
         "like=None", vjp={"object": "_rt.dtype_guard(dtype, _adj.array_adjoint(np.reshape(g, "
                                     "np.shape(object)), object))"},
-        jvp={"object": "_adj.array_tangent(t, ans)"},
+        jvp={"object": "_adj.array_tangent(t, ans, object)"},
         ns=A)
 _each(_np("asarray", "asanyarray"), "a, dtype=None, order=None, *, device=None, copy=None, "
       "like=None", vjp={"a": "_rt.dtype_guard(dtype, _adj.array_adjoint(np.reshape(g, np.shape(a)), "
-                             "a))"}, jvp={"a": "_adj.array_tangent(t, ans)"}, view=True,
+                             "a))"}, jvp={"a": "_adj.array_tangent(t, ans, a)"}, view=True,
       ns=A)
 defrule(np.broadcast_arrays, "*args, subok=False",
         vjp={"args": "_adj.broadcast_arrays(g, args)"}, kind="any", view=True, ns=A)

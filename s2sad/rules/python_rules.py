@@ -162,8 +162,10 @@ defrule(builtins.iter, "obj, /", vjp={"obj": "_rt.iter_adjoint(g, obj, ans)"},
         jvp={"obj": "_fw.iter_tangent(t, obj)"}, kind="any")
 defrule(_r.iiter, "obj, /", vjp={"obj": "_rt.iter_adjoint(g, obj, ans)"},
         jvp={"obj": "_fw.iter_tangent(t, obj)"}, kind="any", name="iter")
-defrule(_r.zip_seq, "*xs", vjp={"xs": "_rt.zip_seq_adjoint(g, xs, ans)"},
-        jvp={"xs": "_fw.zip_seq_tangent(t, xs, ans)"}, kind="container", view=True, name="loop sequences")
+for _zs in (_r.zip_seq, _r.loop_zip_seq):
+    defrule(_zs, "*xs", vjp={"xs": "_rt.zip_seq_adjoint(g, xs, ans)"},
+            jvp={"xs": "_fw.zip_seq_tangent(t, xs, ans)"}, kind="container", view=True,
+            name="loop sequences")
 # a + b and a * b where an operand may be a list or tuple (classify picks these rules then)
 defrule(_r.seq_add, "a, b, /", vjp={"a": "_rt.add_part(g, a, b, 0)", "b": "_rt.add_part(g, a, b, 1)"},
         jvp={"a": "_rt.add_part_tangent(t, a, b, 0)", "b": "_rt.add_part_tangent(t, a, b, 1)"},
@@ -196,9 +198,10 @@ defcontainer("count", "self, *args", zero=True)
 defrule(functools.partial, "func, /, *args, **keywords",
         vjp={"args": "_rt.partial_args_adjoint(g, n_args)",
              "keywords": "_rt.partial_keywords_adjoint(g)"}, kind="any")
-defrule(_r.seq, "x, /", vjp={"x": "_rt.seq_adjoint_of(g, x)"},
-        jvp={"x": "_fw.seq_tangent(t, x, ans)"}, kind="any", view=True,
-        name="loop sequence")
+for _sq in (_r.seq, _r.loop_seq):
+    defrule(_sq, "x, /", vjp={"x": "_rt.seq_adjoint_of(g, x)"},
+            jvp={"x": "_fw.seq_tangent(t, x, ans)"}, kind="any", view=True,
+            name="loop sequence")
 defrule(builtins.super, "cls, obj, /", vjp={"obj": "g"}, jvp={"obj": "t"}, kind="any", view=True)
 
 # -- helpers that generated reverse sweeps call (so derivatives can be differentiated again) ---------

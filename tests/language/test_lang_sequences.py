@@ -115,3 +115,126 @@ def write_into_integer_array(x):
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
 def test_write_into_integer_array(mode):
     check_grads(write_into_integer_array, (np.array([1.3, -1.2, 0.8]),), modes=(mode,))
+
+
+def view_bound_in_a_branch(x, y):
+    # (fuzzer 101:762) a view of the argument on one branch: the write changes x
+    if y:
+        a1 = x[::1]
+    else:
+        a1 = np.zeros(3)
+    a1[2] *= y
+    return np.sum(x)
+
+
+def constant_into_view_of_active(x, y):
+    s = np.sum(x * x)
+    a1 = x[1:]
+    a1[0] = 0.0
+    return s + np.sum(x) * y
+
+
+def iterator_reused_after_loop_with_break(x, y):
+    # (fuzzer 101:573) the loop may stop early: what is left of the iterator is not known
+    it1 = zip(x, x)
+    for p, q in it1:
+        break
+    return sum((p for p, q in it1)) * y
+
+
+@pytest.mark.parametrize("f, wrt", [(view_bound_in_a_branch, 0), (view_bound_in_a_branch, 1),
+                                    (constant_into_view_of_active, 0),
+                                    (iterator_reused_after_loop_with_break, 0),
+                                    (iterator_reused_after_loop_with_break, 1)],
+                         ids=lambda v: getattr(v, "__name__", str(v)))
+def test_refused_instead_of_wrong(f, wrt):
+    with pytest.raises(UnsupportedSyntaxError) as e:
+        s2sad.grad(f, wrt=wrt)(X.copy(), 0.7)
+    assert "test_lang_sequences.py:" in str(e.value) and "Fix:" in str(e.value)
+
+
+def loop_with_break_over_iterator(x, y):
+    s = 0.0
+    for v in iter(x * y):
+        if v > 5.0:
+            break
+        s = s + v * v
+    return s
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_loop_with_break_over_iterator(mode):
+    check_grads(loop_with_break_over_iterator, (X, 0.7), modes=(mode,))
+
+
+class Bag:
+    def __init__(self):
+        self.items = []
+
+    def grow(self, v):
+        self.items.append(v)           # the list is still self.items: the method updates self
+
+
+def method_appends_to_attribute(x, y):
+    b = Bag()
+    b.grow(x[0] * y)
+    b.grow(x[1])
+    return b.items[0] * b.items[1] + x[2]
+
+
+def variable_named_r(x, y):
+    r = x * 2.0                        # its adjoint must not be the output's (_b_r)
+    if y > 0:
+        return np.sum(r * y)
+    return np.sum(r * r * y)
+
+
+@pytest.mark.parametrize("f", [method_appends_to_attribute, variable_named_r],
+                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+@pytest.mark.parametrize("y", [0.7, -0.7])
+def test_object_lists_and_names(f, mode, y):
+    check_grads(f, (X, y), modes=(mode,))
+
+
+def list_changed_while_zipped(x, y):
+    l4 = [y, 2 * y, 3 * y]
+    it9 = zip(("a", "b", "c"), l4)
+    l4.insert(0, np.mean(x))          # Python's zip yields the changed list's values
+    l4.pop()
+    return sum(l4) + 0.5 * sum(v for k, v in it9)
+
+
+def test_list_changed_while_an_iterator_over_it_is_pending_refused():
+    with pytest.raises(UnsupportedSyntaxError) as e:
+        s2sad.grad(list_changed_while_zipped, wrt=1)(X, 0.5)
+    assert "test_lang_sequences.py:" in str(e.value) and "Fix:" in str(e.value)
+
+
+def map_then_change(x, y):
+    l = [y, 2 * y]
+    m = map(lambda t: t * 3.0, l)
+    l[0] = x[0]
+    return sum(m)
+
+
+def view_then_change(x, y):
+    d = {"a": y, "b": x[1]}
+    v = d.values()
+    d["a"] = x[0] * 2.0
+    return sum(v)
+
+
+def generator_then_change(x, y):
+    l = [y, 2 * y]
+    g = (t * 3.0 for t in l)
+    l.append(x[0])
+    return sum(g)
+
+
+@pytest.mark.parametrize("f", [map_then_change, view_then_change, generator_then_change],
+                         ids=lambda f: f.__name__)
+def test_lazy_views_of_changed_containers_refused(f):
+    with pytest.raises(UnsupportedSyntaxError) as e:
+        s2sad.grad(f, wrt=1)(X, 0.5)
+    assert "test_lang_sequences.py:" in str(e.value) and "Fix:" in str(e.value)
