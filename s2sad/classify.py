@@ -528,9 +528,10 @@ def _check_pending_iterators(fn, pos, varied):
             makers.append((s, s.target, srcs))
     if not makers:
         return
+    from .frontend.analysis import _mutated
     for s in ir.walk(fn.body):
         changed = s.obj if isinstance(s, (ir.SetItem, ir.Mutate, ir.DelItem)) and \
-            isinstance(s.obj, str) else None
+            isinstance(s.obj, str) else _mutated(s)     # (or a method that may change it)
         if changed is None:
             continue
         for made, it, srcs in makers:

@@ -238,3 +238,17 @@ def test_lazy_views_of_changed_containers_refused(f):
     with pytest.raises(UnsupportedSyntaxError) as e:
         s2sad.grad(f, wrt=1)(X, 0.5)
     assert "test_lang_sequences.py:" in str(e.value) and "Fix:" in str(e.value)
+
+
+def view_then_update(x, y):
+    # (fuzzer 202:129) dict.update with keywords changes the dict behind its items() view
+    d2 = dict(zip("a", x))
+    it3 = d2.items()
+    d2.update(a=y)
+    return sum((v for k, v in it3))
+
+
+def test_view_then_update_refused():
+    for w in (0, 1):
+        with pytest.raises(UnsupportedSyntaxError):
+            s2sad.grad(view_then_update, wrt=w)(X, 0.5)
