@@ -518,7 +518,10 @@ def _check_pending_iterators(fn, pos, varied):
         v = s.value if isinstance(s, ir.Assign) else None
         if isinstance(v, ir.Call) and isinstance(v.fn, ir.Static) and _hashable(v.fn.obj) and \
                 v.fn.obj in _ITER_MAKERS_RT:
-            srcs = {a for a in v.args if isinstance(a, str)} | set(v.extra.get("sources", ()))
+            # (map/filter/generators: the list the lowering built is private; what they walk is
+            # in "sources")
+            srcs = set(v.extra["sources"]) if "sources" in v.extra else \
+                {a for a in v.args if isinstance(a, str)}
         elif isinstance(v, ir.Call) and isinstance(v.fn, ir.Method) and \
                 v.fn.name in ("values", "items", "keys") and isinstance(v.args[0], str):
             srcs = {v.args[0]}                       # a dict view follows its dict
@@ -537,6 +540,12 @@ def _check_pending_iterators(fn, pos, varied):
         for made, it, srcs in makers:
             if changed not in srcs or not may_run_after(pos, made, s):
                 continue
+            i_s, loops_s = pos[id(s)]
+            if i_s < pos[id(made)][0] and any(
+                    isinstance(t, ir.Assign) and t.target == changed and
+                    pos[id(t)][0] < i_s and pos[id(t)][1] <= loops_s and
+                    pos[id(t)][1] <= pos[id(made)][1] for t in ir.walk(fn.body)):
+                continue          # (in a loop, rebound to a new object before it is changed)
             later = [t for t in ir.walk(fn.body) if it in t.reads() and may_run_after(pos, s, t)]
             if later:
                 raise UnsupportedSyntaxError(
