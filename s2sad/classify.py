@@ -528,18 +528,23 @@ def _check_pending_iterators(fn, pos, varied):
         else:
             continue
         if any(a in varied for a in srcs):
-            makers.append((s, s.target, srcs))
+            makers.append((s, s.target, srcs, v.extra.get("late", False)))
     if not makers:
         return
     from .frontend.analysis import _mutated
     for s in ir.walk(fn.body):
         changed = s.obj if isinstance(s, (ir.SetItem, ir.Mutate, ir.DelItem)) and \
             isinstance(s.obj, str) else _mutated(s)     # (or a method that may change it)
-        if changed is None:
+        rebound = s.target if isinstance(s, ir.Assign) else None
+        if changed is None and rebound is None:
             continue
-        for made, it, srcs in makers:
-            if changed not in srcs or not may_run_after(pos, made, s):
+        for made, it, srcs, late in makers:
+            if s is made or not may_run_after(pos, made, s):
                 continue
+            if changed not in srcs and not (late and rebound in srcs):
+                continue          # (a generator reads its names when it runs: rebinding counts)
+            if changed is None:
+                changed = rebound
             i_s, loops_s = pos[id(s)]
             if i_s < pos[id(made)][0] and any(
                     isinstance(t, ir.Assign) and t.target == changed and

@@ -752,9 +752,14 @@ class Lowerer:
             return t
         if isinstance(node, gast.GeneratorExp):
             # a generator: used up once (its values are computed here, eagerly)
-            return self._call(self._iterator(self.comprehension(node, None, o),
-                                             self._names_read([node.generators[0].iter])),
-                              target, o)
+            # (its values are computed here; Python computes them when they are taken, with
+            # the names' values then: everything it reads counts as a source)
+            own = {n.id for g in node.generators for n in gast.walk(g.target)
+                   if isinstance(n, gast.Name)}
+            it = self._iterator(self.comprehension(node, None, o),
+                                [n for n in self._names_read([node]) if n not in own])
+            it.extra["late"] = True
+            return self._call(it, target, o)
         if isinstance(node, (gast.ListComp, gast.SetComp, gast.DictComp)):
             return self.comprehension(node, target, o)
         if isinstance(node, gast.Slice):

@@ -252,3 +252,25 @@ def test_view_then_update_refused():
     for w in (0, 1):
         with pytest.raises(UnsupportedSyntaxError):
             s2sad.grad(view_then_update, wrt=w)(X, 0.5)
+
+
+def generator_reads_changed_list(x, y):
+    # (fuzzer 404:1447) a generator computes its values when they are taken
+    l4 = list(x)
+    it5 = (sum(l4) for t in x)
+    l4.pop()
+    return sum(it5)
+
+
+def generator_reads_rebound_name(x, y):
+    it = (t * y for t in x)
+    y = 5.0
+    return sum(it)
+
+
+@pytest.mark.parametrize("f", [generator_reads_changed_list, generator_reads_rebound_name],
+                         ids=lambda f: f.__name__)
+def test_generator_reading_later_changes_refused(f):
+    with pytest.raises(UnsupportedSyntaxError) as e:
+        s2sad.grad(f, wrt=0)(X, 0.5)
+    assert "test_lang_sequences.py:" in str(e.value) and "Fix:" in str(e.value)
