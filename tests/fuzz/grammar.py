@@ -361,7 +361,6 @@ class Gen:
         anylists = sc.of("l")
         dicts = sc.of("d")
         objs = sc.of("o", lambda v: v.attrs)
-        funcs = sc.of("f")
         ints = sc.of("n")
         keys = sc.of("k")
         its = sc.of("i")
@@ -725,7 +724,6 @@ class Gen:
         ch = self.ch
         lists = sc.of("l", lambda v: v.length == N)
         S = lambda: self.S(sc, d)  # noqa: E731
-        P = lambda: self.seq(sc, d)  # noqa: E731
         opts = [(1, None, lambda: f"[{S()}, {S()}, {S()}]")]
         if lists:
             opts.insert(0, (8, None, lambda: ch.elem(lists)))
@@ -860,7 +858,6 @@ class Gen:
         lists = self.mutable(sc, sc.of("l", lambda v: v.length == N))
         dicts = self.mutable(sc, sc.of("d"))
         objs = self.mutable(sc, sc.of("o"))
-        scalars = [s for s in sc.of("s") if s not in ("t", "p", "q", "v")]
 
         def new_scalar():
             name = self.fresh("s")

@@ -3,12 +3,6 @@ today.  Each entry is a tag of :mod:`tests.fuzz.grammar`; its shrunk programs ar
 test_regressions.py, marked xfail.  Remove an entry when those pass.
 """
 KNOWN_BROKEN = frozenset({
-    # an attribute whose value came through np.array(...) overwritten: reverse sweep crashes
-    # (test_attribute_from_np_array_overwritten)
-    "attr_overwrite",
-    # a lazy iterator (map, filter, reversed, a generator, a dict view) over a container that is
-    # changed in place before the iterator is consumed: wrong values (test_*_changed_before_consumed)
-    "lazy_mutation",
     # for-loop targets named t, i, k like the targets of comprehensions in nested defs: forward
     # mode crashes (test_comprehension_in_closure_binds_name_*)
     "loop_var_reuse",

@@ -86,7 +86,7 @@ def summary_line(seed, judged, discarded, seconds, modes, exclude):
     ex = f" exclude={','.join(sorted(exclude))}" if exclude else ""
     return (f"fuzz seed={seed} n={len(judged)} modes={','.join(modes)}{ex}: "
             + " ".join(f"{o}={c[o]}" for o in JUDGED)
-            + f" (discarded: " + " ".join(f"{o}={d[o]}" for o in DISCARDED) + f") in {seconds:.0f}s")
+            + " (discarded: " + " ".join(f"{o}={d[o]}" for o in DISCARDED) + f") in {seconds:.0f}s")
 
 
 def breakdown(judged):
@@ -183,7 +183,10 @@ def main(argv=None):
         print()
     groups = failure_classes(judged)
     if groups:
-        print("failure classes (signature: count, first programs):")
+        again = " ".join(f"--{k} {v}" for k, v in (("exclude", a.exclude), ("modes", a.modes)) if v
+                         and v != "rev,fwd") + (" --exclude-known" if a.exclude_known else "")
+        print(f"failure classes (signature: count, first programs; see one with "
+              f"python -m tests.fuzz --replay {a.seed}:K {again}".rstrip() + "):")
         for sig, rows in groups.items():
             ids = ", ".join(f"{a.seed}:{r['k']}" for r in rows[:5])
             print(f"  {sig}: {len(rows)} ({ids})")

@@ -150,7 +150,6 @@ def test_deepcopy_of_dict_call():
 
 # -- seed 10 (2000 programs, known classes excluded) -----------------------------------------
 
-@pytest.mark.xfail(strict=False, reason="closure over a dict view")
 def test_lambda_over_dict_view():
     # both modes: zero derivative
     judge("""
@@ -202,7 +201,6 @@ def test_dead_code_after_return_with_tolist():
     """)
 
 
-@pytest.mark.xfail(strict=False, reason="np.r_ of one array expression with an inactive array")
 def test_r_of_single_array_expression():
     # fwd: ValueError: cannot reshape array of size 1 into shape (3,) in index_concat_tangent
     judge("""
@@ -214,7 +212,6 @@ def test_r_of_single_array_expression():
     """)
 
 
-@pytest.mark.xfail(strict=False, reason="object attribute holding np.array(x)")
 def test_copy_of_object_with_array_attribute():
     # rev: ValueError: cannot reshape array of size 1 into shape (3,)
     judge("""
@@ -258,7 +255,6 @@ def test_generator_in_variable_consumed_in_condition_then_again():
 
 # -- CI budget (Hypothesis), after round-1 fixes ------------------------------------------------
 
-@pytest.mark.xfail(strict=False, reason="object attribute holding np.array(x)")
 def test_attribute_from_np_array_overwritten():
     # rev: ValueError: cannot reshape array of size 1 into shape (3,); Box(np.sum(x)) is right
     judge("""
@@ -277,7 +273,6 @@ def test_attribute_from_np_array_overwritten():
 
 # -- seed 20 (3000 programs, no constructs excluded; HEAD 0aab480) ------------------------------
 
-@pytest.mark.xfail(strict=False, reason="lazy iterator over a container changed before it is consumed")
 def test_map_over_list_changed_before_consumed():
     # both modes: wrong value (map is lazy: sum sees l[0] + y)
     judge("""
@@ -289,7 +284,6 @@ def test_map_over_list_changed_before_consumed():
     """)
 
 
-@pytest.mark.xfail(strict=False, reason="lazy iterator over a container changed before it is consumed")
 def test_map_over_array_changed_before_consumed():
     judge("""
         import numpy as np
@@ -302,7 +296,6 @@ def test_map_over_array_changed_before_consumed():
     """)
 
 
-@pytest.mark.xfail(strict=False, reason="lazy iterator over a container changed before it is consumed")
 def test_filter_over_list_changed_before_consumed():
     judge("""
         def f(x, y):
@@ -313,7 +306,6 @@ def test_filter_over_list_changed_before_consumed():
     """)
 
 
-@pytest.mark.xfail(strict=False, reason="lazy iterator over a container changed before it is consumed")
 def test_reversed_over_list_changed_before_consumed():
     # both modes: wrong derivative
     judge("""
@@ -389,7 +381,6 @@ def test_comprehension_in_closure_binds_name_assigned_in_branch():
     """)
 
 
-@pytest.mark.xfail(strict=False, reason="np.array(a) of a copy taken for an alias of it (forward)")
 def test_np_array_of_copy_then_copy_changed():
     # seed 20, HEAD 0aab480: fwd wrong derivative (np.array(a8) taken for an alias of a8)
     judge("""
@@ -403,7 +394,6 @@ def test_np_array_of_copy_then_copy_changed():
     """)
 
 
-@pytest.mark.xfail(strict=False, reason="np.array(x) captured by a closure")
 def test_np_array_in_closure_never_called():
     # seed 20, HEAD 0aab480: rev ValueError: cannot reshape array of size 1 into shape (3,)
     judge("""
