@@ -76,6 +76,7 @@ class ForwardEmitter:
         self.real = {v for v, k in kinds.items() if k == "f"}
         self.real |= {self.d(v) for v in self.real}
         self.closure_keys = _closure_keys(fn)
+        self.cell_reads = set()                   # variables whose tangents closures' tangents read
         self.origin = fn.origin
 
     def d(self, v):
@@ -311,6 +312,7 @@ class ForwardEmitter:
             if t in self.active:       # a closure's tangent: {cell name: tangent of its data}
                 parts = [f"{k!r}: {self.d(a)}" for k, a in zip(call.args[0].value, call.args[1:])
                          if self.is_active(a) and a != t]
+                self.cell_reads.update(a for a in call.args[1:] if self.is_active(a) and a != t)
                 lines.append(T.Line(f"{self.d(t)} = {{{', '.join(parts)}}}", o))
             return lines
         if isinstance(call.fn, ir.Static) and call.fn.obj is runtime.apply:
@@ -439,6 +441,7 @@ class ForwardEmitter:
             return made
         now = ", ".join(f"{k!r}: {self.d(v)}" for k, v in zip(keys, captured)
                         if self.is_active(v) and v != var)
+        self.cell_reads.update(v for v in captured if self.is_active(v) and v != var)
         if made is None:
             return f"{{{now}}}" if now else None
         return f"{{**{made}, {now}}}" if now else made
@@ -533,6 +536,10 @@ class ForwardEmitter:
         # a parameter that is not differentiated but gets a tangent later (an object a method
         # updates with values that carry one) starts with none
         late = [p for p in fn.params if p not in self.wrt and self.is_active(p)]
+        # a closure's tangent reads its captured variables' tangents when it is made or called,
+        # where the variable may be bound only later or on another path (Python reads it when the
+        # closure runs, or never): those tangents start as None (no tangent)
+        late += sorted(v for v in self.cell_reads if v not in fn.params)
         body = [T.Line(f"{self.d(p)} = None", fn.origin) for p in late] + body
         triples = [(0, f"def {name}({', '.join(params)}):", None)]
         T.render(body, lambda h: [], triples, 1)
@@ -1292,6 +1299,9 @@ def _elems(t, x):
         return itertools.repeat(0.0)
     if isinstance(t, dict):          # a dict view's tangent came as a dict
         return list(t.values())
+    if _is_array(x) and x.ndim and (isinstance(t, (int, float, complex, np.generic)) or
+                                    _is_array(t) and t.ndim < x.ndim):
+        t = bcast(t, x)              # a broadcasting op's tangent kept its operand's shape
     return list(t)
 
 

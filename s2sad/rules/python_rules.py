@@ -288,19 +288,19 @@ def dict_kwargs_adjoint(g, kwargs):
 def dict_tangent(t, iterable, kwargs, ans):
     """Tangent of ``dict(iterable, **kwargs)`` in ``iterable``: a complete dict (zeros for the
     keys the keywords set)."""
-    from ..codegen.forward import _elems
-    out = {k: _r.zeros_like(v) for k, v in ans.items()}
+    from ..codegen.forward import _elems, zeros_like, materialize
+    out = {k: zeros_like(v) for k, v in ans.items()}   # an int value's tangent is 0.0, not None
     keys = _dict_rows(iterable)
     if keys is None:
         tm = _r.materialize(t, iterable) if not isinstance(t, dict) else t
         for k in iterable.keys():
             if k not in kwargs:
-                out[k] = _r.materialize(tm.get(k), ans[k])
+                out[k] = materialize(tm.get(k), ans[k])
         return out
     last = _last_rows(keys, kwargs)
     for i, (k, tr) in enumerate(zip(keys, _elems(t, _listed(iterable, "dict(...)")))):
         if last.get(k) == i and not _r.is_zero(tr):
-            out[k] = _r.materialize(_r.parts(tr, 2)[1], ans[k])
+            out[k] = materialize(_r.parts(tr, 2)[1], ans[k])
     return out
 
 
