@@ -512,9 +512,14 @@ def parts(g, n):
 
 
 def dict_parts(g, keys):
+    """Adjoints of the values of a dict display ``{k1: v1, ...}``: where a key is repeated, only
+    its last value is kept (Python's rule), so only that one gets the key's adjoint."""
     if is_zero(g):
         return (0.0,) * len(keys)
-    return tuple(0.0 if g.get(k) is None else g[k] for k in keys)
+    last = {}
+    for i, k in enumerate(keys):
+        last[k] = i
+    return tuple(0.0 if g.get(k) is None or last[k] != i else g[k] for i, k in enumerate(keys))
 
 
 # -- small adjoint helpers used by the Python rule table ----------------------------------------
@@ -2118,8 +2123,9 @@ def mul_part_tangent(t, a, b, which):
 
 
 def _mark_loop(x):
-    """A loop that may stop early (break/return) walks the values of iterator ``x``: s2sad takes
-    them all first, so a later use of the iterator could not see what Python would."""
+    """A loop that may stop early (break/return), or whose body reads the iterable it walks,
+    walks the values of iterator ``x``: s2sad takes them all first, so a use of the iterator in
+    the body or after the loop could not see what Python would."""
     while isinstance(x, Iter):
         x.loop = True
         x = getattr(x, "parent", None)
@@ -2128,14 +2134,15 @@ def _mark_loop(x):
 def _refuse_after_loop():
     from .errors import UnsupportedSyntaxError
     raise UnsupportedSyntaxError(
-        "an iterator is used again after a `for` loop that may have stopped early (break or "
-        "return) walked it; s2sad takes a loop's values before it runs, so it cannot know which "
-        "values are left", fix="take the values into a list first (`items = list(it)`), loop over "
-            "it, and use `items[k:]` for the rest")
+        "an iterator is used again inside or after a `for` loop that walked it and that may have "
+        "stopped early (break or return) or uses it in its body; s2sad takes a loop's values "
+        "before it runs, so it cannot know which values are left", fix="take the values into a "
+            "list first (`items = list(it)`), loop over it, and use `items[k:]` for the rest")
 
 
 def loop_seq(x):
-    """:func:`seq` for a loop with ``break``/``return`` (see :func:`_mark_loop`)."""
+    """:func:`seq` for a loop with ``break``/``return``, or whose body reads the iterable it
+    walks (see :func:`_mark_loop`)."""
     _mark_loop(x)
     return seq(x)
 

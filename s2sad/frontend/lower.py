@@ -580,6 +580,10 @@ class Lowerer:
         # iterate by index over something indexable: dict views, sets, generators, dicts
         # (their keys) become lists; lists, tuples and arrays pass through
         breakable = _leaves_early(body_nodes)
+        # a body that reads the loop's own iterable may take values from it (a nested loop,
+        # sum(it), next(it)): Python's loop then skips them; s2sad took them all first
+        walked = {n.id for n in gast.walk(it) if isinstance(n, gast.Name)}
+        breakable = breakable or bool(walked & set(self._names_read(body_nodes)))
         if len(seqs) > 1:
             # zip(...) in the header: the values Python's zip takes from each (an iterator
             # zipped with a shorter sequence gives up exactly as many as zip pulls)
@@ -969,8 +973,9 @@ class Lowerer:
         return self._call(ir.Call(ir.Static(runtime.here, "_rt.here"), [operand]), None, o)
 
     def _seq(self, sq, o, breakable=False):
-        # (a loop that may stop early takes all of an iterator's values here: runtime.loop_seq
-        # makes a later use of that iterator an error rather than a wrong value)
+        # (a loop that may stop early, or whose body reads what it walks, takes all of an
+        # iterator's values here: runtime.loop_seq makes a later use of that iterator an error
+        # rather than a wrong value)
         fn = (runtime.loop_seq, "_rt.loop_seq") if breakable else (runtime.seq, "_rt.seq")
         call = ir.Call(ir.Static(*fn), [self._here(sq, o)])
         self._link_heres(call, [0])
@@ -1032,14 +1037,25 @@ class Lowerer:
                 if set(n.names) & self.locals & written:
                     self._nonlocal_writers.append((set(n.names) & self.locals & written, o))
         lines = self.src.segment(node)
-        if id(node) in self._mangled:        # its text is not the code that runs: written anew
+        mangled = id(node) in self._mangled
+        moved = {v: self.name(v) for v in captured if self.name(v) != v}
+        if moved:
+            # it reads a name that means a renamed variable here (a comprehension's target
+            # shadowing an enclosing variable: ``{k: max(x, key=lambda t: t - i) for i, k in
+            # ...}``): written anew, reading the renamed variable
+            import copy
+            node = copy.deepcopy(node)
+            for n in gast.walk(node):
+                if isinstance(n, gast.Name) and n.id in moved:
+                    n.id = moved[n.id]
+        if moved or mangled:        # its text is not the code that runs: written anew
             org = self.src.origin(node)
             lines = [(text, org) for text in unparsed(node)]
         # default values are taken when the function is made: they count as captured values,
         # named "param=" (the emitted definition evaluates them again, as Python would)
         a = node.args
         pos = a.posonlyargs + a.args
-        keys, vals = list(captured), [self.name(v) for v in captured]
+        keys, vals = [moved.get(v, v) for v in captured], [self.name(v) for v in captured]
         for arg, d in list(zip(pos[len(pos) - len(a.defaults):], a.defaults)) + \
                 [(k, d) for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]:
             op = self.expr(d)

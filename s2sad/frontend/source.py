@@ -4,6 +4,7 @@ import ast
 import builtins
 import contextlib
 import inspect
+import types as _types
 import keyword
 import linecache
 import os
@@ -173,6 +174,15 @@ def _static_value(v):
     return isinstance(v, _STATIC_TYPES) or callable(v) and not hasattr(v, "__dict__")
 
 
+def _closure_carries(v):
+    """A function in a cell that captured data carrying a derivative (``g1 = lambda t: y`` read by
+    another closure) is data: its captured values' adjoints go back through the cell."""
+    if type(v) is not _types.FunctionType or not v.__closure__:
+        return False
+    from ..runtime import _closure_differentiable
+    return _closure_differentiable(v)
+
+
 def split_closure(fn):
     """({name: value} of static closure cells, [names of data cells]) in co_freevars order."""
     static, data = {}, []
@@ -182,7 +192,7 @@ def split_closure(fn):
         except ValueError:          # empty cell (bound later in the enclosing scope)
             data.append(name)
             continue
-        if _static_value(v):
+        if _static_value(v) and (v is fn or not _closure_carries(v)):   # (itself: recursion)
             static[name] = v
         else:
             data.append(name)
