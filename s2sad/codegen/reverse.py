@@ -304,7 +304,12 @@ class ReverseEmitter:
             if isinstance(v, tuple):
                 pairs = list(enumerate(v))
                 if any(isinstance(x, str) and x in self.active for _, x in pairs):
+                    # a part for one of *args may be 0.0 (max/min: the arguments not picked;
+                    # zip: the values it did not take): what consumes it is guarded
+                    may = {x for _, x in pairs if isinstance(x, str) and
+                           (x not in st.defined or x in st.zero)}
                     self.contribute_many(pairs, self.template_text(rule, p, s, bound, t), o, out, st)
+                    st.zero |= may & st.defined
             elif isinstance(v, dict):
                 live = [(k, x) for k, x in v.items() if isinstance(x, str) and x in self.active]
                 if live:
@@ -414,7 +419,13 @@ class ReverseEmitter:
             raise UnsupportedSyntaxError(f"`.{name}()` on a value that carries a derivative",
                                          origin=o, fix="build a new list/dict instead")
         if args:
-            self.contribute(args[-1] if name != "insert" else args[0], g, o, out, st)
+            var = args[-1] if name != "insert" else args[0]
+            # an element's adjoint taken out of a list/dict adjoint may be 0.0 (nothing reached
+            # that element): what consumes it is guarded
+            may_zero = isinstance(var, str) and (var not in st.defined or var in st.zero)
+            self.contribute(var, g, o, out, st)
+            if may_zero and var in st.defined:
+                st.zero.add(var)
         return [T.Hook(id(s), "pops", o)] + out
 
     def rev_delitem(self, s, st):
@@ -518,11 +529,13 @@ class ReverseEmitter:
         out = []
         if isinstance(s.value, str) and s.value in self.active:
             self.read(s, "pre", s.value)
-            fresh = s.value not in st.defined
+            may_zero = s.value not in st.defined or s.value in st.zero
             self.contribute(s.value, f"_rt.setitem_value_adjoint({b(obj)}, {idx}, {s.value})", o,
                             out, st)
-            if obj in st.zero and fresh:
-                st.zero.add(s.value)       # (taken from an adjoint that may be 0.0)
+            if may_zero:
+                # (taken from an adjoint that may be 0.0, or from a list/dict adjoint whose
+                # element there may be 0.0: nothing reached it)
+                st.zero.add(s.value)
         out.append(T.Line(f"{b(obj)} = _rt.setitem_adjoint({b(obj)}, {idx})", o))
         return [T.Hook(id(s), "pops", o)] + out
 
