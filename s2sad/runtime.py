@@ -889,19 +889,41 @@ def _items(args):
     return listed(args[0]) if len(args) == 1 else list(args)
 
 
+def _first_equal(items, ans):
+    """Index of the first item that is, or equals, ``ans``; None where that cannot be told (an
+    item whose comparison is not a plain truth value, NaN)."""
+    for i, v in enumerate(items):
+        if v is ans:
+            return i
+        try:
+            eq = v == ans
+        except Exception:
+            return None
+        if type(eq) is not bool and type(eq) is not np.bool_:
+            return None
+        if eq:
+            return i
+    return None
+
+
 def extremum_default_adjoint(g, args):
     """Adjoint (or tangent) of ``min``/``max``'s ``default=``: all of g when the iterable was empty."""
     return g if len(args) == 1 and not _items(args) else 0.0
 
 
-def extremum_adjoint(g, args, key, pick):
-    """Adjoint of builtin ``min``/``max`` (of several arguments or of one iterable)."""
+def extremum_adjoint(g, args, key, pick, *ans):
+    """Adjoint of builtin ``min``/``max`` (of several arguments or of one iterable).  With a
+    ``key``, the item taken is found from the result ``ans`` (the first item equal to it is the
+    one Python took): calling the key again in the reverse sweep would read the variables it
+    captured as they are then (a loop variable has moved on: late binding)."""
     items = _items(args)
     if not items:
         return (0.0,) * len(args)
-    keyf = key if key is not None else (lambda v: v)
-    vals = [keyf(v) for v in items]
-    best = pick(range(len(items)), key=lambda k: vals[k])
+    best = _first_equal(items, ans[0]) if key is not None and ans else None
+    if best is None:
+        keyf = key if key is not None else (lambda v: v)
+        vals = [keyf(v) for v in items]
+        best = pick(range(len(items)), key=lambda k: vals[k])
     adj = [0.0] * len(items)
     adj[best] = g
     if len(args) == 1:

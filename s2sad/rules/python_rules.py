@@ -133,7 +133,7 @@ defrule(builtins.sorted, "iterable, /, *, key=None, reverse=False",
         jvp={"iterable": "_fw.sorted_tangent(t, iterable, key, reverse)"}, kind="container")
 for _pick in (builtins.min, builtins.max):
     defrule(_pick, "*args, key=None, default=None",
-            vjp={"args": f"_rt.extremum_adjoint(g, args, key, {_pick.__name__})",
+            vjp={"args": f"_rt.extremum_adjoint(g, args, key, {_pick.__name__}, ans)",
                  "default": "_rt.extremum_default_adjoint(g, args)"},
             jvp={"args": f"_fw.extremum_tangent(t, args, key, {_pick.__name__})",
                  "default": "_rt.extremum_default_adjoint(t, args)"}, kind="any")

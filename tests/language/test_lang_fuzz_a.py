@@ -156,3 +156,27 @@ def dict_display_repeated_keys(x, y):
 
 def test_dict_display_repeated_keys():
     check_grads(dict_display_repeated_keys, (X, Y), modes=MODES)
+
+
+# -- key functions reading a loop variable (late binding), 20261201:7606 ------------------------
+# The reverse sweep called the key again to find the item min/max/sorted took, when the loop
+# variable it reads had moved on; the item min/max took is now read from the result.  (sorted
+# with such a key is still wrong in reverse mode: not fixed yet.)
+def max_key_reads_loop_variable(x, y):
+    s = 0.0
+    for i in range(3):
+        s = s + max(x * y, key=lambda t: (t - i) ** 2) + min([y, x[0], x[2]], key=lambda t: abs(t - i))
+    return s
+
+
+def sorted_key_reads_loop_variable(x, y):
+    s = 0.0
+    for i in range(3):
+        s = s + sorted(x * y, key=lambda t: (t - i) ** 2)[0] * 2.0 + \
+            sorted([y, x[0], x[1]], key=lambda t: (t - i) ** 2)[1]
+    return s
+
+
+@pytest.mark.parametrize("f", [max_key_reads_loop_variable, dictcomp_lambda_reads_shadowing_target])
+def test_key_reads_loop_variable(f):
+    check_grads(f, (X, Y), modes=MODES)
