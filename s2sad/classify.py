@@ -367,6 +367,7 @@ def check_mutation(fn, varied):
     rebound = _rebound_params(fn, all_params)
     from .frontend.analysis import _mutated
     _check_pending_iterators(fn, pos, varied)
+    _check_loop_sources(fn)
     for s in ir.walk(fn.body):
         # a parameter rebound to a new object (``args = list(args)``) is no longer the caller's
         rb = rebound.get(id(s), set())
@@ -560,6 +561,36 @@ def _check_pending_iterators(fn, pos, varied):
                     origin=s.origin,
                     fix=f"use the iterator up before changing `{changed}` (e.g. `pairs = list(zip("
                         f"...))`), or change a copy")
+
+
+def _check_loop_sources(fn):
+    """A ``for`` loop over a list whose body changes that list in place: s2sad walks the values
+    by index as the loop starts, Python's iterator (zip, enumerate...) sees the changes.  Refused."""
+    seqs = (runtime.seq, runtime.loop_seq, runtime.zip_seq, runtime.loop_zip_seq)
+
+    def block(stmts):
+        for k, s in enumerate(stmts):
+            v = s.value if isinstance(s, ir.Assign) else None
+            if isinstance(v, ir.Call) and isinstance(v.fn, ir.Static) and v.fn.obj in seqs:
+                srcs = {a for a in v.args if isinstance(a, str)}
+                loop = next((t for t in stmts[k + 1:] if isinstance(t, ir.For)), None)
+                if loop is not None and srcs:
+                    for t in ir.walk(loop.body):
+                        # (item writes under a one-sequence loop read back live, as in Python;
+                        # under zip(...) the values were taken first; growing/shrinking always)
+                        kinds_ = (ir.SetItem, ir.Mutate, ir.DelItem) if v.fn.obj in seqs[2:] \
+                            else (ir.Mutate, ir.DelItem)
+                        obj = t.obj if isinstance(t, kinds_) else None
+                        if isinstance(obj, str) and obj in srcs and not getattr(t, "attr", None):
+                            raise UnsupportedSyntaxError(
+                                f"this line changes `{obj}` while a `for` loop walks it; s2sad "
+                                f"takes the loop's values as it starts, Python's iterator sees "
+                                f"the change", origin=t.origin,
+                                fix=f"loop over a copy (`for ... in list({obj})`) or build a new "
+                                    f"list instead of changing `{obj}` inside the loop")
+            for b in ir.children(s):
+                block(b)
+    block(fn.body)
 
 
 def _check_augmented(fn, s, pos, reads):

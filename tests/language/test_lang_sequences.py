@@ -274,3 +274,30 @@ def test_generator_reading_later_changes_refused(f):
     with pytest.raises(UnsupportedSyntaxError) as e:
         s2sad.grad(f, wrt=0)(X, 0.5)
     assert "test_lang_sequences.py:" in str(e.value) and "Fix:" in str(e.value)
+
+
+def zip_over_list_changed_in_body(x, y):
+    # (fuzzer 20261201:3222)
+    l1 = [y, 2 * y, 3 * y]
+    acc = 0.0
+    for p, q in zip(x, l1):
+        l1[-2] *= x[0]
+        acc += q * p
+    return acc
+
+
+def test_zip_over_list_changed_in_body_refused():
+    with pytest.raises(UnsupportedSyntaxError) as e:
+        s2sad.grad(zip_over_list_changed_in_body, wrt=1)(X, 0.5)
+    assert "test_lang_sequences.py:" in str(e.value) and "Fix:" in str(e.value)
+
+
+def dict_values_doubled_in_loop(x, y):
+    d = {"a": x[0], "b": y}
+    for k in d:
+        d[k] = d[k] * 2.0
+    return d["a"] * d["b"]
+
+
+def test_dict_written_while_its_keys_are_walked():
+    check_grads(dict_values_doubled_in_loop, (X, 0.5), modes=("rev", "fwd"))
