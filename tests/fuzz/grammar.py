@@ -315,11 +315,15 @@ class Gen:
         return Var(kind, **kw)
 
     def deps(self, sc, expr):
-        """The objects an iterator expression reads (lazily)."""
+        """The objects an iterator or a function reads (lazily): containers it names, and what
+        the functions and iterators it names read."""
         out = set()
         for name, v in sc.vars.items():
-            if v.kind in "aldo" and re.search(r"\b%s\b" % name, expr):
-                out |= v.ident
+            if re.search(r"\b%s\b" % name, expr):
+                if v.kind in "aldo":
+                    out |= v.ident
+                elif v.kind in "fi":
+                    out |= v.deps
         return frozenset(out)
 
     def lazy_readers(self, sc, name):
@@ -892,8 +896,9 @@ class Gen:
 
         def new_func():
             name = self.fresh("g")
-            emit(f"{name} = {self.F(sc, d + 1)}")
-            sc.add(name, Var("f"))
+            expr = self.F(sc, d + 1)
+            emit(f"{name} = {expr}")
+            sc.add(name, Var("f", deps=self.deps(sc, expr)))
 
         def new_closure():
             name = self.fresh("g")
@@ -905,8 +910,9 @@ class Gen:
                 emit(f"    if {self.cond(inner, 0)}:")
                 emit(f"        return {self.S(inner, d)}")
             emit(f"    return {self.S(inner, d + 1)}")
-            self.touch(sc, "\n".join(lines[start:]), closure=True)
-            sc.add(name, Var("f"))
+            text = "\n".join(lines[start:])
+            self.touch(sc, text, closure=True)
+            sc.add(name, Var("f", deps=self.deps(sc, text)))
 
         def new_iter():
             name = self.fresh("it")

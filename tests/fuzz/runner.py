@@ -139,6 +139,9 @@ def main(argv=None):
     ap.add_argument("--replay", metavar="SEED:K", help="print program K of SEED and judge it")
     ap.add_argument("--file", help="judge the program in this file (defines f(x, y))")
     ap.add_argument("--list-tags", action="store_true", help="print the construct names")
+    ap.add_argument("--save", metavar="PATH",
+                    help="write every wrong/crash/refused program (JSON lines: id, outcome, "
+                         "signature, constructs, source, report) to PATH")
     a = ap.parse_args(argv)
 
     modes = tuple(m for m in a.modes.split(",") if m)
@@ -174,6 +177,17 @@ def main(argv=None):
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     judged, discarded = run(a.n, a.seed, a.jobs, exclude, modes, a.timeout, progress=log)
     secs = time.time() - t0
+    if a.save:
+        import json
+        with open(a.save, "w") as fh:
+            for r in judged:
+                if r["source"] is None:
+                    continue
+                fh.write(json.dumps({
+                    "id": f"{a.seed}:{r['k']}", "outcome": r["outcome"],
+                    "signature": r["signature"], "constructs": r["tags"], "source": r["source"],
+                    "report": r["result"].report() if r["result"] else
+                    "\n".join(f"{m}: {o[0]}: {o[2]}" for m, o in r["modes"].items())}) + "\n")
     if a.breakdown:
         print(breakdown(judged))
         print()
