@@ -39,7 +39,7 @@ dict_get genexpr listcomp dictcomp starmap reduce accumulate iter_var iter_reuse
 dict_ctor dict_copy list_slice list_concat np_array_of_list deepcopy
 branch branch_container loop loop_build_list loop_build_dict loop_fill loop_setattr while
 break continue early_return inner_early_return
-lambda closure helper partial bound_method ufunc_value call key_closure comp_shadow reduce_iter alias_arg closure_iter lazy_mutation loop_var_reuse
+lambda closure helper partial callable_obj heapq bound_method ufunc_value call key_closure comp_shadow reduce_iter alias_arg closure_iter lazy_mutation loop_var_reuse
 class class_kw dataclass attr_write attr_overwrite attr_augwrite setattr getattr __dict__ vars method_mutate
 method copy dc_replace
 r_ r_range r_directive c_ frompyfunc vectorize where np_sort np_maximum concat stack cumsum roll
@@ -202,15 +202,22 @@ class Pt:
     w: float
     v: float
 ''',
+    "Scale": '''class Scale:
+    def __init__(self, c):
+        self.c = c
+
+    def __call__(self, t):
+        return self.c * t
+''',
     "helper": '''def helper(t, u):
     if t > u:
         return t * u
     return t - 0.5 * u
 ''',
 }
-HELPER_ORDER = ("Box", "Bag", "Pt", "helper")
-HEADER = ("import copy\nimport dataclasses\nimport functools\nimport itertools\nimport math\n"
-          "import operator\n\nimport numpy as np\n")
+HELPER_ORDER = ("Box", "Bag", "Pt", "Scale", "helper")
+HEADER = ("import copy\nimport dataclasses\nimport functools\nimport heapq\nimport itertools\n"
+          "import math\nimport operator\n\nimport numpy as np\n")
 
 
 class Program:
@@ -478,6 +485,9 @@ class Gen:
             (2, "minmax_key", lambda: f"{ch.elem(['max', 'min'])}({L()}, key={self.K(sc, d)})"),
             (1, "reduce", lambda: f"functools.reduce(operator.{ch.elem(['add', 'mul'])}, {L()})"),
             (1, "iter next", lambda: f"next(iter({L()}))"),
+            (1, "heapq", lambda: f"heapq.{ch.elem(['nsmallest', 'nlargest'])}(2, {L()})[{ch.int(0, 1)}]"),
+            (1, "heapq minmax_key",
+             lambda: f"heapq.{ch.elem(['nsmallest', 'nlargest'])}(2, {L()}, key={self.K(sc, d)})[{ch.int(0, 1)}]"),
         ])
 
     def reduce_dict(self, sc, d):
@@ -618,6 +628,7 @@ class Gen:
             ])())),
             (1, "ufunc_value", lambda: ch.elem(["np.tanh", "np.sin", "abs"])),
             (1, "partial helper", lambda: self._partial(sc, e)),
+            (1, "callable_obj", lambda: self._scale(sc, e)),
         ]
         if funcs:
             opts.insert(0, (4, None, lambda: ch.elem(funcs)))
@@ -634,6 +645,10 @@ class Gen:
                                        "np.sin", "(lambda t: t * t)", "float"])),
             (1, "key_closure", lambda: self.F(sc, d)),
         ])
+
+    def _scale(self, sc, d):
+        self.helper("Scale")
+        return f"Scale({self.S(sc, d)})"
 
     def _partial(self, sc, d):
         self.helper("helper")
