@@ -5,6 +5,7 @@ Generated sweeps use ``0.0`` as the zero adjoint of a value whose adjoint has no
 its dtype); containers use tuples/lists/dicts of adjoints with ``None`` for leaves that carry none.
 """
 import functools as _functools
+import threading as _threading
 import operator as _operator
 import numbers
 import types as _types
@@ -1232,7 +1233,6 @@ def _is_python(fn):
 
 def is_user_code(fn):
     import os
-    import sysconfig
     mod = fn.__module__ or ""
     if mod.startswith("s2sad.") and not mod.startswith("s2sad_generated"):
         return False
@@ -1242,12 +1242,29 @@ def is_user_code(fn):
     if f.startswith("<"):
         return False
     f = os.path.realpath(f)
-    paths = sysconfig.get_paths()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        p = paths.get(key)
-        if p and f.startswith(os.path.realpath(p) + os.sep):
+    for p in _library_dirs():
+        if f.startswith(p):
             return False
     return "site-packages" not in f and "dist-packages" not in f
+
+
+_LIBRARY_DIRS = []
+_LIBRARY_LOCK = _threading.Lock()
+
+
+def _library_dirs():
+    """The standard library's and installed packages' folders, computed once (sysconfig fills
+    its own tables on first use, which is not safe from several threads at once: "dictionary
+    changed size during iteration")."""
+    if not _LIBRARY_DIRS:
+        import os
+        import sysconfig
+        with _LIBRARY_LOCK:
+            if not _LIBRARY_DIRS:
+                paths = sysconfig.get_paths()
+                _LIBRARY_DIRS[:] = [os.path.realpath(paths[k]) + os.sep for k in
+                                    ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k)]
+    return _LIBRARY_DIRS
 
 
 def constructible(cls):
