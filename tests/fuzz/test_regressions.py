@@ -317,7 +317,6 @@ def test_reversed_over_list_changed_before_consumed():
     """)
 
 
-@pytest.mark.xfail(strict=False, reason="nested def calling a lambda of f that closes over an argument")
 def test_def_calls_lambda_closing_over_argument():
     # both modes: zero derivative
     judge("""
@@ -329,7 +328,6 @@ def test_def_calls_lambda_closing_over_argument():
     """)
 
 
-@pytest.mark.xfail(strict=False, reason="np.array(x) kept in a list, then an early return")
 def test_list_of_np_array_then_early_return():
     # rev: ValueError: cannot reshape array of size 1 into shape (3,)
     judge("""
@@ -343,7 +341,6 @@ def test_list_of_np_array_then_early_return():
     """)
 
 
-@pytest.mark.xfail(strict=False, reason="np.array(x) kept in a list, then an early return")
 def test_appended_np_array_sum_then_early_return():
     judge("""
         import numpy as np
@@ -357,7 +354,6 @@ def test_appended_np_array_sum_then_early_return():
     """)
 
 
-@pytest.mark.xfail(strict=False, reason="comprehension in a nested def binds a name that is a local of f")
 def test_comprehension_in_closure_binds_name_assigned_later_in_f():
     # fwd: UnboundLocalError: cannot access local variable '_d_k'
     judge("""
@@ -369,7 +365,6 @@ def test_comprehension_in_closure_binds_name_assigned_later_in_f():
     """)
 
 
-@pytest.mark.xfail(strict=False, reason="comprehension in a nested def binds a name that is a local of f")
 def test_comprehension_in_closure_binds_name_assigned_in_branch():
     judge("""
         def f(x, y):
