@@ -42,7 +42,7 @@ break continue early_return inner_early_return
 lambda closure helper partial callable_obj heapq bound_method ufunc_value call key_closure comp_shadow reduce_iter alias_arg closure_iter lazy_mutation loop_var_reuse
 class class_kw dataclass attr_write attr_overwrite attr_augwrite setattr getattr __dict__ vars method_mutate
 method copy dc_replace
-r_ r_range r_directive c_ frompyfunc vectorize where np_sort np_maximum concat stack cumsum roll
+view float_keys r_ r_range r_directive c_ frompyfunc vectorize where np_sort np_maximum concat stack cumsum roll
 inplace_array inplace_list inplace_dict list_method alias argwrite
 """.split())
 
@@ -315,7 +315,7 @@ class Gen:
     def bound(self, sc, kind, expr, **kw):
         """A Var for a new name bound to ``expr``: an alias (same objects) when ``expr`` is a
         name, or a view ``name[::-1]`` of one."""
-        m = re.fullmatch(r"(\w+)(\[::-1\])?", expr)
+        m = re.fullmatch(r"(\w+)(\[::-1\]|\[:\]|\[::1\])?", expr)
         if m and m.group(1) in sc.vars:
             src = sc.vars[m.group(1)]
             return Var(kind, ident=src.ident, argview=src.argview, length=src.length, **kw)
@@ -503,6 +503,9 @@ class Gen:
             (2, "dict_view minmax_key itemgetter",
              lambda: f"{ch.elem(['max', 'min'])}({D()}.items(), key=operator.itemgetter(1))[1]"),
             (1, "dict_get minmax_key", lambda: self._dict_argmax(sc, d)),
+            (1, "float_keys dict_view", lambda: f"sum(dict(zip({self.seq(sc, d)}, {self.seq(sc, d)})).values())"),
+            (1, "float_keys dict_view sorted",
+             lambda: f"sorted(dict(zip({self.seq(sc, d)}, {self.seq(sc, d)})).items())[{self.idx(sc)}][1]"),
             (1, "dict_view sorted_key",
              lambda: f"sorted({D()}.items(), key=lambda kv: kv[1])[{self.idx(sc)}][1]"),
         ])
@@ -888,6 +891,9 @@ class Gen:
             expr = self.A(sc, d + 1)
             if ch.coin(40):
                 expr = ch.elem([f"{expr}.copy()", f"np.array({expr})"])
+            elif re.fullmatch(r"\w+", expr) and self.ok("view") and ch.coin(30):
+                self.tags.add("view")
+                expr = ch.elem([f"{expr}[:]", f"{expr}[::1]"])
             emit(f"{name} = {expr}")
             sc.add(name, self.bound(sc, "a", expr))
 
