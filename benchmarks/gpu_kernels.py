@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 import cupy as cp  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from s2sad.kernels import concat_adjoint, permute_adjoint, _cuda  # noqa: E402
+from s2sad.kernels import concat_adjoint, permute_adjoint, launch  # noqa: E402
 
 try:
     import torch
@@ -198,11 +198,11 @@ def tune():
     """Pick launch parameters on the large float32 cases (a few compiles)."""
     best = {}
     for tpb, ept in [(128, 8), (128, 16), (256, 8), (256, 16), (128, 32), (512, 8)]:
-        _cuda.CONFIG.update(tpb=tpb, ept=ept)
+        launch.CONFIG.update(tpb=tpb, ept=ept)
         nb, r = bench_concat(8, 1 << 24, np.float32)
         best[(tpb, ept)] = nb / r["s2sad"][0] / 1e12
     (tpb, ept) = max(best, key=best.get)
-    _cuda.CONFIG.update(tpb=tpb, ept=ept)
+    launch.CONFIG.update(tpb=tpb, ept=ept)
     return {"segments (tpb, ept) -> TB/s": best, "(tile, block y) -> TB/s": tune_permute()}
 
 
@@ -212,12 +212,12 @@ def tune_permute():
     with the best smaller TB/s of the two wins."""
     tb = {}
     for tile, by in [(32, 8), (64, 8), (64, 4), (64, 2)]:
-        _cuda.CONFIG.update(tile=tile, tile_by=by)
+        launch.CONFIG.update(tile=tile, tile_by=by)
         r2 = [bench_permute(shape, axes, np.float32, peers=False)
               for shape, axes in [((8192, 8192), (1, 0)), ((256, 256, 256), (2, 0, 1))]]
         tb[(tile, by)] = tuple(round(nb / r["s2sad"][0] / 1e12, 3) for nb, r in r2)
     tile, by = max(tb, key=lambda k: min(tb[k]))
-    _cuda.CONFIG.update(tile=tile, tile_by=by)
+    launch.CONFIG.update(tile=tile, tile_by=by)
     return tb
 
 
@@ -232,7 +232,7 @@ def main():
     ap.add_argument("--profile", action="store_true", help="append a host profile of the small calls")
     args = ap.parse_args()
     if args.launch:
-        _cuda.CONFIG["launch"] = args.launch
+        launch.CONFIG["launch"] = args.launch
     props = cp.cuda.runtime.getDeviceProperties(0)
     name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
     lines = [f"Card: {name}; date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
@@ -240,7 +240,7 @@ def main():
     bw = copy_bandwidth()
     lines.append(f"Device-to-device copy (cp.copyto, 1 GiB float32, read+write): {bw:.2f} TB/s")
     tuned = tune_permute() if args.tune_permute else (None if args.no_tune else tune())
-    lines.append(f"Launch config: {dict((k, _cuda.CONFIG[k]) for k in ('tpb', 'ept', 'tile', 'tile_by', 'tile_wide'))}; "
+    lines.append(f"Launch config: {dict((k, launch.CONFIG[k]) for k in ('tpb', 'ept', 'tile', 'tile_by', 'tile_wide'))}; "
                  f"tuning: {tuned}")
     lines.append("")
     lines.append("| case | dtype | s2sad µs | s2sad GPU µs | s2sad TB/s | %copy | cupy µs | cupy GPU µs "
@@ -273,9 +273,9 @@ def main():
             lines.append(f"| {label} | {dname} | " + " | ".join(cells) + " |")
             print(lines[-1], flush=True)
     lines.append("")
-    lines.append(f"Kernel entry: {'raw pointers' if _cuda._use_pointers() else 'array arguments'}, "
-                 f"launched by {_cuda.CONFIG['launch']} (pointer build error: {_cuda._state['pointer_error']}; "
-                 f"CuPy launch error: {_cuda._state['cupy_launch_error']})")
+    lines.append(f"Kernel entry: {'raw pointers' if launch._use_pointers() else 'array arguments'}, "
+                 f"launched by {launch.CONFIG['launch']} (pointer build error: {launch._state['pointer_error']}; "
+                 f"CuPy launch error: {launch._state['cupy_launch_error']})")
     if args.profile:
         profile_host(lines)
     text = "\n".join(lines)

@@ -1,8 +1,10 @@
 """Adjoints and tangents of the concatenate and permute families.
 
 Every function works on NumPy arrays (plain NumPy slicing, no Numba import) and on CuPy arrays
-(Numba CUDA kernels launched on CuPy's current stream, see :mod:`s2sad.kernels._cuda`).  The same
-kernels run on NumPy arrays under Numba's CUDA simulator with ``backend="cuda"`` (tests, CI).
+(Numba CUDA kernels launched on CuPy's current stream: :mod:`.segments` for the concat family,
+:mod:`.tiled` for the permute family, both built and launched by :mod:`.launch` over the flat
+buffers of :mod:`.layout`).  The same kernels run on NumPy arrays under Numba's CUDA simulator
+with ``backend="cuda"`` (tests, CI).
 
     concat_adjoint(g, arrays, axis=0, acc=None, backend=None) -> tuple (one adjoint or None per input)
     concat_tangent(tangents, arrays, axis=0, backend=None)    -> array
@@ -19,6 +21,7 @@ arrays) and those buffers are returned; the same buffer may appear at several po
 import numpy as np
 
 from .device import array_module, device_of, check_devices, is_cupy
+from .layout import _info, _norm_axis
 
 __all__ = ["concat_adjoint", "concat_tangent", "permute_adjoint", "permute_tangent",
            "array_module", "device_of", "check_devices", "is_cupy", "differentiable_dtype"]
@@ -29,34 +32,6 @@ _BACKENDS = (None, "auto", "numpy", "cuda")
 def differentiable_dtype(dt):
     """True for floating and complex dtypes (the ones that carry derivatives)."""
     return dt.kind in "fc"
-
-
-def _info(x):
-    """(shape, dtype or None) of an input; dtype None = no derivative (int, bool, non-numeric)."""
-    t = type(x)
-    if t is float:
-        return (), np.dtype(np.float64)
-    if t is complex:
-        return (), np.dtype(np.complex128)
-    if t is int or t is bool:
-        return (), None
-    dt = getattr(x, "dtype", None)
-    if dt is None:
-        a = np.asarray(x)
-        dt, shape = a.dtype, a.shape
-    else:
-        dt = np.dtype(dt)
-        shape = tuple(x.shape)
-    return shape, (dt if dt.kind in "fc" else None)
-
-
-def _norm_axis(axis, ndim):
-    if axis is None:
-        return None
-    axis = int(axis)
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"axis {axis} is out of bounds for a concatenation of {ndim}-d arrays")
-    return axis % ndim
 
 
 def _choose(backend, *arrays):
@@ -130,8 +105,8 @@ def concat_adjoint(g, arrays, axis=0, acc=None, backend=None):
             raise ValueError(f"acc has {len(acc)} entries for {len(arrays)} inputs")
     infos, axis, starts = _concat_layout(g, arrays, axis)
     if _choose(backend, g) == "cuda":
-        from . import _cuda
-        return _cuda.concat_adjoint(g, arrays, infos, axis, starts, acc)
+        from . import segments
+        return segments.concat_adjoint(g, arrays, infos, axis, starts, acc)
     xp = array_module(g)
     if axis is None:
         g = g.reshape(-1)
@@ -168,8 +143,8 @@ def concat_tangent(tangents, arrays, axis=0, backend=None):
     if len(tangents) != len(arrays):
         raise ValueError(f"{len(tangents)} tangents for {len(arrays)} inputs")
     if _choose(backend, *tangents, *arrays) == "cuda":
-        from . import _cuda
-        return _cuda.concat_tangent(tangents, arrays, axis)
+        from . import segments
+        return segments.concat_tangent(tangents, arrays, axis)
     xp = np
     for a in (*tangents, *arrays):
         if is_cupy(a):
@@ -218,8 +193,8 @@ def permute_adjoint(g, axes=None, acc=None, backend=None):
     axes = _norm_axes(axes, g.ndim)
     inv = _inverse(axes)
     if _choose(backend, g) == "cuda":
-        from . import _cuda
-        return _cuda.permute(g, inv, acc)
+        from . import tiled
+        return tiled.permute(g, inv, acc)
     xp = array_module(g)
     v = g.transpose(inv)
     if acc is None:
@@ -236,7 +211,7 @@ def permute_tangent(t, axes=None, backend=None):
         return None
     axes = _norm_axes(axes, t.ndim)
     if _choose(backend, t) == "cuda":
-        from . import _cuda
-        return _cuda.permute(t, axes, None)
+        from . import tiled
+        return tiled.permute(t, axes, None)
     xp = array_module(t)
     return xp.ascontiguousarray(t.transpose(axes))

@@ -1,4 +1,4 @@
-"""Device detection and the device guard.
+"""Device detection, the device guard, and the switch to the GPU that holds a kernel's arrays.
 
 Cheap on the CPU: nothing here imports CuPy unless a CuPy array is actually present (recognised by
 ``type(x).__module__``), and nothing imports Numba.
@@ -146,3 +146,13 @@ def check_devices(fn_name, args, kwargs=None, names=None):
         fix = (f"copy the arrays to one GPU first, e.g. inside `with cupy.cuda.Device({gpu[0][5:]}):` "
                f"call cupy.asarray(x) on the others")
     raise DeviceMismatchError(f"{fn_name} got arrays on different devices ({desc})", fix=fix)
+
+
+def _other_gpu(dev):
+    """``cupy.cuda.Device`` of ``dev`` ("cuda:N") when it is not the current device, else None:
+    kernels launch on the current device, so work on another GPU's arrays switches to it."""
+    if dev is None or dev == "cpu":
+        return None
+    import cupy as cp
+    i = int(dev[5:])
+    return None if i == cp.cuda.runtime.getDevice() else cp.cuda.Device(i)

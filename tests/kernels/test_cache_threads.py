@@ -1,4 +1,4 @@
-"""The bounded caches of the CUDA kernel module (device tables, launch plans) under threads: two
+"""The bounded caches of the kernels' launch module (device tables, launch plans) under threads: two
 threads evicting at once used to pop the same oldest key (KeyError) or iterate the dict while
 another thread changed it (RuntimeError).  ``_Cache`` stores and evicts under its own lock and
 reads without one."""
@@ -7,13 +7,13 @@ import threading
 
 import pytest
 
-from s2sad.kernels import _cuda
+from s2sad.kernels import launch
 
 
 @pytest.fixture
 def small_cache(monkeypatch):
-    monkeypatch.setitem(_cuda.CONFIG, "table_cache", 4)
-    return _cuda._Cache()
+    monkeypatch.setitem(launch.CONFIG, "table_cache", 4)
+    return launch._Cache()
 
 
 def _hammer(cache, n_threads=8, n_keys=8000):
@@ -67,8 +67,8 @@ def test_oldest_entry_is_evicted_first(small_cache):
 
 
 def test_module_caches_are_thread_safe_caches():
-    assert isinstance(_cuda._tables, _cuda._Cache)
-    assert isinstance(_cuda._plans, _cuda._Cache)
+    assert isinstance(launch._tables, launch._Cache)
+    assert isinstance(launch._plans, launch._Cache)
 
 
 def _gpu():
@@ -90,7 +90,7 @@ def test_device_tables_and_plans_from_threads_on_the_gpu(monkeypatch):
         pytest.skip("needs CuPy, a GPU and NUMBA_ENABLE_CUDASIM=0")
     import numpy as np
     from s2sad.kernels import concat_adjoint, permute_adjoint
-    monkeypatch.setitem(_cuda.CONFIG, "table_cache", 4)
+    monkeypatch.setitem(launch.CONFIG, "table_cache", 4)
     errors = []
     start = threading.Barrier(8)
 
@@ -118,4 +118,4 @@ def test_device_tables_and_plans_from_threads_on_the_gpu(monkeypatch):
     for th in threads:
         th.join()
     assert errors == []
-    assert len(_cuda._tables) <= 4 and len(_cuda._plans) <= 4
+    assert len(launch._tables) <= 4 and len(launch._plans) <= 4

@@ -22,14 +22,14 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _OK, reason="needs CuPy, a
 def route(request):
     """Every test runs through each kernel entry: raw pointers launched by CuPy (the default),
     raw pointers launched by Numba, and Numba's array arguments (the fallback)."""
-    from s2sad.kernels import _cuda
-    old = dict(_cuda.CONFIG)
-    _cuda.CONFIG["pointers"] = request.param != "arrays"
-    _cuda.CONFIG["launch"] = "numba" if request.param == "numba-launch" else "cupy"
+    from s2sad.kernels import launch
+    old = dict(launch.CONFIG)
+    launch.CONFIG["pointers"] = request.param != "arrays"
+    launch.CONFIG["launch"] = "numba" if request.param == "numba-launch" else "cupy"
     yield request.param
-    assert _cuda._state["cupy_launch_error"] is None
-    assert _cuda._state["pointer_error"] is None
-    _cuda.CONFIG.update(old)
+    assert launch._state["cupy_launch_error"] is None
+    assert launch._state["pointer_error"] is None
+    launch.CONFIG.update(old)
 
 
 def gpu_like(x):

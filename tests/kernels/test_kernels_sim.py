@@ -18,13 +18,15 @@ pytestmark = pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") != "1",
 
 @pytest.fixture(autouse=True, scope="module")
 def small_launches():
-    from s2sad.kernels import _cuda
-    saved = dict(_cuda.CONFIG)
+    """Tiny launch parameters; yields :mod:`s2sad.kernels.segments` (the concat family, whose
+    module-level ``_launch`` the tests below replace to count launches)."""
+    from s2sad.kernels import launch, segments
+    saved = dict(launch.CONFIG)
     # tiny blocks: the simulator runs a Python thread per CUDA thread
-    _cuda.CONFIG.update(tpb=8, ept=2, tile=8, tile_tx=8, tile_by=4, tile_wide={})
-    yield _cuda
-    _cuda.CONFIG.clear()
-    _cuda.CONFIG.update(saved)
+    launch.CONFIG.update(tpb=8, ept=2, tile=8, tile_tx=8, tile_by=4, tile_wide={})
+    yield segments
+    launch.CONFIG.clear()
+    launch.CONFIG.update(saved)
 
 
 def same(a, b, dtype=None):
