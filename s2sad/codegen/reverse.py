@@ -585,9 +585,10 @@ class ReverseEmitter:
         finally:
             if isinstance(s, ir.For):
                 self.provided.pop()
-        if not inner:
+        killed = sorted(carried - st_body.defined)   # overwritten in the body by a value with
+        if not inner and not killed:                  # no derivative: zero after one trip or more
             return []
-        inner += [T.Line(f"{b(v)} = 0.0", s.origin) for v in sorted(carried - st_body.defined)]
+        inner += [T.Line(f"{b(v)} = 0.0", s.origin) for v in killed]
         # after any number of trips (none included) a carried adjoint may still be a filled zero
         st.zero |= st_body.zero | (carried - entry) | (carried - st_body.defined)
         st.defined = entry | carried

@@ -305,9 +305,10 @@ def dict_tangent(t, iterable, kwargs, ans):
 
 
 def dict_kwargs_tangent(t, ans):
-    out = {k: _r.zeros_like(v) for k, v in ans.items()}
+    from ..codegen.forward import zeros_like, materialize
+    out = {k: zeros_like(v) for k, v in ans.items()}   # an int value's tangent is 0.0, not None
     for k, v in t.items():
-        out[k] = _r.materialize(v, ans[k])
+        out[k] = materialize(v, ans[k])
     return out
 
 

@@ -662,3 +662,193 @@ def test_augmented_assignment_into_full_slice_view_then_closure_reads_x():
             a2 *= y
             return g1(y)
     """)
+
+
+# -- seed 5055 (20,000 programs at e12a866, H200 host: wrong 17, crash 4), shrunk there ---------
+
+def test_loop_overwriting_an_active_variable_with_a_constant():
+    # rev: wrong derivative (the reverse loop was left out because its body had no active
+    # statement, so acc's adjoint flowed on to y although every trip overwrites acc)
+    judge("""
+        def f(x, y):
+            acc = y
+            for i, t in enumerate(x):
+                acc = 0.5
+            return acc
+    """)
+    judge("""
+        def f(x, y):
+            acc = y * x[0]
+            i = 0
+            while i < 2:
+                acc = 0.5
+                i += 1
+            return acc + y
+    """)
+
+
+def test_dict_kwargs_holding_an_int():
+    # fwd: crash (the tangent of an int value in dict(a=...) was None, not 0.0)
+    judge("""
+        def f(x, y):
+            l2 = [1 for p, q in zip(x, x)]
+            d4 = dict(a=sum(l2), b=y, c=y)
+            return y + d4['a']
+    """)
+
+
+@pytest.mark.xfail(strict=False, reason="augmented assignment into a slice view of the argument")
+def test_augmented_assignment_of_x_into_its_own_view():
+    # both modes: wrong value (a1 is x; a1 += x doubles x)
+    judge("""
+        import numpy as np
+
+        def f(x, y):
+            a1 = x[:]
+            a1 += x
+            return np.sum(x)
+    """)
+
+
+@pytest.mark.xfail(strict=False, reason="lazy zip over an array changed by an augmented assignment")
+def test_zip_over_array_copy_changed_by_augmented_assignment():
+    judge("""
+        import numpy as np
+
+        def f(x, y):
+            a4 = np.array(x)
+            it5 = zip(x, a4)
+            a4 += y
+            return sum((q for p, q in it5))
+    """)
+    judge("""
+        import operator
+
+        def f(x, y):
+            a6 = x * y
+            it8 = zip(x, a6)
+            a6 *= 0
+            return sorted(it8, key=operator.itemgetter(0))[0][1]
+    """)
+
+
+@pytest.mark.xfail(strict=False, reason="lazy map over a function whose closure reads a container changed before consumption")
+def test_map_of_lambda_over_dict_item_changed_before_consumed():
+    judge("""
+        def f(x, y):
+            d2 = {n: c3 for n, c3 in zip('a', x)}
+            it5 = map(lambda t: d2['a'], x)
+            d2['a'] = y
+            return max(it5)
+    """)
+
+
+@pytest.mark.xfail(strict=False, reason="lazy map over a function whose closure reads a name rebound before consumption")
+def test_map_of_def_reading_a_name_rebound_by_augmented_assignment():
+    judge("""
+        import numpy as np
+
+        def f(x, y):
+            a6 = 2
+
+            def g7(t):
+                return np.c_[a6][0, 0]
+            a6 += x
+            l8 = map(g7, x)
+            return sum(l8)
+    """)
+
+
+@pytest.mark.xfail(strict=False, reason="map's function never called in Python but run eagerly")
+def test_unused_map_whose_function_would_raise():
+    # rev: crash (IndexError: sorted(x)[3] runs although Python never calls the lambda)
+    judge("""
+        def f(x, y):
+            it1 = map(lambda t: sorted(x)[3], x)
+            return y
+    """)
+
+
+@pytest.mark.xfail(strict=False, reason="max/sorted of a list, then the list reversed or sorted in place")
+def test_nlargest_of_list_then_list_sorted():
+    judge("""
+        import heapq
+
+        def f(x, y):
+            l1 = list(x)
+            s2 = heapq.nlargest(2, l1, key=lambda t: t)[1]
+            l1.sort(key=lambda t: t)
+            return s2
+    """)
+
+
+@pytest.mark.xfail(strict=False, reason="max/sorted of a list, then the list reversed or sorted in place")
+def test_min_into_class_attribute_then_list_reversed():
+    judge("""
+        class Box:
+            pass
+
+        def f(x, y):
+            o4 = Box
+            l5 = list(x)
+            o4.u = min(l5, key=lambda t: t)
+            l5.reverse()
+            return o4.u
+    """)
+
+
+@pytest.mark.xfail(strict=False, reason="a list sorted in place after a concatenation with a slice")
+def test_list_concatenated_with_slice_then_sorted():
+    # rev: crash (TypeError: 'float' object is not iterable in getitem_adjoint)
+    judge("""
+        def f(x, y):
+            l1 = [y, y, y] + [y, y, y][:1]
+            l1.sort()
+            if y:
+                return y
+            return sum(l1)
+    """)
+
+
+@pytest.mark.xfail(strict=False, reason="dicts keyed by floats that carry derivatives")
+def test_dict_keyed_by_y_in_a_loop_then_sorted_items():
+    judge("""
+        def f(x, y):
+            d1 = {}
+            for i, k in enumerate((y, 'b', y)):
+                d1[k] = 0.5
+            d1.update({'c': y})
+            s2 = sorted(d1.items(), key=lambda kv: kv[1])[2][1]
+            d1['c'] = 0.5
+            return s2
+    """)
+
+
+@pytest.mark.xfail(strict=False, reason="dicts keyed by floats that carry derivatives")
+def test_dict_comprehension_keyed_by_y_over_items():
+    # fwd: crash (TypeError: NoneType * float)
+    judge("""
+        def f(x, y):
+            d1 = dict(a=y, b=sum(filter(lambda t: t > y, {y: y, y: y, y: y}.values())), c=y)
+            d6 = {y: d1[k7] * y for k7, v8 in {k: y for k, v in d1.items()}.items()}
+            return sum(d6.values())
+    """)
+
+
+@pytest.mark.xfail(strict=False, reason="np.frompyfunc/np.vectorize of a closure over a value carrying a derivative")
+def test_vectorize_of_closure_in_r_and_dot():
+    judge("""
+        import numpy as np
+
+        def f(x, y):
+            a2 = np.zeros(3)
+            l4 = []
+            l4.append(np.dot(np.r_[np.vectorize(lambda t: y)(a2), 3], np.r_[0:4]))
+            return sum(l4)
+    """)
+    judge("""
+        import numpy as np
+
+        def f(x, y):
+            return np.vectorize(lambda t: y)(np.zeros(3))[1]
+    """)
