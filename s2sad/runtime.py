@@ -1867,6 +1867,28 @@ def not_alias(value, args, origin):
                     "(`return x.copy()`)")
 
 
+def inplace_guard(value, op, name, other, fix, origin, arrays_only=False):
+    """Before ``name op= ...`` (see classify._check_augmented_shared): refuse when ``value`` is an
+    object that ``op=`` changes in place (an array, a list), because ``other``, read afterwards,
+    may hold it or share its memory and s2sad makes a new value instead.  ``arrays_only``: other
+    only shares elements with ``value``, which a list changed in place keeps."""
+    dunder = "__i" + getattr(op, "__name__", "").strip("_") + "__"
+    if hasattr(type(value), dunder) and not (arrays_only and isinstance(value, (list, dict, set))):
+        from .errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            f"`{name} {_AUG_TEXT.get(op, 'op')}= ...` changes `{name}` (a "
+            f"{type(value).__module__}.{type(value).__qualname__}) in place, and it may be held by "
+            f"{other} or share its memory (a row, an element, a function's result), which is read "
+            f"afterwards; s2sad makes a new value for `{name}` and does not follow the change",
+            origin=origin, fix=fix)
+
+
+_AUG_TEXT = {_operator.add: "+", _operator.sub: "-", _operator.mul: "*", _operator.truediv: "/",
+             _operator.floordiv: "//", _operator.pow: "**", _operator.matmul: "@",
+             _operator.mod: "%", _operator.and_: "&", _operator.or_: "|", _operator.xor: "^",
+             _operator.lshift: "<<", _operator.rshift: ">>"}
+
+
 def no_update(rec, name, origin):
     """Refuse a method call that changed ``name``, an object the caller passed in."""
     if rec is not None and rec[0] == "derived" and rec[-1]:
