@@ -665,6 +665,14 @@ def differentiable(v):
         # s2sad's own iterator: what it has yet to yield is not known, and a callee that
         # captures it or is given it may consume it (its adjoint goes back to its values)
         return True
+    if t is _types.MethodType:
+        return differentiable(v.__func__) or differentiable(v.__self__)
+    if isinstance(v, np.ufunc):
+        # np.frompyfunc(f, ...): the ufunc holds f (a closure may carry a derivative); NumPy shows
+        # it only to the garbage collector
+        import gc
+        return _frompyfunc(v) and any(type(r) is _FunctionType and differentiable(r)
+                                      for r in gc.get_referents(v))
     return _object_differentiable(v)
 
 
@@ -705,6 +713,11 @@ def _object_differentiable(v, depth=0):
         t = type(x)
         if t is float or t is complex:
             return True
+        if t is _FunctionType or t is _partial or t is _types.MethodType:
+            # (np.vectorize(f).pyfunc, o.f = lambda: y)
+            if differentiable(x):
+                return True
+            continue
         if t in (tuple, list, dict):
             if differentiable(x):
                 return True
@@ -976,7 +989,8 @@ def refuse_vectorize(fn, args, kwargs):
     follow it: refuse when values that carry a derivative go in."""
     made = "np.vectorize(...)" if isinstance(fn, np.vectorize) else \
         "np.frompyfunc(...)" if _frompyfunc(fn) else None
-    if made and (any(differentiable(a) for a in args) or
+    # (the function itself may carry a derivative: a closure over one, ``lambda t: t * y``)
+    if made and (any(differentiable(a) for a in args) or differentiable(fn) or
                  any(differentiable(v) for v in kwargs.values())):
         from .errors import OpaqueCalleeError
         raise OpaqueCalleeError(
@@ -1592,6 +1606,13 @@ def _callee_ref(fn, text=None):
 
 
 _ALTERNATIVES = {
+    "numpy.frompyfunc": "np.frompyfunc's function is called element by element from inside "
+                        "NumPy, where s2sad cannot follow it; call the function on the arrays "
+                        "directly (NumPy operations broadcast), or loop over the elements in your "
+                        "own code",
+    "numpy.vectorize": "np.vectorize's function is called element by element from inside NumPy, "
+                       "where s2sad cannot follow it; call the function on the arrays directly "
+                       "(NumPy operations broadcast), or loop over the elements in your own code",
     "numpy.piecewise": "np.piecewise is not differentiated (its functions are called by NumPy); "
                        "write it with np.where or np.select, which are",
 }

@@ -479,7 +479,6 @@ def test_dict_view_over_dict_updated_through_alias():
     """)
 
 
-@pytest.mark.xfail(strict=False, reason="np.frompyfunc applied to a scalar, returning an array")
 def test_frompyfunc_on_scalar_returning_array():
     # both modes: zero derivative (the result is not an object array, so it is not refused)
     judge("""
@@ -601,7 +600,6 @@ def test_bound_method_taken_before_attribute_write():
     """)
 
 
-@pytest.mark.xfail(strict=False, reason="np.frompyfunc/np.vectorize of a closure over a value carrying a derivative")
 def test_frompyfunc_of_closure_on_inactive_array():
     # both modes: zero derivative (the input array carries none, so nothing is refused)
     judge("""
@@ -613,7 +611,6 @@ def test_frompyfunc_of_closure_on_inactive_array():
     """)
 
 
-@pytest.mark.xfail(strict=False, reason="np.frompyfunc/np.vectorize of a closure over a value carrying a derivative")
 def test_vectorize_of_closure_on_inactive_array():
     judge("""
         import numpy as np
@@ -955,4 +952,42 @@ def test_augmented_assignment_into_list_copy_of_argument_agrees():
             l = list(x)
             l += [y]
             return sum(l) + sum(x)
+    """)
+
+
+# neighbours written by hand: a function handed to NumPy (np.vectorize, np.frompyfunc,
+# np.apply_along_axis, np.piecewise, np.fromfunction) that reads a value carrying a derivative
+# (a closure, a bound method of an object holding one, a partial) carries that derivative itself
+@pytest.mark.parametrize("expr", [
+    "np.sum(np.apply_along_axis(lambda r: r * y, 0, np.ones(3)))",
+    "np.sum(np.piecewise(np.ones(3), [np.ones(3) > 0], [lambda t: t * y]))",
+    "np.sum(np.fromfunction(lambda i: i * y, (3,)))",
+    "float(np.frompyfunc(lambda a, b: a * b * y, 2, 1).reduce(np.ones(3)))",
+    "np.sum(np.vectorize(lambda t: t + y, otypes=[float])(np.zeros(2))) + x[0]",
+    "np.sum(np.vectorize(functools.partial(lambda t, s: t * s, s=y))(np.ones(3)))",
+    "np.sum(np.frompyfunc(lambda t: t * 2.0, 1, 1)(np.ones(3)).astype(float)) * y",   # agrees
+])
+def test_numpy_higher_order_callee_of_closure_on_inactive_array(expr):
+    judge(f"""
+        import functools
+        import numpy as np
+
+        def f(x, y):
+            return {expr}
+    """)
+
+
+def test_vectorize_of_method_of_object_holding_derivative():
+    judge("""
+        import numpy as np
+
+        class C:
+            def __init__(self, w):
+                self.w = w
+
+            def m(self, t):
+                return t * self.w
+
+        def f(x, y):
+            return np.sum(np.vectorize(C(y).m)(np.ones(3)))
     """)
