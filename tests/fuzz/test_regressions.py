@@ -691,7 +691,6 @@ def test_dict_kwargs_holding_an_int():
     """)
 
 
-@pytest.mark.xfail(strict=False, reason="augmented assignment into a slice view of the argument")
 def test_augmented_assignment_of_x_into_its_own_view():
     # both modes: wrong value (a1 is x; a1 += x doubles x)
     judge("""
@@ -829,7 +828,6 @@ def test_dict_comprehension_keyed_by_y_over_items():
     """)
 
 
-@pytest.mark.xfail(strict=False, reason="np.frompyfunc/np.vectorize of a closure over a value carrying a derivative")
 def test_vectorize_of_closure_in_r_and_dot():
     judge("""
         import numpy as np
