@@ -948,10 +948,47 @@ def extremum_adjoint(g, args, key, pick, *ans):
     return tuple(adj)
 
 
-def sorted_adjoint(g, iterable, key, reverse):
+def _sorted_order(items, ans):
+    """The positions in ``items`` of the values of ``ans`` (sorted's result, or its first n), in
+    order: each result value is the first unused item that is it or, failing that, equals it
+    (a stable sort keeps equal items in their order).  None where that cannot be told (values
+    that cannot be hashed, NaN, a result changed since)."""
+    if not isinstance(ans, (list, tuple)) or len(ans) > len(items):
+        return None
+    by_id, by_val = {}, None
+    for i, v in enumerate(items):
+        by_id.setdefault(id(v), []).append(i)
+    used, order = set(), []
+    for a in ans:
+        k = next((i for i in by_id.get(id(a), ()) if i not in used), None)
+        if k is None:
+            if by_val is None:
+                by_val = {}
+                try:
+                    for i, v in enumerate(items):
+                        by_val.setdefault(v, []).append(i)
+                except TypeError:
+                    return None
+            try:
+                k = next((i for i in by_val.get(a, ()) if i not in used), None)
+            except TypeError:
+                return None
+            if k is None:
+                return None
+        used.add(k)
+        order.append(k)
+    return order
+
+
+def sorted_adjoint(g, iterable, key, reverse, ans=None):
+    """Adjoint of ``sorted``.  With a ``key``, the order is read from the result ``ans`` (which
+    item each result value is): calling the key again in the reverse sweep would read the
+    variables it captured as they are then (a loop variable has moved on: late binding)."""
     items = listed(iterable)
-    keyf = key if key is not None else (lambda v: v)
-    order = sorted(range(len(items)), key=lambda k: keyf(items[k]), reverse=reverse)
+    order = _sorted_order(items, ans) if key is not None and ans is not None else None
+    if order is None:
+        keyf = key if key is not None else (lambda v: v)
+        order = sorted(range(len(items)), key=lambda k: keyf(items[k]), reverse=reverse)
     if is_zero(g):
         return 0.0
     adj = [0.0] * len(items)

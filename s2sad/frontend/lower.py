@@ -186,6 +186,7 @@ class Lowerer:
         self.renames = {}
         self.global_refs = {}            # module globals read at build time (checked before reuse)
         self.closures = {}               # local variable -> enclosing variables its closure reads
+        self._lazy_fns = {}              # list a map/filter/starmap builds -> its function
         self._nonlocal_writers = []      # (names, origin) of nested defs writing our variables
 
     # -- helpers ----------------------------------------------------------------------------
@@ -238,6 +239,7 @@ class Lowerer:
             self.stmts(body)
         fn = ir.Function(self.src.fn.__name__, self.params, self.block,
                          self.src.origin(self.fnode), pyfunc=self.src.fn, namespace=self.namespace)
+        self._drop_unused_lazy(fn)
         fn.nonlocal_writers = self._nonlocal_writers
         fn.global_refs = (self.src.globals, tuple(self.global_refs.items()))
         return fn
@@ -760,8 +762,10 @@ class Lowerer:
             # the names' values then: everything it reads counts as a source)
             own = {n.id for g in node.generators for n in gast.walk(g.target)
                    if isinstance(n, gast.Name)}
-            it = self._iterator(self.comprehension(node, None, o),
-                                [n for n in self._names_read([node]) if n not in own])
+            n0 = len(self.block)
+            it = self._lazy(self._iterator(self.comprehension(node, None, o),
+                                           [n for n in self._names_read([node]) if n not in own]),
+                            n0, [node.generators[0].iter], "a generator expression")
             it.extra["late"] = True
             return self._call(it, target, o)
         if isinstance(node, (gast.ListComp, gast.SetComp, gast.DictComp)):
@@ -881,9 +885,15 @@ class Lowerer:
         if isinstance(f, gast.Name) and f.id not in self.locals and not node.keywords:
             special = self.src.resolve(f.id)
             if special is map and len(node.args) >= 2:
-                return self._iterator(self.map_call(node, o), self._names_read(node.args[1:]))
+                n0 = len(self.block)
+                return self._lazy(self._iterator(self.map_call(node, o),
+                                                 self._names_read(node.args[1:])), n0, node.args[1:],
+                                  "map")
             if special is filter and len(node.args) == 2:
-                return self._iterator(self.filter_call(node, o), self._names_read(node.args[1:]))
+                n0 = len(self.block)
+                return self._lazy(self._iterator(self.filter_call(node, o),
+                                                 self._names_read(node.args[1:])), n0, node.args[1:],
+                                  "filter")
         chain0 = self._static_chain(f) if isinstance(f, gast.Attribute) else None
         if chain0 is not None and chain0[0] is functools.reduce and not node.keywords \
                 and len(node.args) in (2, 3):
@@ -896,7 +906,10 @@ class Lowerer:
         if callee0 is itertools.chain and not node.keywords:
             return self.chain_call(node, o, target)
         if callee0 is itertools.starmap and len(node.args) == 2 and not node.keywords:
-            return self._iterator(self.starmap_call(node, o), self._names_read(node.args[1:]))
+            n0 = len(self.block)
+            return self._lazy(self._iterator(self.starmap_call(node, o),
+                                             self._names_read(node.args[1:])), n0, node.args[1:],
+                              "itertools.starmap")
         chain = self._static_chain(f) if isinstance(f, gast.Attribute) else None
         if isinstance(f, gast.Name) and f.id not in self.locals:
             callee = ir.Static(self.free(f.id, f), f.id)
@@ -988,6 +1001,53 @@ class Lowerer:
         return ir.Call(ir.Static(runtime.iiter, "_rt.iiter"), [lst],
                        extra={"sources": [self.name(n) if n in self.locals else n
                                           for n in sources]})
+
+    def _lazy(self, it, n0, iterables, what):
+        """Mark ``it``, the iterator of a map/filter/starmap/generator expression whose values the
+        statements from ``self.block[n0]`` on compute here, eagerly: Python computes them when they
+        are taken.  ``extra["lazy"]``: the function it calls (``fn``, None for a generator), what
+        the computation reads (``reads``: names; a generator's are its "sources") and its
+        statements (``body``), so that :meth:`_drop_unused_lazy` can leave out the work of one
+        that is never used, and classify._check_lazy can refuse one whose function reads state
+        that changes before its values are taken."""
+        stmts = self.block[n0:]
+        k = next(i for i, st in enumerate(stmts) if isinstance(st, ir.Assign) and
+                 st.target == it.args[0])
+        body = stmts[k + 1:]
+        token = object()
+        for st in ir.walk(body):
+            for c in (getattr(st, "value", None), getattr(st, "call", None)):
+                if isinstance(c, ir.Call):
+                    c.extra["lazy_of"] = token
+        it.extra["lazy"] = {"fn": self._lazy_fns.get(it.args[0]), "body": body, "token": token,
+                            "what": what,
+                            "pure": all(_pure_iterable(n, self) for n in iterables)}
+        return it
+
+    def _drop_unused_lazy(self, fn):
+        """A map/filter/generator expression whose iterator is never read: Python never calls its
+        function (nor takes values from what it walks), so its eagerly computed values are left
+        out (only when making it evaluates nothing with effects: ``map(f, g(x))`` calls g)."""
+        reads = {v for st in ir.walk(fn.body) for v in st.reads()}
+        drop = set()
+        for st in ir.walk(fn.body):
+            c = st.value if isinstance(st, ir.Assign) else getattr(st, "call", None)
+            lazy = c.extra.get("lazy") if isinstance(c, ir.Call) else None
+            if lazy is None:
+                continue
+            if lazy["pure"] and not (isinstance(st, ir.Assign) and st.target in reads):
+                drop.update(id(b) for b in lazy["body"])
+                lazy["dropped"] = True
+            del lazy["body"]
+        if not drop:
+            return
+
+        def prune(block):
+            block[:] = [st for st in block if id(st) not in drop]
+            for st in block:
+                for b in ir.children(st):
+                    prune(b)
+        prune(fn.body)
 
     def _names_read(self, nodes):
         return sorted({n.id for node in nodes for n in gast.walk(node)
@@ -1190,6 +1250,7 @@ class Lowerer:
         fn = self.expr(node.args[0])
         seqs = node.args[1:]
         result = target or self.tmp()
+        self._lazy_fns[result] = fn
         self.emit(ir.Assign(result, ir.Call(ir.Static(runtime.build_list, "build_list"), []), o))
         names = [self.tmp() for _ in seqs]
         zipped = gast.Call(func=gast.Name(id="zip", ctx=gast.Load(), annotation=None,
@@ -1213,6 +1274,7 @@ class Lowerer:
         """``itertools.starmap(f, rows)`` -> ``[f(*row) for row in rows]`` (as map)."""
         fn = self.expr(node.args[0])
         result = self.tmp()
+        self._lazy_fns[result] = fn
         self.emit(ir.Assign(result, ir.Call(ir.Static(runtime.build_list, "build_list"), []), o))
         name = self.tmp()
         self.locals.add(name)
@@ -1228,6 +1290,7 @@ class Lowerer:
     def filter_call(self, node, o, target=None):
         fn = self.expr(node.args[0])
         result = target or self.tmp()
+        self._lazy_fns[result] = fn
         self.emit(ir.Assign(result, ir.Call(ir.Static(runtime.build_list, "build_list"), []), o))
         name = self.tmp()
         self.locals.add(name)
@@ -1380,6 +1443,28 @@ _OPNAMES = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.tr
             operator.invert: "~", operator.eq: "==", operator.ne: "!=", operator.lt: "<",
             operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.is_: "is",
             operator.is_not: "is not"}
+
+
+_PURE_MAKERS = {zip, enumerate, reversed, iter, range, list, tuple, len}
+
+
+def _pure_iterable(node, low):
+    """True when evaluating ``node`` (what a map or generator walks) has no effect beyond
+    making a value: names, constants, displays, attributes and zip/range/... of those."""
+    for n in gast.walk(node):
+        if isinstance(n, (gast.Lambda, gast.NamedExpr, gast.GeneratorExp, gast.ListComp,
+                          gast.SetComp, gast.DictComp)):
+            return False
+        if isinstance(n, gast.Call):
+            f = n.func
+            if isinstance(f, gast.Name) and f.id not in low.locals and \
+                    _hashable(low.src.resolve(f.id)) and low.src.resolve(f.id) in _PURE_MAKERS:
+                continue
+            if isinstance(f, gast.Attribute) and f.attr in ("values", "items", "keys") and \
+                    not n.args:
+                continue
+            return False
+    return True
 
 
 def _opname(fn):

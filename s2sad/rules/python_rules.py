@@ -129,7 +129,7 @@ defrule(builtins.list, "iterable=(), /", vjp={"iterable": "_rt.seq_adjoint(g, it
 defrule(builtins.tuple, "iterable=(), /", vjp={"iterable": "_rt.seq_adjoint(g, iterable)"},
         jvp={"iterable": "_fw.seq_tangent(t, iterable, ans)"}, kind="container")
 defrule(builtins.sorted, "iterable, /, *, key=None, reverse=False",
-        vjp={"iterable": "_rt.sorted_adjoint(g, iterable, key, reverse)"},
+        vjp={"iterable": "_rt.sorted_adjoint(g, iterable, key, reverse, ans)"},
         jvp={"iterable": "_fw.sorted_tangent(t, iterable, key, reverse)"}, kind="container")
 for _pick in (builtins.min, builtins.max):
     defrule(_pick, "*args, key=None, default=None",
@@ -492,12 +492,13 @@ defrule(replace_changes_adjoint, "grad, obj, changes, /",
 
 # heapq.nsmallest(n, it, key) == sorted(it, key=key)[:n]; nlargest with reverse=True (the
 # documented equivalences, ties included): the sorted rule's helpers, cut to n
-def firsts_adjoint(g, n, iterable, key, reverse):
+def firsts_adjoint(g, n, iterable, key, reverse, result=None):
     if _r.is_zero(g):
         return 0.0
     items = _listed(iterable, "heapq.nsmallest/nlargest")
     g = list(g) + [0.0] * (len(items) - len(g))
-    return _r.sorted_adjoint(g, items if items is not iterable else iterable, key, reverse)
+    return _r.sorted_adjoint(g, items if items is not iterable else iterable, key, reverse,
+                             result)
 
 
 def firsts_tangent(t, n, iterable, key, reverse):
@@ -507,15 +508,16 @@ def firsts_tangent(t, n, iterable, key, reverse):
 
 
 defrule(_heapq.nsmallest, "n, iterable, key=None",
-        vjp={"iterable": "_pr.firsts_adjoint(g, n, iterable, key, False)"},
+        vjp={"iterable": "_pr.firsts_adjoint(g, n, iterable, key, False, ans)"},
         jvp={"iterable": "_pr.firsts_tangent(t, n, iterable, key, False)"}, kind="container", ns=PR)
 defrule(_heapq.nlargest, "n, iterable, key=None",
-        vjp={"iterable": "_pr.firsts_adjoint(g, n, iterable, key, True)"},
+        vjp={"iterable": "_pr.firsts_adjoint(g, n, iterable, key, True, ans)"},
         jvp={"iterable": "_pr.firsts_tangent(t, n, iterable, key, True)"}, kind="container", ns=PR)
 # (the adjoint places the first n adjoints where their items were; the tangent takes them back)
-defrule(firsts_adjoint, "grad, n, iterable, key, reverse, /",
+defrule(firsts_adjoint, "grad, n, iterable, key, reverse, result=None, /",
         vjp={"grad": "_pr.firsts_tangent(g, n, iterable, key, reverse)"},
-        jvp={"grad": "_pr.firsts_adjoint(t, n, iterable, key, reverse)"}, kind="any", ns=PR)
+        jvp={"grad": "_pr.firsts_adjoint(t, n, iterable, key, reverse, result)"}, kind="any",
+        ns=PR)
 defrule(firsts_tangent, "tan, n, iterable, key, reverse, /",
         vjp={"tan": "_pr.firsts_adjoint(g, n, iterable, key, reverse)"},
         jvp={"tan": "_pr.firsts_tangent(t, n, iterable, key, reverse)"}, kind="any", ns=PR)

@@ -160,8 +160,8 @@ def test_dict_display_repeated_keys():
 
 # -- key functions reading a loop variable (late binding), 20261201:7606 ------------------------
 # The reverse sweep called the key again to find the item min/max/sorted took, when the loop
-# variable it reads had moved on; the item min/max took is now read from the result.  (sorted
-# with such a key is still wrong in reverse mode: not fixed yet.)
+# variable it reads had moved on; the item min/max took is now read from the result, and the
+# order sorted (heapq.nsmallest/nlargest) made from its result list (runtime._sorted_order).
 def max_key_reads_loop_variable(x, y):
     s = 0.0
     for i in range(3):
@@ -177,6 +177,39 @@ def sorted_key_reads_loop_variable(x, y):
     return s
 
 
-@pytest.mark.parametrize("f", [max_key_reads_loop_variable, dictcomp_lambda_reads_shadowing_target])
+def sorted_reverse_key_reads_loop_variable(x, y):
+    l = [x[0], y, x[0], x[2]]                 # (two equal items: a stable sort keeps their order)
+    s = 0.0
+    for i in range(2):
+        r = sorted(l, key=lambda t: t * (2 * i - 1), reverse=True)
+        s = s + r[0] * 3.0 + 2.0 * r[1] + r[2] * y
+    return s
+
+
+def heapq_key_reads_loop_variable(x, y):
+    import heapq
+    s = 0.0
+    for i in range(3):
+        r = heapq.nsmallest(2, x, key=lambda t: (t - 0.5) * (i - 1))
+        q = heapq.nlargest(2, [y, x[1], x[2]], key=lambda t: (t - 0.5) * (i - 1))
+        s = s + r[0] * y + 3.0 * r[1] + q[0] * 2.0 - q[1]
+    return s
+
+
+def sorted_rebinds_the_list_it_sorts(x, y):
+    # (the sorted list and the one it came from share a name: the adjoint needs both)
+    l = [x[0], y, x[2]]
+    for i in range(2):
+        l = sorted(l, key=lambda v: v * (1 - 2 * i))
+        l = [l[0] * y, l[1], l[2] * 2.0]
+    m = [x[0], x[1] * y, x[2]]
+    m = max(m, key=lambda v: -v)
+    return l[0] * 2.0 + l[2] + m
+
+
+@pytest.mark.parametrize("f", [max_key_reads_loop_variable, dictcomp_lambda_reads_shadowing_target,
+                               sorted_key_reads_loop_variable,
+                               sorted_reverse_key_reads_loop_variable,
+                               heapq_key_reads_loop_variable, sorted_rebinds_the_list_it_sorts])
 def test_key_reads_loop_variable(f):
     check_grads(f, (X, Y), modes=MODES)
