@@ -353,6 +353,27 @@ def _copy_aliases(fn, before=None, pos=None):
     return {v: members for members in classes.values() for v in members}
 
 
+def _read_via_copies(fn, v, changed, reads):
+    """Whether ``v`` is read, directly or through plain copies of it made at any point (``d5 = v``
+    after ``changed`` was written in place through another name: ``d5`` is the changed object
+    too, but the reverse sweep would route its adjoint around the write).  Copies of ``changed``
+    itself do not count."""
+    copies = {}
+    for t in ir.walk(fn.body):
+        if isinstance(t, ir.Assign) and isinstance(t.value, str):
+            copies.setdefault(t.value, []).append(t.target)
+    seen, todo = {changed}, [v]
+    while todo:
+        u = todo.pop()
+        if u in seen:
+            continue
+        seen.add(u)
+        if reads.get(u):
+            return True
+        todo.extend(copies.get(u, ()))
+    return False
+
+
 def check_mutation(fn, varied):
     """Refuse in-place writes s2sad cannot differentiate correctly: writes of values that carry a
     derivative into a parameter (the caller's object), and writes through one name into a list or
@@ -446,7 +467,7 @@ def check_mutation(fn, varied):
                      else f"work on a copy (e.g. `{p} = {p}.copy()` or `list({p})`) and return the "
                           f"result, or return the new value instead of storing it"))
         group = _copy_aliases(fn, s, pos).get(obj, {obj})
-        others = sorted(v for v in group if v != obj and reads.get(v))
+        others = sorted(v for v in group if v != obj and _read_via_copies(fn, v, obj, reads))
         made = defining_call(fn, obj)
         if made is not None and isinstance(made.fn, ir.Attr) and isinstance(made.args[0], str):
             owner, name = made.args[0], made.fn.name
@@ -787,7 +808,7 @@ def _check_augmented(fn, s, pos, reads):
     if kind in ("f", "i", "z"):
         return                                 # numbers: rebinding is what Python does
     group = _copy_aliases(fn, s, pos).get(var, {var})
-    others = sorted(v for v in group if v != var and reads.get(v))
+    others = sorted(v for v in group if v != var and _read_via_copies(fn, v, var, reads))
     if others:
         name = call.extra["augmented"]
         other = f"`{others[0]}`" if not others[0].startswith("_") else "another name"

@@ -473,7 +473,8 @@ def _setitem_fancy_adjoint(g, idx, v):
 
 
 def snap(v):
-    """A copy of an array that is later written in place (so the reverse sweep sees the old value)."""
+    """A copy of an array, list, dict or dict view that is later changed in place (so the reverse
+    sweep sees the old value); a shallow copy."""
     c = getattr(v, "copy", None)
     if c is not None and hasattr(v, "shape"):
         return c()
@@ -481,7 +482,13 @@ def snap(v):
         return list(v)
     if isinstance(v, dict):
         return dict(v)
+    view = _VIEW_OF.get(type(v))
+    if view is not None:            # d.items() and d.values() are live: a view of a copy of d
+        return getattr(dict(v.mapping), view)()
     return v
+
+
+_VIEW_OF = {type({}.keys()): "keys", type({}.values()): "values", type({}.items()): "items"}
 
 
 def concat_str(*parts):

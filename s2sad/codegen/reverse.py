@@ -183,9 +183,12 @@ class ReverseEmitter:
             drop_ub = {o for o in ops if isinstance(o, str)}
         elif rule.broadcast:
             # elementwise op with one array operand and constants: the array keeps its shape
+            # (an operand of unknown kind may be a list: `l * 2` repeats it, and unbroadcast
+            # refuses that at run time rather than give a list twice too long)
             arrays = {o for o in ops if isinstance(o, str) and self.kinds.get(o) != "f"}
-            if len(arrays) == 1 and all(_real_const(o) or o in self.real or o in arrays
-                                        for o in ops if isinstance(o, (str, ir.Const))):
+            if len(arrays) == 1 and all(self.kinds.get(o) == "a" for o in arrays) and \
+                    all(_real_const(o) or o in self.real or o in arrays
+                        for o in ops if isinstance(o, (str, ir.Const))):
                 drop_ub = set(arrays)
         tree = T.substitute(tree, mapping)
         real = self.real | ({_ANS} if self.kinds.get(target) == "f" else set())
@@ -327,8 +330,15 @@ class ReverseEmitter:
                     if p != same[0]:
                         continue
                     texts = [self.template_text(rule, q, s, bound, t) for q in same]
-                    expr = f"{len(texts)} * ({texts[0]})" if len(set(texts)) == 1 else \
-                        " + ".join(f"({x})" for x in texts)
+                    if self.kinds.get(v) not in ("a", "f"):
+                        # a list's adjoint is a list (l + l): `+` would concatenate them
+                        expr = texts[0]
+                        for x in texts[1:]:
+                            expr = f"_rt.add({expr}, {x})"
+                    elif len(set(texts)) == 1:
+                        expr = f"{len(texts)} * ({texts[0]})"
+                    else:
+                        expr = " + ".join(f"({x})" for x in texts)
                     self.contribute(v, expr, o, out, st)
                     continue
                 self.contribute(v, self.template_text(rule, p, s, bound, t), o, out, st)

@@ -137,10 +137,12 @@ def changed_in_place(fn):
 
 
 def written_arrays(fn, classes=False):
-    """Variables that may share memory with an array written in place (``x[i] = v``); with
+    """Variables that may share memory with an array or container changed in place (``x[i] = v``,
+    ``l.append(v)``, ``l.reverse()``); with
     ``classes``, a dict from each such variable to a name for its sharing class."""
-    written = {s.obj for s in ir.walk(fn.body)
-               if isinstance(s, (ir.SetItem, ir.DelItem, ir.Mutate)) and isinstance(s.obj, str)}
+    # every in-place change counts: item writes, list/dict methods with rules (``Mutate``) and
+    # method calls that may update their receiver (``l.reverse()``, ``l.sort()``, ``o.add(v)``)
+    written = {obj for _, obj in mutations(fn) if isinstance(obj, str)}
     if not written:
         return {} if classes else set()
     # union variables connected by copies and view-producing calls

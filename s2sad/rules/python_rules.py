@@ -186,10 +186,12 @@ defcontainer("get", "self, key, default=None, /",
              jvp={"self": "_fw.get_tangent(t, self, key, ans)",
                   "default": "_fw.default_tangent(t, self, key, ans)"},
              kind="any")
+# (a dict view is live: it shares the dict's memory, so a view read in the reverse sweep is saved
+# as a copy when the dict changes later, like an array view)
 defcontainer("values", "self, /", vjp={"self": "_rt.values_adjoint(g, self)"},
-             jvp={"self": "_fw.values_tangent(t, self)"}, kind="any")
+             jvp={"self": "_fw.values_tangent(t, self)"}, kind="any", view=True)
 defcontainer("items", "self, /", vjp={"self": "_rt.items_adjoint(g, self)"},
-             jvp={"self": "_fw.items_tangent(t, self)"}, kind="any")
+             jvp={"self": "_fw.items_tangent(t, self)"}, kind="any", view=True)
 defcontainer("copy", "self, /", vjp={"self": "g"}, jvp={"self": "_fw.copy_tangent(t, self)"},
              kind="container")
 defcontainer("keys", "self, /", zero=True)

@@ -316,9 +316,10 @@ def defattr(name, *, vjp=None, jvp=None, view=False, kind="array"):
 _CONTAINER_METHODS = {}   # method name -> Rule (read-only methods of dict/list/tuple)
 
 
-def defcontainer(name, params, *, vjp=None, jvp=None, kind="any", zero=False):
-    """Declare the rule of a read-only container method ``d.name(...)`` (``dict.get``...)."""
-    rule = Rule(("container", name), params, vjp=vjp, jvp=jvp, kind=kind, zero=zero,
+def defcontainer(name, params, *, vjp=None, jvp=None, kind="any", zero=False, view=False):
+    """Declare the rule of a read-only container method ``d.name(...)`` (``dict.get``...);
+    ``view=True``: the result is live, it shares the container's memory (``d.items()``)."""
+    rule = Rule(("container", name), params, vjp=vjp, jvp=jvp, kind=kind, zero=zero, view=view,
                 name=f"container.{name}")
     _CONTAINER_METHODS[name] = rule
     return rule
