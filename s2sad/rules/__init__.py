@@ -8,8 +8,8 @@ import sys
 
 from .registry import defmethod, defrule, defzero, defzero_method, lookup, lookup_method, Rule  # noqa: F401
 
-_TABLES = ["python_rules", "numpy_rules", "runtime_rules", "transform_rules"]
-_OPTIONAL = {"scipy": "scipy_rules", "cupy": "cupy_rules"}
+_TABLES = ["python_rules", "numpy", "runtime_rules", "transform_rules"]
+_OPTIONAL = {"scipy": "scipy", "cupy": "cupy_rules"}
 _optional_loaded = set()
 
 

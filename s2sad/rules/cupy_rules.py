@@ -20,7 +20,7 @@ import numpy as np
 import cupy
 
 from . import adjoints as _adjoints
-from . import numpy_rules, python_rules  # noqa: F401  (the rules this table gives to CuPy)
+from . import numpy as _numpy_tables, python_rules  # noqa: F401  (the rules this table gives to CuPy)
 from .registry import _RULES, _key, defalias, defrule, defzero
 
 A = {"_adj": _adjoints, "_cpx": sys.modules[__name__]}
@@ -107,7 +107,7 @@ def _ufunc_methods():
 def _special():
     try:
         import scipy.special as sp
-        from . import scipy_rules  # noqa: F401  (the SciPy rules this table reuses)
+        from . import scipy as _scipy_tables  # noqa: F401  (the SciPy rules this table reuses)
         import cupyx.scipy.special as csp
     except Exception:   # noqa: BLE001  (no SciPy, or CuPy's special functions cannot load)
         return
@@ -132,7 +132,7 @@ def _special():
 def _block_diag():
     try:
         import scipy.linalg as sl
-        from . import scipy_rules  # noqa: F401
+        from . import scipy as _scipy_tables  # noqa: F401
         import cupyx.scipy.linalg as csl
     except Exception:   # noqa: BLE001  (cuBLAS/cuSOLVER libraries missing on a CPU machine)
         return

@@ -1,15 +1,18 @@
-"""SciPy derivative table (loaded only once the user's code has imported SciPy).
+"""``scipy.special``: elementwise special functions (one line each: the name and f'(x)), ``xlogy``,
+``polygamma``, ``logsumexp``, ``softmax``, ``log_softmax``.
 
-``scipy.special`` functions are ufuncs; their templates follow the NumPy table's conventions.
+Loaded only once the user's code has imported SciPy.  The functions are ufuncs; their templates
+follow the NumPy table's conventions.
 """
-import scipy.linalg as _sl
+import numpy as np
 import scipy.special as _sp
 
-from . import adjoints as _adjoints
-from .numpy_rules import UFUNC, UNARY, BINARY
-from .registry import defrule, defzero
+from ... import runtime as _rt
+from ..adjoints import BINARY, UFUNC, UNARY, A, _flag, asarray, expand, export, like, ndim, \
+    norm_axes, xp
+from ..registry import defrule, defzero
 
-A = {"_adj": _adjoints, "_sp": _sp, "_sl": _sl}
+A = dict(A, _sp=_sp)
 
 
 def _fn(mod, name):
@@ -25,7 +28,7 @@ def special(name, d, complex_ok=False):
     defrule(fn, UNARY, vjp={"x": vjp}, jvp={"x": f"t * ({d})"}, forbid=UFUNC, ns=A)
 
 
-# -- scipy.special ----------------------------------------------------------------------------------
+
 #        name        f'(x)
 special("expit",     "ans * (1 - ans)")
 special("logit",     "1 / (x * (1 - x))")
@@ -75,29 +78,45 @@ defrule(_sp.log_softmax, "x, axis=None", vjp={"x": "_adj.log_softmax(g, ans, x, 
 defzero(*[f for f in (_fn(_sp, n) for n in ("comb", "perm", "factorial", "factorial2"))
           if f is not None])
 
-# -- scipy.linalg -----------------------------------------------------------------------------------
-_NOWRITE = {"overwrite_a": False, "overwrite_b": False}
-defrule(_sl.solve_triangular, "a, b, trans=0, lower=False, unit_diagonal=False, "
-        "overwrite_b=False, check_finite=True",
-        joint=(("a", "b"), "_adj.solve_triangular(g, ans, a, b, trans, lower, unit_diagonal)"),
-        forbid={"overwrite_b": False}, ns=A)
-defrule(_sl.cho_factor, "a, lower=False, overwrite_a=False, check_finite=True",
-        vjp={"a": "_adj.cho_factor(g, ans, a, lower)"}, kind="any",
-        forbid={"overwrite_a": False}, ns=A)
-defrule(_sl.cho_solve, "c_and_lower, b, overwrite_b=False, check_finite=True",
-        joint=(("c_and_lower", "b"), "_adj.cho_solve(g, ans, c_and_lower, b)"),
-        forbid={"overwrite_b": False}, ns=A)
-defrule(_sl.block_diag, "*arrs", vjp={"arrs": "_adj.block_diag(g, arrs)"}, ns=A)
-defrule(_sl.cholesky, "a, lower=False, overwrite_a=False, check_finite=True",
-        vjp={"a": "_adj.cholesky(g, ans, a, not lower)"}, forbid={"overwrite_a": False}, ns=A)
-defrule(_sl.inv, "a, overwrite_a=False, check_finite=True",
-        vjp={"a": "_adj.inv(g, ans)"}, jvp={"a": "-(ans @ t @ ans)"},
-        forbid={"overwrite_a": False}, ns=A)
-defrule(_sl.det, "a, overwrite_a=False, check_finite=True", vjp={"a": "_adj.det(g, ans, a)"},
-        forbid={"overwrite_a": False}, ns=A)
-defrule(_sl.solve, "a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True, "
-        "assume_a=None, transposed=False",
-        joint=(("a", "b"), "_adj.solve(g, ans, a, b)"),
-        forbid={"overwrite_a": False, "overwrite_b": False, "transposed": False,
-                "assume_a": None}, ns=A)
-defrule(_sl.expm, "A", vjp={"A": "_adj.expm(g, A)"}, jvp={"A": "_adj.expm_tangent(t, A)"}, ns=A)
+
+# -- helpers the templates call --------------------------------------------------------------------
+def logsumexp(g, ans, a, axis=None, b=None, keepdims=False, which=0):
+    """Adjoint of ``scipy.special.logsumexp`` for ``a`` (which=0) or ``b`` (which=1)."""
+    m = xp(a)
+    a_ = asarray(a)
+    ge = expand(g, a_.shape if b is None else np.broadcast_shapes(a_.shape, np.shape(b)),
+                axis, keepdims, like=a_)
+    le = expand(ans, a_.shape if b is None else np.broadcast_shapes(a_.shape, np.shape(b)),
+                axis, keepdims, like=a_)
+    e = m.exp(a_ - le)
+    if which == 1:
+        return _rt.unbroadcast(ge * e, b)
+    if b is not None:
+        e = e * b
+    return _rt.unbroadcast(ge * e, a)
+
+
+def softmax(g, ans, x, axis=None):
+    gs = g * ans
+    ax = norm_axes(axis, ndim(ans))
+    return like(gs - ans * gs.sum(axis=ax, keepdims=True), x)
+
+
+def log_softmax(g, ans, x, axis=None):
+    m = xp(ans)
+    ax = norm_axes(axis, ndim(ans))
+    return like(g - m.exp(ans) * asarray(g).sum(axis=ax, keepdims=True), x)
+
+
+def logsumexp_tangent(t, ans, a, axis=None, b=None, keepdims=False, which=0):
+    m = xp(a)
+    a_ = asarray(a)
+    full = a_.shape if b is None else np.broadcast_shapes(a_.shape, np.shape(b))
+    le = expand(ans, full, axis, keepdims, like=a_)
+    e = m.exp(a_ - le)
+    if which == 0 and b is not None:
+        e = e * b
+    return (e * t).sum(axis=norm_axes(axis, len(full)), keepdims=_flag(keepdims))
+
+
+export(globals())

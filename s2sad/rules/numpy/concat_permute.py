@@ -1,0 +1,332 @@
+"""The concat family (``concatenate``, ``stack``, ``vstack``, ..., ``block``) and the permute family
+(``transpose``, ``moveaxis``, ``swapaxes``, ...).  On CuPy arrays their adjoints and tangents run
+as the kernels of :mod:`s2sad.kernels`; NumPy arrays take a NumPy path.
+"""
+import builtins
+import numbers
+
+import numpy as np
+
+from ...kernels.device import _has_cupy
+from ...kernels.device import check_devices as _check_devices
+from ..adjoints import (A, _each, _np, array_adjoint, asarray, export, is_zero, like, ndim, shape,
+                        tangent_list, xp)
+from ..registry import defmethod, defrule
+
+# -- concat family ---------------------------------------------------------------------------------
+_each(_np("concatenate", "concat"), "arrays, /, axis=0, out=None, *, dtype=None, "
+      "casting='same_kind'", vjp={"arrays": "_adj.concatenate(g, arrays, axis)"},
+      jvp={"arrays": "_adj.concat_tangent(t, arrays, axis)"}, forbid={"out": None}, kind="array", ns=A)
+defrule(np.stack, "arrays, axis=0, out=None, *, dtype=None, casting='same_kind'",
+        vjp={"arrays": "_adj.stack(g, arrays, axis)"}, jvp={"arrays": "np.stack(_adj.tangent_list(t, arrays), axis)"},
+        forbid={"out": None}, ns=A)
+for _k in ("vstack", "hstack"):
+    defrule(getattr(np, _k), "tup, *, dtype=None, casting='same_kind'",
+            vjp={"tup": f"_adj.{_k}(g, tup)"}, jvp={"tup": f"np.{_k}(_adj.tangent_list(t, tup))"}, ns=A)
+defrule(np.dstack, "tup", vjp={"tup": "_adj.dstack(g, tup)"}, jvp={"tup": "np.dstack(_adj.tangent_list(t, tup))"}, ns=A)
+defrule(np.column_stack, "tup", vjp={"tup": "_adj.column_stack(g, tup)"},
+        jvp={"tup": "np.column_stack(_adj.tangent_list(t, tup))"}, ns=A)
+defrule(np.append, "arr, values, axis=None",
+        vjp={"arr": "_adj.append(g, arr, values, axis, 0)",
+             "values": "_adj.append(g, arr, values, axis, 1)"}, ns=A)
+defrule(np.block, "arrays", vjp={"arrays": "_adj.block(g, arrays)"}, ns=A)
+_each(_np("unstack"), "x, /, *, axis=0", vjp={"x": "_adj.unstack(g, x, axis)"}, kind="any",
+      view=True, ns=A)
+
+# -- permute family --------------------------------------------------------------------------------
+_each(_np("transpose", "permute_dims"), "a, axes=None", vjp={"a": "_adj.transpose(g, a, axes)"},
+      jvp={"a": "_adj.permute_tangent(t, a, axes)"}, view=True, ns=A)
+defrule(np.moveaxis, "a, source, destination",
+        vjp={"a": "_adj.moveaxis(g, a, source, destination)"},
+        jvp={"a": "np.moveaxis(t, source, destination)"}, view=True, ns=A)
+defrule(np.swapaxes, "a, axis1, axis2", vjp={"a": "_adj.swapaxes(g, a, axis1, axis2)"},
+        jvp={"a": "np.swapaxes(t, axis1, axis2)"}, view=True, ns=A)
+defrule(np.rollaxis, "a, axis, start=0", vjp={"a": "_adj.rollaxis(g, a, axis, start)"},
+        jvp={"a": "np.rollaxis(t, axis, start)"}, view=True, ns=A)
+_each(_np("matrix_transpose", "linalg.matrix_transpose"), "x, /",
+      vjp={"x": "_adj.matrix_transpose(g, x)"}, jvp={"x": "np.swapaxes(t, -1, -2)"}, view=True,
+      ns=A)
+
+# -- ndarray methods -------------------------------------------------------------------------------
+defmethod("transpose", "self, *axes", vjp={"self": "_adj.transpose(g, self, axes)"},
+          jvp={"self": "t.transpose(*axes)"}, view=True, ns=A)
+defmethod("swapaxes", "self, axis1, axis2", vjp={"self": "_adj.swapaxes(g, self, axis1, axis2)"},
+          jvp={"self": "t.swapaxes(axis1, axis2)"}, view=True, ns=A)
+
+
+# -- helpers the templates call --------------------------------------------------------------------
+def _kernels():
+    try:
+        from ...kernels import concat_adjoint, permute_adjoint
+        return concat_adjoint, permute_adjoint
+    except ImportError:
+        return _concat_adjoint_np, _permute_adjoint_np
+
+
+def _concat_adjoint_np(g, arrays, axis=0):
+    """Fallback (NumPy/CuPy slicing) for when :mod:`s2sad.kernels` is unavailable."""
+    g = asarray(g)
+    out = []
+    if axis is None:
+        flat = g.ravel()
+        off = 0
+        for a in arrays:
+            n = int(np.prod(shape(a)))
+            out.append(_kind_or_none(flat[off:off + n].reshape(shape(a)), a))
+            off += n
+        return tuple(out)
+    off = 0
+    ax = axis % g.ndim
+    for a in arrays:
+        n = shape(a)[ax]
+        sl = (slice(None),) * ax + (slice(off, off + n),)
+        out.append(_kind_or_none(g[sl], a))
+        off += n
+    return tuple(out)
+
+
+def _kind_or_none(gi, a):
+    dt = getattr(a, "dtype", None)
+    if dt is not None and dt.kind not in "fc":
+        return None
+    if isinstance(a, (bool, int)) and not isinstance(a, float):
+        return None
+    return like(gi.copy(), a)
+
+
+def _permute_adjoint_np(g, axes):
+    return asarray(g).transpose(np.argsort(axes)).copy()
+
+
+def _guard(name, g, x):
+    """Device guard of the concat/permute adjoints: the cotangent and the inputs on one device
+    (nothing to do, and no CuPy import, when no CuPy array is present)."""
+    if _has_cupy((g, x)):
+        _check_devices(f"the adjoint of {name}", (g, x), names=("cotangent", "input"))
+
+
+def concat_adjoint(g, arrays, axis=0, name="concatenate"):
+    """Adjoints of ``concatenate(arrays, axis)``: one per input, None for integer/bool inputs."""
+    _guard(name, g, arrays)
+    fn = _kernels()[0]
+    res = fn(g, arrays, axis)
+    return tuple(None if r is None else like(r, a) for r, a in zip(res, arrays))
+
+
+def permute_adjoint(g, axes, a=None, name="transpose"):
+    _guard(name, g, a)
+    return _kernels()[1](g, tuple(int(a) for a in axes))
+
+
+def concatenate(g, arrays, axis=0):
+    arrs = [asarray(a) if not isinstance(a, (float, int, complex)) else a for a in arrays]
+    if axis is None:
+        return concat_adjoint(g, arrs, None) if not _all_arrays(arrays) else \
+            concat_adjoint(g, arrays, None)
+    return concat_adjoint(g, arrays if _all_arrays(arrays) else
+                          [asarray(a, like=g) for a in arrays], axis)
+
+
+def _all_arrays(arrays):
+    return all(hasattr(a, "shape") and hasattr(a, "dtype") and not isinstance(a, np.generic)
+               for a in arrays)
+
+
+def _promoted(arrays, fn, g):
+    """Run the concat adjoint on promoted views (``fn``: atleast_2d-like) and reshape back."""
+    views = [fn(asarray(a, like=g)) for a in arrays]
+    return views
+
+
+def _concat_promoted(g, arrays, views, axis):
+    res = concat_adjoint(g, views, axis)
+    return tuple(None if r is None else _back(r, a) for r, a in zip(res, arrays))
+
+
+def _back(r, a):
+    if isinstance(a, (list, tuple)):
+        return array_adjoint(r.reshape(np.shape(a)), a)
+    if type(a) is float:
+        return float(r.reshape(()).real)
+    if type(a) is complex:
+        return complex(r.reshape(()))
+    return like(r.reshape(shape(a)), a)
+
+
+def stack(g, arrays, axis=0):
+    g = asarray(g)
+    m = xp(g)
+    ax = axis % g.ndim
+    views = [m.expand_dims(asarray(a, like=g), ax) for a in arrays]
+    return _concat_promoted(g, arrays, views, ax)
+
+
+def vstack(g, tup):
+    g = asarray(g)
+    m = xp(g)
+    views = [m.atleast_2d(asarray(a, like=g)) for a in tup]
+    return _concat_promoted(g, tup, views, 0)
+
+
+def hstack(g, tup):
+    g = asarray(g)
+    m = xp(g)
+    views = [m.atleast_1d(asarray(a, like=g)) for a in tup]
+    return _concat_promoted(g, tup, views, 0 if views and views[0].ndim == 1 else 1)
+
+
+def dstack(g, tup):
+    g = asarray(g)
+    m = xp(g)
+    views = [m.atleast_3d(asarray(a, like=g)) for a in tup]
+    return _concat_promoted(g, tup, views, 2)
+
+
+def column_stack(g, tup):
+    g = asarray(g)
+    views = []
+    for a in tup:
+        v = asarray(a, like=g)
+        if v.ndim < 2:
+            v = v.reshape(-1, 1)
+        views.append(v)
+    return _concat_promoted(g, tup, views, 1)
+
+
+def append(g, arr, values, axis=None, which=0):
+    g = asarray(g)
+    a, v = asarray(arr, like=g), asarray(values, like=g)
+    if axis is None:
+        res = concat_adjoint(g, [a.ravel(), v.ravel()], 0)
+    else:
+        res = concat_adjoint(g, [a, v], axis)
+    r = res[which]
+    x = arr if which == 0 else values
+    return None if r is None else _back(r, x)
+
+
+def unstack(g, x, axis=0):
+    m = xp(x)
+    x_ = asarray(x)
+    parts = []
+    for gi in g:
+        parts.append(m.zeros(x_.shape[:axis % x_.ndim] + x_.shape[axis % x_.ndim + 1:],
+                             dtype=x_.dtype) if is_zero(gi) else asarray(gi))
+    return like(m.stack(parts, axis=axis), x)
+
+
+def block(g, arrays):
+    """Adjoint of ``np.block(arrays)``: g cut along the nesting (innermost lists join on the last
+    axis), each piece reshaped to its block's shape."""
+    g = asarray(g)
+    depth = _block_depth(arrays)
+    nd = max(depth, _block_max_ndim(arrays))
+
+    def shape_of(x, level):
+        if isinstance(x, list):
+            shps = [shape_of(e, level + 1) for e in x]
+            ax = nd - (depth - level)
+            out = list(shps[0])
+            out[ax] = int(builtins.sum(s[ax] for s in shps))
+            return tuple(out)
+        s = shape(x)
+        return (1,) * (nd - len(s)) + tuple(s)
+
+    def cut(gg, x, level):
+        if isinstance(x, list):
+            ax = nd - (depth - level)
+            off = 0
+            res = []
+            for e in x:
+                n = shape_of(e, level + 1)[ax]
+                sl = (slice(None),) * ax + (slice(off, off + n),)
+                res.append(cut(gg[sl], e, level + 1))
+                off += n
+            return res
+        return _back(gg.copy(), x) if not (hasattr(x, "dtype") and x.dtype.kind not in "fc") \
+            else None
+
+    return cut(g, arrays, 0)
+
+
+def _block_depth(x):
+    return 1 + _block_depth(x[0]) if isinstance(x, list) else 0
+
+
+def _block_max_ndim(x):
+    if isinstance(x, list):
+        return max(_block_max_ndim(e) for e in x)
+    return len(shape(x))
+
+
+def transpose(g, a, axes=None):
+    nd = ndim(a)
+    if axes is None or (isinstance(axes, tuple) and len(axes) == 0):
+        axes = tuple(range(nd))[::-1]
+    elif isinstance(axes, (tuple, list)) and len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = tuple(axes[0])
+    axes = tuple(int(x) % nd for x in axes)
+    return like(permute_adjoint(asarray(g, like=a), axes, a, "transpose"), a)
+
+
+def moveaxis(g, a, source, destination):
+    nd = ndim(a)
+    src = [source] if isinstance(source, numbers.Integral) else list(source)
+    dst = [destination] if isinstance(destination, numbers.Integral) else list(destination)
+    src = [s % nd for s in src]
+    dst = [d % nd for d in dst]
+    order = [n for n in range(nd) if n not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return like(permute_adjoint(asarray(g, like=a), tuple(order), a, "moveaxis"), a)
+
+
+def swapaxes(g, a, axis1, axis2):
+    nd = ndim(a)
+    axes = list(range(nd))
+    i, j = axis1 % nd, axis2 % nd
+    axes[i], axes[j] = axes[j], axes[i]
+    return like(permute_adjoint(asarray(g, like=a), tuple(axes), a, "swapaxes"), a)
+
+
+def rollaxis(g, a, axis, start=0):
+    nd = ndim(a)
+    axis = axis % nd
+    start = start + nd if start < 0 else start
+    axes = list(range(nd))
+    if axis < start:
+        start -= 1
+    if axis != start:
+        axes.remove(axis)
+        axes.insert(start, axis)
+    return like(permute_adjoint(asarray(g, like=a), tuple(axes), a, "rollaxis"), a)
+
+
+def matrix_transpose(g, x):
+    return swapaxes(g, x, -1, -2)
+
+
+def concat_tangent(t, arrays, axis=0):
+    try:
+        from ...kernels import concat_tangent as ct
+    except ImportError:
+        m = xp(*arrays)
+        ts = tangent_list(t, arrays)
+        return m.concatenate([m.ravel(x) for x in ts] if axis is None else ts, axis=axis or 0)
+    return ct([None if is_zero(ti) else ti for ti in t], arrays, axis)
+
+
+def permute_tangent(t, a, axes=None):
+    nd = ndim(a)
+    if axes is None or (isinstance(axes, tuple) and len(axes) == 0):
+        axes = tuple(range(nd))[::-1]
+    elif isinstance(axes, (tuple, list)) and len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = tuple(axes[0])
+    try:
+        from ...kernels import permute_tangent as pt
+    except ImportError:
+        return asarray(t).transpose(axes)
+    return pt(asarray(t, like=a), tuple(int(x) % nd for x in axes))
+
+
+export(globals())

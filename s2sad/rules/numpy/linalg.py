@@ -1,0 +1,616 @@
+"""``np.linalg``: inverses and solves, determinants, decompositions (Cholesky, eigh, QR, SVD),
+``pinv``, ``lstsq``, ``matrix_power``, ``multi_dot``, and the norms.
+"""
+import numpy as np
+
+from ... import runtime as _rt
+from ...errors import RuleError
+from ..adjoints import (A, _each, _flag, _inverse, _mH, _mT, _np, asarray, cj, expand, export,
+                        is_zero, like, norm_axes, shape, tangent_list, xp)
+from ..registry import defrule
+
+# -- np.linalg -------------------------------------------------------------------------------------
+defrule(np.linalg.inv, "a", vjp={"a": "_adj.inv(g, ans)"},
+        jvp={"a": "-(ans @ t @ ans)"}, ns=A)
+defrule(np.linalg.det, "a", vjp={"a": "_adj.det(g, ans, a)"},
+        jvp={"a": "ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)"}, ns=A)
+defrule(np.linalg.slogdet, "a", vjp={"a": "_adj.slogdet(g, ans, a)"},
+        jvp={"a": "_adj.slogdet_tangent(t, ans, a)"}, kind="any", ns=A)
+defrule(np.linalg.solve, "a, b", joint=(("a", "b"), "_adj.solve(g, ans, a, b)"),
+        jvp={"a": "-np.linalg.solve(a, t @ ans) if np.ndim(b) != 1 "
+                  "else -np.linalg.solve(a, (t @ ans[..., None]))[..., 0]",
+             "b": "np.linalg.solve(a, t)"}, ns=A)
+defrule(np.linalg.cholesky, "a, /, *, upper=False", vjp={"a": "_adj.cholesky(g, ans, a, upper)"},
+        ns=A)
+defrule(np.linalg.eigh, "a, UPLO='L'", vjp={"a": "_adj.eigh(g, ans, a, UPLO)"}, kind="any", ns=A)
+defrule(np.linalg.eigvalsh, "a, UPLO='L'", vjp={"a": "_adj.eigvalsh(g, ans, a, UPLO)"}, ns=A)
+defrule(np.linalg.qr, "a, mode='reduced'", vjp={"a": "_adj.qr(g, ans, a, mode)"}, kind="any",
+        ns=A)
+defrule(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False",
+        vjp={"a": "_adj.svd(g, ans, a, full_matrices, compute_uv, hermitian)"}, kind="any", ns=A)
+_each(_np("linalg.svdvals"), "x, /", vjp={"x": "_adj.svd(g, ans, x, False, False)"}, ns=A)
+defrule(np.linalg.pinv, "a, rcond=None, hermitian=False, *, rtol=None",
+        vjp={"a": "_adj.pinv(g, ans, a, hermitian)"},
+        jvp={"a": "_adj.pinv_tangent(t, ans, a, hermitian)"}, ns=A)
+defrule(np.linalg.lstsq, "a, b, rcond=None", joint=(("a", "b"), "_adj.lstsq(g, ans, a, b, rcond)"),
+        jvp={"a": "_adj.lstsq_tangent(t, ans, a, b, 'a')", "b": "_adj.lstsq_tangent(t, ans, a, b, 'b')"},
+        kind="any", ns=A)
+defrule(np.linalg.matrix_power, "a, n", vjp={"a": "_adj.matrix_power(g, a, n)"},
+        jvp={"a": "_adj.matrix_power_tangent(t, a, n)"}, ns=A)
+defrule(np.linalg.multi_dot, "arrays, *, out=None", vjp={"arrays": "_adj.multi_dot(g, arrays)"},
+        jvp={"arrays": "_adj.multi_dot_tangent(t, arrays, ans)"}, forbid={"out": None}, ns=A)
+
+# -- norms -----------------------------------------------------------------------------------------
+_each(_np("linalg.norm"), "x, ord=None, axis=None, keepdims=False",
+      vjp={"x": "_adj.norm(g, ans, x, ord, axis, keepdims)"},
+      jvp={"x": "_adj.norm_tangent(t, ans, x, ord, axis, keepdims)"}, ns=A)
+_each(_np("linalg.vector_norm"), "x, /, *, axis=None, keepdims=False, ord=2",
+      vjp={"x": "_adj.vector_norm(g, ans, x, axis, keepdims, ord)"},
+      jvp={"x": "_adj.norm_tangent(t, ans, x, ord, axis, keepdims, vector=True)"}, ns=A)
+_each(_np("linalg.matrix_norm"), "x, /, *, keepdims=False, ord='fro'",
+      vjp={"x": "_adj.norm(g, ans, x, ord, (-2, -1), keepdims)"},
+      jvp={"x": "_adj.norm_tangent(t, ans, x, ord, (-2, -1), keepdims)"}, ns=A)
+
+
+# -- helpers the templates call --------------------------------------------------------------------
+def inv(g, ans):
+    """Adjoint of ``inv``: -A^-H g A^-H."""
+    h = _mH(ans)
+    return -(h @ g @ h)
+
+
+def det(g, ans, a):
+    m = xp(a)
+    ai = m.linalg.inv(a)
+    ge = m.asarray(g * cj(ans))[..., None, None]
+    return like(ge * _mH(ai), a)
+
+
+def slogdet(g, ans, a):
+    """Adjoint of ``slogdet``: g is (g_sign, g_logabsdet)."""
+    m = xp(a)
+    sign, logdet = ans
+    gs, gl = (g if isinstance(g, (tuple, list)) else (None, g))
+    ai_h = _mH(m.linalg.inv(a))
+    r = 0.0
+    if not is_zero(gl):
+        r = m.asarray(gl)[..., None, None] * ai_h
+    if not is_zero(gs) and a.dtype.kind == "c":
+        c = -(cj(gs) * sign).imag
+        r = r + (1j * m.asarray(c))[..., None, None] * ai_h
+    if type(r) is float:
+        return m.zeros_like(a)
+    return like(r, a)
+
+
+def solve(g, ans, a, b):
+    """Adjoints of ``solve(a, b)`` (both at once): gb = A^-H g, ga = -gb x^H."""
+    m = xp(a, b)
+    a_ = asarray(a)
+    b_ = asarray(b, like=a_)
+    vec = b_.ndim == 1
+    G = m.asarray(g)
+    X = m.asarray(ans)
+    if vec:
+        G = G[..., None]
+        X = X[..., None]
+    gb = m.linalg.solve(_mH(a_), G)
+    ga = -(gb @ _mH(X))
+    ga = _rt.unbroadcast(ga, a_)
+    gb = gb[..., 0] if vec else _rt.unbroadcast(gb, b_)
+    return like(ga, a), like(gb, b)
+
+
+def _phi(x):
+    """Lower triangle with the diagonal halved."""
+    m = xp(x)
+    return m.tril(x, -1) + 0.5 * m.tril(m.triu(x))
+
+
+def cholesky(g, ans, a, upper=False):
+    """Adjoint of ``cholesky`` (A = L L^H), for the function as LAPACK computes it: only the lower
+    (or, with upper=True, the upper) triangle of ``a`` is read."""
+    m = xp(a)
+    L = _mH(ans) if upper else ans
+    gL = _mH(m.asarray(g)) if upper else m.asarray(g)
+    P = _phi(_mH(L) @ gL)
+    # S = L^-H P L^-1
+    n = L.shape[-1]
+    eye = m.eye(n, dtype=L.dtype)
+    Linv = _solve_tri(L, eye, lower=True)
+    S = _mH(Linv) @ P @ Linv
+    S = 0.5 * (S + _mH(S))                  # the gradient w.r.t. a Hermitian A
+    return like(_from_hermitian(S, "U" if upper else "L"), a)
+
+
+def _solve_tri(L, B, lower=True):
+    m = xp(L)
+    if m is np:
+        try:
+            import scipy.linalg as sl
+            if L.ndim == 2:
+                return sl.solve_triangular(L, B, lower=lower)
+        except ImportError:
+            pass
+    return m.linalg.solve(L, m.broadcast_to(B, L.shape[:-2] + B.shape[-2:]))
+
+
+def _from_hermitian(S, uplo):
+    """Gradient w.r.t. the matrix a LAPACK routine reads as Hermitian from one triangle, given the
+    gradient ``S`` (Hermitian) w.r.t. the Hermitian matrix it built: 2 S on the read triangle,
+    Re diag(S) on the diagonal, zero on the other triangle."""
+    m = xp(S)
+    if uplo.upper() == "L":
+        r = 2 * m.tril(S, -1)
+    else:
+        r = 2 * m.triu(S, 1)
+    d = m.diagonal(S, axis1=-2, axis2=-1)
+    if d.dtype.kind == "c":
+        d = d.real
+    n = S.shape[-1]
+    i = m.arange(n)
+    r = r.copy()
+    r[..., i, i] = d
+    return r
+
+
+def eigh(g, ans, a, UPLO="L"):
+    """Adjoint of ``eigh`` (distinct eigenvalues assumed; eigenvector phases must not matter)."""
+    m = xp(a)
+    w, v = ans
+    gw, gv = g if isinstance(g, (tuple, list)) else (g, None)
+    vh = _mH(v)
+    n = w.shape[-1]
+    inner = m.zeros(v.shape, dtype=v.dtype)
+    if not is_zero(gw):
+        inner = inner + m.asarray(gw)[..., None, :] * m.eye(n, dtype=w.dtype)
+    if not is_zero(gv):
+        diff = w[..., None, :] - w[..., :, None]
+        eye = m.eye(n, dtype=bool)
+        F = m.where(eye, 0, 1 / m.where(eye, 1, diff))
+        inner = inner + F * (vh @ m.asarray(gv))
+    S = v @ inner @ vh
+    S = 0.5 * (S + _mH(S))
+    return like(_from_hermitian(S, UPLO), a)
+
+
+def eigvalsh(g, ans, a, UPLO="L"):
+    m = xp(a)
+    w, v = m.linalg.eigh(a, UPLO)
+    S = (v * m.asarray(g)[..., None, :]) @ _mH(v)
+    S = 0.5 * (S + _mH(S))
+    return like(_from_hermitian(S, UPLO), a)
+
+
+def _copyltu(M):
+    m = xp(M)
+    low = m.tril(M, -1)
+    d = m.diagonal(M, axis1=-2, axis2=-1)
+    return low + _mH(low) + d.real[..., None] * m.eye(M.shape[-1], dtype=M.real.dtype) \
+        if M.dtype.kind == "c" else low + _mT(low) + d[..., None] * m.eye(M.shape[-1], dtype=M.dtype)
+
+
+def _qr_square_or_tall(A, Q, R, gQ, gR):
+    m = xp(A)
+    if is_zero(gQ):
+        gQ = m.zeros_like(Q)
+    if is_zero(gR):
+        gR = m.zeros_like(R)
+    M = R @ _mH(gR) - _mH(gQ) @ Q
+    B = gQ + Q @ _copyltu(M)
+    # gA = B R^-H  <=>  solve R gA^H = B^H
+    return _mH(m.linalg.solve(R, _mH(B))) if m is not np or R.ndim > 2 else \
+        _mH(_solve_tri(R, _mH(B), lower=False))
+
+
+def qr(g, ans, a, mode="reduced"):
+    """Adjoint of ``qr`` for modes 'reduced' (and 'complete' when rows <= columns) and 'r'."""
+    m = xp(a)
+    a_ = asarray(a)
+    rows, cols = a_.shape[-2:]
+    if mode == "r":
+        Q, R = m.linalg.qr(a_)
+        gQ, gR = None, g
+    elif mode in ("reduced", "complete"):
+        if mode == "complete" and rows > cols:
+            raise RuleError("np.linalg.qr(mode='complete') with more rows than columns has no "
+                            "unique derivative", fix="use mode='reduced'")
+        Q, R = ans
+        gQ, gR = g if isinstance(g, (tuple, list)) else (g, None)
+    else:
+        raise RuleError(f"np.linalg.qr(mode={mode!r}) is not differentiable",
+                        fix="use mode='reduced' (or 'complete' for square or wide matrices)")
+    if rows >= cols:
+        return like(_qr_square_or_tall(a_, Q, R, gQ, gR), a)
+    # wide: A = Q [X | Y], R = [R1 | R2]
+    if is_zero(gQ):
+        gQ = m.zeros_like(Q)
+    if is_zero(gR):
+        gR = m.zeros_like(R)
+    Y = a_[..., rows:]
+    gR1, gR2 = gR[..., :rows], gR[..., rows:]
+    gY = Q @ gR2
+    gQ2 = gQ + Y @ _mH(gR2)
+    gX = _qr_square_or_tall(a_[..., :rows], Q, R[..., :rows], gQ2, gR1)
+    return like(m.concatenate([gX, gY], axis=-1), a)
+
+
+def svd(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
+    """Adjoint of ``svd`` (distinct nonzero singular values assumed).  With ``full_matrices=True``
+    and a non-square input, U or Vh is not unique: only g for S is supported then."""
+    m = xp(a)
+    a_ = asarray(a)
+    rows, cols = a_.shape[-2:]
+    k = min(rows, cols)
+    if hermitian:
+        raise RuleError("np.linalg.svd(hermitian=True) is not differentiable",
+                        fix="use np.linalg.eigh for Hermitian matrices, or hermitian=False")
+    if not compute_uv:
+        U, S, Vh = m.linalg.svd(a_, full_matrices=False)
+        return like((U * m.asarray(g)[..., None, :]) @ Vh, a)
+    U, S, Vh = ans
+    gU, gS, gVh = g if isinstance(g, (tuple, list)) else (None, g, None)
+    if full_matrices and rows != cols:
+        if not (is_zero(gU) and is_zero(gVh)):
+            raise RuleError("np.linalg.svd(full_matrices=True) of a non-square matrix: U and Vh "
+                            "are not unique", fix="use full_matrices=False")
+        U, Vh = U[..., :, :k], Vh[..., :k, :]
+    return like(_svd_thin(U, S, Vh, gU, gS, gVh), a)
+
+
+def _svd_thin(U, S, Vh, gU, gS, gVh):
+    m = xp(U)
+    V = _mH(Vh)
+    rows, cols = U.shape[-2], Vh.shape[-1]
+    k = S.shape[-1]
+    Sd = S.astype(U.dtype)
+    if is_zero(gU) and is_zero(gVh):
+        return (U * m.asarray(gS)[..., None, :]) @ Vh
+    gU = m.zeros_like(U) if is_zero(gU) else m.asarray(gU)
+    gV = m.zeros_like(V) if is_zero(gVh) else _mH(m.asarray(gVh))
+    UhgU = _mH(U) @ gU
+    VhgV = _mH(V) @ gV
+    S2 = S * S
+    E = S2[..., None, :] - S2[..., :, None]
+    eye = m.eye(k, dtype=bool)
+    F = m.where(eye, 0, 1 / m.where(eye, 1, E))
+    J = F * (UhgU - _mH(UhgU))
+    K = F * (VhgV - _mH(VhgV))
+    inner = J * Sd[..., None, :] + Sd[..., :, None] * K
+    if not is_zero(gS):
+        inner = inner + m.asarray(gS)[..., None, :] * m.eye(k, dtype=U.dtype)
+    if U.dtype.kind == "c":
+        dU = m.diagonal(UhgU, axis1=-2, axis2=-1)
+        inner = inner + (1j * dU.imag / (2 * S))[..., None, :] * m.eye(k, dtype=U.dtype) * 1
+    gA = U @ inner @ Vh
+    if rows > k:
+        Sinv = 1 / Sd
+        proj = gU - U @ UhgU
+        gA = gA + (proj * Sinv[..., None, :]) @ Vh
+    if cols > k:
+        Sinv = 1 / Sd
+        proj = gV - V @ VhgV
+        gA = gA + U @ _mH(proj * Sinv[..., None, :])
+    return gA
+
+
+def norm(g, ans, x, ord=None, axis=None, keepdims=False):
+    """Adjoint of ``np.linalg.norm`` for vector norms (any ord) and matrix norms
+    ('fro', 'nuc', 1, -1, 2, -2, inf, -inf)."""
+    m = xp(x)
+    x_ = asarray(x)
+    if x_.dtype.kind not in "fc":
+        return None
+    nd = x_.ndim
+    if axis is None:
+        if ord is not None and nd == 2:
+            return like(_matrix_norm(g, ans, x_, ord, (0, 1), keepdims), x)
+        if ord is not None and nd != 1:
+            raise RuleError("np.linalg.norm: ord needs axis for arrays of more than 2 dimensions",
+                            fix="give axis= (one axis for a vector norm, two for a matrix norm)")
+        axes = tuple(range(nd))
+        r = _vector_norm(g, ans, x_.ravel() if nd > 1 else x_, ord, (0,) if nd else (),
+                         keepdims and nd == 1)
+        return like(r.reshape(x_.shape), x)
+    if isinstance(axis, (tuple, list)) and len(axis) == 2:
+        return like(_matrix_norm(g, ans, x_, ord, tuple(a % nd for a in axis), keepdims), x)
+    if isinstance(axis, (tuple, list)):
+        axis = axis[0]
+    return like(_vector_norm(g, ans, x_, ord, (axis % nd,), keepdims), x)
+
+
+def vector_norm(g, ans, x, axis=None, keepdims=False, ord=2):
+    """Adjoint of ``np.linalg.vector_norm``: axis None means all elements, flattened."""
+    x_ = asarray(x)
+    axes = norm_axes(axis, x_.ndim)
+    if len(axes) == 1:
+        return like(_vector_norm(g, ans, x_, ord, axes, keepdims), x)
+    m = xp(x_)
+    keep = [i for i in range(x_.ndim) if i not in axes]
+    t = x_.transpose(keep + list(axes))
+    t = t.reshape(t.shape[:len(keep)] + (-1,))
+    ge = expand(g, x_.shape, axes, keepdims, like=x_).transpose(keep + list(axes))
+    ge = ge.reshape(ge.shape[:len(keep)] + (1,))
+    ne = expand(ans, x_.shape, axes, keepdims, like=x_).transpose(keep + list(axes))
+    ne = ne.reshape(ne.shape[:len(keep)] + (1,))
+    r = _vector_norm(ge, ne, t, ord, (t.ndim - 1,), True)
+    shp = [x_.shape[i] for i in keep + list(axes)]
+    return like(r.reshape(shp).transpose(_inverse(keep + list(axes))), x)
+
+
+def _vector_norm(g, ans, x, ord, axes, keepdims):
+    m = xp(x)
+    ge = expand(g, x.shape, axes, keepdims, like=x)
+    ne = expand(ans, x.shape, axes, keepdims, like=x)
+    ax = m.abs(x)
+    sgn = m.sign(x)
+    if ord is None or ord == 2:
+        safe = m.where(ne == 0, 1, ne)
+        return m.where(ne == 0, 0, ge * x / safe)
+    if ord == 1:
+        return ge * sgn
+    if ord == 0:
+        return 0 * ge * x
+    if ord in (np.inf, -np.inf):
+        mask = ax == ne
+        n = mask.sum(axis=axes, keepdims=True)
+        return ge * sgn * mask / n
+    p = float(ord)
+    safe = m.where(ne == 0, 1, ne)
+    return ge * sgn * (ax / safe) ** (p - 1)
+
+
+def _matrix_norm(g, ans, x, ord, axes, keepdims):
+    m = xp(x)
+    r0, c0 = axes
+    ge = expand(g, x.shape, axes, keepdims, like=x)
+    if ord is None or ord == "fro":
+        ne = expand(ans, x.shape, axes, keepdims, like=x)
+        safe = m.where(ne == 0, 1, ne)
+        return m.where(ne == 0, 0, ge * x / safe)
+    if ord in (1, -1, np.inf, -np.inf):
+        # 1: max over columns of column abs-sums (sum over rows); inf: max over rows
+        sum_axis = r0 if ord in (1, -1) else c0
+        other = c0 if ord in (1, -1) else r0
+        s = m.abs(x).sum(axis=sum_axis, keepdims=True)
+        ne = expand(ans, x.shape, axes, keepdims, like=x)
+        mask = s == ne
+        n = mask.sum(axis=other, keepdims=True)
+        return ge * m.sign(x) * mask / n
+    if ord in (2, -2, "nuc"):
+        xm = m.moveaxis(x, (r0, c0), (-2, -1))
+        U, S, Vh = m.linalg.svd(xm, full_matrices=False)
+        gm = m.moveaxis(ge, (r0, c0), (-2, -1))[..., 0, 0]
+        if ord == "nuc":
+            r = U @ Vh
+        else:
+            i = 0 if ord == 2 else -1
+            r = U[..., :, i:i + 1 if i == 0 else None] @ Vh[..., i:i + 1 if i == 0 else None, :]
+        r = r * gm[..., None, None]
+        return m.moveaxis(r, (-2, -1), (r0, c0))
+    raise RuleError(f"np.linalg.norm: ord={ord!r} is not differentiable for matrices",
+                    fix="use ord=None/'fro', 'nuc', 1, -1, 2, -2, np.inf or -np.inf")
+
+
+def norm_tangent(t, ans, x, ord=None, axis=None, keepdims=False, vector=False):
+    """Tangent of a norm: Re <gradient of each output, t>, summed over that output's group."""
+    m = xp(x)
+    x_ = asarray(x)
+    ones = m.ones(np.shape(ans), dtype=np.result_type(ans))
+    if vector:
+        gr = vector_norm(ones, ans, x_, axis, keepdims, ord)
+        axes = norm_axes(axis, x_.ndim)
+    else:
+        gr = norm(ones, ans, x_, ord, axis, keepdims)
+        axes = norm_axes(axis, x_.ndim) if axis is not None else tuple(range(x_.ndim))
+    c = (cj(gr) * t).real
+    return c.sum(axis=axes, keepdims=_flag(keepdims))
+
+
+def _herm_lower(T):
+    """The Hermitian matrix LAPACK builds from the lower triangle of ``T`` (eigh's view)."""
+    m = xp(T)
+    low = m.tril(T, -1)
+    d = m.diagonal(T, axis1=-2, axis2=-1)
+    d = d.real if d.dtype.kind == "c" else d
+    return low + _mH(low) + d[..., None] * m.eye(T.shape[-1], dtype=d.dtype)
+
+
+def pinv(g, ans, a, hermitian=False):
+    """Adjoint of ``pinv`` (constant rank): with X = A^+,
+    gA = -X^H G X^H + (I - A X) G^H X X^H + X^H X G^H (I - X A); with hermitian=True NumPy reads
+    only the lower triangle, so the gradient goes there (as for eigh)."""
+    A = asarray(a)
+    if hermitian:
+        A = _herm_lower(A)
+    X = asarray(ans, like=A)
+    G = asarray(g, like=A)
+    Xh, Gh = _mH(X), _mH(G)
+    r = -(Xh @ G @ Xh) + (Gh @ X @ Xh - A @ (X @ (Gh @ (X @ Xh)))) \
+        + (Xh @ X @ Gh - Xh @ (X @ (Gh @ (X @ A))))
+    if hermitian:
+        r = _from_hermitian(0.5 * (r + _mH(r)), "L")
+    return like(r, a)
+
+
+def pinv_tangent(t, ans, a, hermitian=False):
+    A = asarray(a)
+    X = asarray(ans, like=A)
+    T = asarray(t, like=A)
+    if hermitian:
+        A, T = _herm_lower(A), _herm_lower(T)
+    Th = _mH(T)
+    Xh = _mH(X)
+    return -(X @ T @ X) + X @ Xh @ Th - X @ Xh @ Th @ A @ X + Th @ Xh @ X - X @ A @ Th @ Xh @ X
+
+
+def lstsq(g, ans, a, b, rcond=None):
+    """Adjoints of ``np.linalg.lstsq`` (full rank; both at once) for the solution x = A^+ b (b gets
+    A^+H gx, A through pinv with G = gx b^H), the residuals ||b - A x||^2 (envelope theorem: b gets
+    2 r g, A gets -2 r x^H g) and the singular values (through svd); the rank has none."""
+    m = xp(a, b)
+    A = asarray(a)
+    B = asarray(b, like=A)
+    x, res, rank, sv = ans
+    gx, gres, _, gsv = (tuple(g) + (None,) * 4)[:4] if isinstance(g, (tuple, list)) else \
+        (g, None, None, None)
+    vec = B.ndim == 1
+    Bm = B[:, None] if vec else B
+    Xs = asarray(x, like=A)
+    Xm = Xs[:, None] if vec else Xs
+    ga = m.zeros(A.shape, dtype=np.result_type(A.dtype, B.dtype))
+    gb = m.zeros(Bm.shape, dtype=ga.dtype)
+    if not is_zero(gx):
+        P = m.linalg.pinv(A)
+        G = asarray(gx, like=A)
+        G = G[:, None] if vec else G
+        gb = gb + _mH(P) @ G
+        ga = ga + pinv(G @ _mH(Bm), P, A)
+    if not is_zero(gres) and getattr(res, "size", 0):
+        r = Bm - A @ Xm
+        gr = asarray(gres, like=A).reshape(1, -1)
+        gb = gb + 2 * r * gr
+        ga = ga - 2 * (r * gr) @ _mH(Xm)
+    if not is_zero(gsv):
+        ga = ga + svd(gsv, sv, A, False, False)
+    return like(ga, a), like(gb[:, 0] if vec else gb, b)
+
+
+def lstsq_tangent(t, ans, a, b, which):
+    """Tangent of ``lstsq``'s (x, residuals, rank, s) along ``a`` or ``b`` (full rank)."""
+    m = xp(a, b)
+    A = asarray(a)
+    B = asarray(b, like=A)
+    x, res, rank, sv = ans
+    vec = B.ndim == 1
+    Bm = B[:, None] if vec else B
+    Xm = asarray(x, like=A)
+    Xm = Xm[:, None] if vec else Xm
+    T = asarray(t, like=A)
+    P = m.linalg.pinv(A)
+    r = Bm - A @ Xm
+    if which == "b":
+        Tm = T[:, None] if vec else T
+        dx = P @ Tm
+        dr = Tm
+        ds = m.zeros(shape(sv), dtype=asarray(sv).dtype)
+    else:
+        dx = pinv_tangent(T, P, A) @ Bm
+        dr = -(T @ Xm)
+        u, _, vh = m.linalg.svd(A, full_matrices=False)
+        ds = (cj(u) * (T @ _mH(vh))).sum(axis=-2).real
+    dres = 2 * (cj(r) * dr).real.sum(axis=0) if getattr(res, "size", 0) else \
+        m.zeros(shape(res), dtype=asarray(res).dtype)
+    dres = dres.reshape(shape(res))
+    return (dx[:, 0] if vec else dx), dres, 0.0 * m.zeros(()), ds
+
+
+def matrix_power(g, a, n):
+    """Adjoint of ``matrix_power(a, n)``: sum_k (A^H)^k G (A^H)^(n-1-k); for n < 0 through
+    B = inv(A) (gA = -B^H gB B^H)."""
+    m = xp(a)
+    A = asarray(a)
+    G = asarray(g, like=A)
+    n = int(n)
+    if n == 0:
+        return like(0 * G, a)
+    B = m.linalg.inv(A) if n < 0 else A
+    k = abs(n)
+    Bh = _mH(B)
+    pows = [None] * k
+    pows[0] = m.broadcast_to(m.eye(A.shape[-1], dtype=B.dtype), B.shape)
+    for i in range(1, k):
+        pows[i] = pows[i - 1] @ Bh
+    gB = 0
+    for i in range(k):
+        gB = gB + pows[i] @ G @ pows[k - 1 - i]
+    if n < 0:
+        gB = -(Bh @ gB @ Bh)
+    return like(gB, a)
+
+
+def matrix_power_tangent(t, a, n):
+    m = xp(a)
+    A = asarray(a)
+    T = asarray(t, like=A)
+    n = int(n)
+    if n == 0:
+        return 0 * T
+    B = m.linalg.inv(A) if n < 0 else A
+    if n < 0:
+        T = -(B @ T @ B)
+    k = abs(n)
+    pows = [m.broadcast_to(m.eye(A.shape[-1], dtype=B.dtype), B.shape)]
+    for i in range(1, k):
+        pows.append(pows[-1] @ B)
+    r = 0
+    for i in range(k):
+        r = r + pows[i] @ T @ pows[k - 1 - i]
+    return r
+
+
+def _multi_dot_mats(arrays):
+    mats = [asarray(x, like=arrays[0]) for x in arrays]
+    first, last = mats[0].ndim == 1, mats[-1].ndim == 1
+    if first:
+        mats[0] = mats[0][None, :]
+    if last:
+        mats[-1] = mats[-1][:, None]
+    return mats
+
+
+def _chain(mats):
+    r = mats[0]
+    for x in mats[1:]:
+        r = r @ x
+    return r
+
+
+def multi_dot(g, arrays):
+    """Adjoint of ``np.linalg.multi_dot``: A_i gets (A_0..A_{i-1})^H G (A_{i+1}..)^H."""
+    mats = _multi_dot_mats(arrays)
+    k = len(mats)
+    G = asarray(g, like=mats[0]).reshape(mats[0].shape[0], mats[-1].shape[1])
+    left = [None] * k
+    right = [None] * k
+    for i in range(k):
+        left[i] = None if i == 0 else (mats[0] if i == 1 else left[i - 1] @ mats[i - 1])
+    for i in range(k - 1, -1, -1):
+        right[i] = None if i == k - 1 else (mats[-1] if i == k - 2 else mats[i + 1] @ right[i + 1])
+    out = []
+    for i, x in enumerate(arrays):
+        r = G
+        if left[i] is not None:
+            r = _mH(left[i]) @ r
+        if right[i] is not None:
+            r = r @ _mH(right[i])
+        out.append(like(r.reshape(shape(x)), x))
+    return tuple(out)
+
+
+def multi_dot_tangent(t, arrays, ans=None):
+    mats = _multi_dot_mats(arrays)
+    ts = tangent_list(t, arrays)
+    tm = _multi_dot_mats(ts)
+    r = None
+    for i in range(len(mats)):
+        if is_zero(t[i]):
+            continue
+        term = _chain(mats[:i] + [tm[i]] + mats[i + 1:])
+        r = term if r is None else r + term
+    if r is None:
+        r = 0 * _chain(mats)
+    return r.reshape(shape(ans)) if ans is not None else r
+
+
+def slogdet_tangent(t, ans, a):
+    """Tangent of ``slogdet``: (sign, log|det|) move by (i Im tr(a^-1 t) sign, Re tr(a^-1 t))."""
+    m = xp(a, t)
+    tr = m.trace(m.linalg.solve(a, t), axis1=-2, axis2=-1)
+    sign = ans[0]
+    if m.iscomplexobj(tr):
+        return (1j * tr.imag * sign, tr.real)
+    return (m.zeros_like(sign), tr)
+
+
+export(globals())

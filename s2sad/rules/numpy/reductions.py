@@ -1,0 +1,232 @@
+"""Reductions: ``sum``, ``mean``, ``prod``, ``max``/``min``, ``var``, ``std``, ``cumsum``,
+``cumprod`` (functions and ndarray methods).
+"""
+import numpy as np
+
+from ..adjoints import (A, _NDARRAY, _NoValue, _each, _flag, _inverse, _np, asarray, cj, count,
+                        expand, export, full_like, like, ndim, norm_axes, shape, xp)
+from ..registry import defmethod
+
+_RED = "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True"
+_each(_np("sum"), _RED, vjp={"a": "_rt.dtype_guard(dtype, _adj.sum(g, a, axis, keepdims))",
+                             "initial": "_rt.unbroadcast(g, initial)"},
+      jvp={"a": "np.sum(t, axis=axis, keepdims=keepdims)"}, forbid={"out": None, "where": True},
+      ns=A)
+_each(_np("mean"), "a, axis=None, dtype=None, out=None, keepdims=False, *, where=True",
+      vjp={"a": "_adj.mean(g, a, axis, keepdims)"},
+      jvp={"a": "np.mean(t, axis=axis, keepdims=keepdims)"}, forbid={"out": None, "where": True},
+      ns=A)
+_each(_np("prod"), _RED,
+      vjp={"a": "_rt.dtype_guard(dtype, _adj.prod(_rt.times_initial(g, initial), a, axis, keepdims))",
+           "initial": "_rt.unbroadcast(g * np.prod(a, axis=axis, keepdims=keepdims), initial)"},
+      jvp={"a": "_adj.prod_tangent(t, a, axis, keepdims)"},
+      forbid={"out": None, "where": True}, ns=A)
+_MAX = "a, axis=None, out=None, keepdims=False, initial=None, where=True"
+_each(_np("max", "amax", "min", "amin"), _MAX,
+      vjp={"a": "_adj.extremum(g, ans, a, axis, keepdims)",
+           "initial": "_rt.extremum_initial_adjoint(g, ans, a, initial, axis, keepdims)"},
+      jvp={"a": "_adj.extremum_tangent(t, ans, a, axis, keepdims)"},
+      forbid={"out": None, "where": True}, ns=A)
+_VAR = ("a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, "
+        "mean=None, correction=None")
+_each(_np("var"), _VAR,
+      vjp={"a": "_adj.var(g, a, axis, _adj._correction(ddof, correction), keepdims)"},
+      jvp={"a": "_adj.var_tangent(t, a, axis, _adj._correction(ddof, correction), keepdims)"},
+      forbid={"out": None, "where": True, "mean": None}, ns=A)
+_each(_np("std"), _VAR,
+      vjp={"a": "_adj.std(g, ans, a, axis, _adj._correction(ddof, correction), keepdims)"},
+      jvp={"a": "_adj.std_tangent(t, ans, a, axis, _adj._correction(ddof, correction), "
+                "keepdims)"},
+      forbid={"out": None, "where": True, "mean": None}, ns=A)
+_each(_np("cumsum", "cumulative_sum"), "a, axis=None, dtype=None, out=None",
+      vjp={"a": "_adj.cumsum(g, a, axis)"}, jvp={"a": "np.cumsum(t, axis=axis)"},
+      forbid={"out": None}, ns=A)
+_each(_np("cumprod", "cumulative_prod"), "a, axis=None, dtype=None, out=None",
+      vjp={"a": "_adj.cumprod(g, ans, a, axis)"}, forbid={"out": None}, ns=A)
+
+# -- ndarray methods -------------------------------------------------------------------------------
+defmethod("sum", "self, axis=None, dtype=None, out=None, keepdims=False, initial=None, "
+          "where=True", vjp={"self": "_rt.dtype_guard(dtype, _adj.sum(g, self, axis, keepdims))",
+                             "initial": "_rt.unbroadcast(g, initial)"},
+          jvp={"self": "np.sum(t, axis=axis, keepdims=keepdims)"},
+          forbid={"out": None, "where": True}, ns=A)
+defmethod("mean", "self, axis=None, dtype=None, out=None, keepdims=False, *, where=True",
+          vjp={"self": "_adj.mean(g, self, axis, keepdims)"},
+          jvp={"self": "np.mean(t, axis=axis, keepdims=keepdims)"},
+          forbid={"out": None, "where": True}, ns=A)
+defmethod("prod", "self, axis=None, dtype=None, out=None, keepdims=False, initial=None, "
+          "where=True",
+          vjp={"self": "_rt.dtype_guard(dtype, _adj.prod(_rt.times_initial(g, initial), self, axis, "
+                       "keepdims))",
+               "initial": "_rt.unbroadcast(g * np.prod(self, axis=axis, keepdims=keepdims), initial)"},
+          forbid={"out": None, "where": True}, ns=A)
+for _k in ("max", "min"):
+    defmethod(_k, "self, axis=None, out=None, keepdims=False, initial=None, where=True",
+              vjp={"self": "_adj.extremum(g, ans, self, axis, keepdims)"},
+              forbid={"out": None, "where": True}, ns=A)
+_MVAR = ("self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, "
+         "mean=None, correction=None")
+defmethod("var", _MVAR,
+          vjp={"self": "_adj.var(g, self, axis, _adj._correction(ddof, correction), keepdims)"},
+          forbid={"out": None, "where": True, "mean": None}, ns=A)
+defmethod("std", _MVAR,
+          vjp={"self": "_adj.std(g, ans, self, axis, _adj._correction(ddof, correction), "
+                       "keepdims)"},
+          forbid={"out": None, "where": True, "mean": None}, ns=A)
+defmethod("cumsum", "self, axis=None, dtype=None, out=None",
+          vjp={"self": "_adj.cumsum(g, self, axis)"}, jvp={"self": "t.cumsum(axis)"},
+          forbid={"out": None}, ns=A)
+defmethod("cumprod", "self, axis=None, dtype=None, out=None",
+          vjp={"self": "_adj.cumprod(g, ans, self, axis)"}, forbid={"out": None}, ns=A)
+
+
+# -- helpers the templates call --------------------------------------------------------------------
+def sum(g, a, axis=None, keepdims=False):
+    """Adjoint of ``np.sum(a, axis, keepdims)``: g copied along the reduced axes."""
+    if axis is None and type(a) is _NDARRAY and a.dtype.kind == "f" and \
+            (type(g) is float or type(g) is _NDARRAY and g.ndim == 0 and g.dtype.kind == "f" or
+             isinstance(g, np.floating)):
+        return np.full(a.shape, g, dtype=a.dtype)          # the common case, directly
+    return full_like(expand(g, shape(a), axis, _flag(keepdims), like=a), a)
+
+
+def mean(g, a, axis=None, keepdims=False):
+    n = count(shape(a), axis)
+    return full_like(expand(g, shape(a), axis, _flag(keepdims), like=a) / n, a)
+
+
+def _others_product(a, axes):
+    """For each element, the product of the other elements of its reduction group (exact with zeros)."""
+    m = xp(a)
+    a = asarray(a)
+    nd = a.ndim
+    keep = [i for i in range(nd) if i not in axes]
+    perm = keep + list(axes)
+    t = a.transpose(perm)
+    lead = t.shape[:len(keep)]
+    n = int(np.prod(t.shape[len(keep):])) if axes else 1
+    flat = t.reshape(lead + (n,))
+    one = m.ones(lead + (1,), dtype=a.dtype)
+    left = m.concatenate([one, m.cumprod(flat[..., :-1], axis=-1)], axis=-1)
+    right = m.flip(m.concatenate([one, m.cumprod(m.flip(flat, -1)[..., :-1], axis=-1)], axis=-1),
+                   -1)
+    other = (left * right).reshape(t.shape)
+    return other.transpose(_inverse(perm))
+
+
+def prod(g, a, axis=None, keepdims=False):
+    """Adjoint of ``np.prod``: g times the product of the other elements (exact with zeros)."""
+    a = asarray(a)
+    axes = norm_axes(axis, a.ndim)
+    ge = expand(g, a.shape, axis, _flag(keepdims), like=a)
+    return like(ge * cj(_others_product(a, axes)), a) if a.ndim else like(asarray(g, like=a), a)
+
+
+def extremum(g, ans, a, axis=None, keepdims=False):
+    """Adjoint of max/min: g shared evenly among the elements equal to the extremum."""
+    a = asarray(a)
+    ans_e = expand(ans, a.shape, axis, _flag(keepdims), like=a)
+    mask = (a == ans_e)
+    n = mask.sum(axis=norm_axes(axis, a.ndim), keepdims=True)
+    ge = expand(g, a.shape, axis, _flag(keepdims), like=a)
+    # where the extremum came from `initial=` no element ties with it: nothing to share
+    return like(mask * (ge / xp(a).maximum(n, 1)), a)
+
+
+def var(g, a, axis=None, ddof=0, keepdims=False, mean=None):
+    a = asarray(a)
+    n = count(a.shape, axis)
+    mu = a.mean(axis=norm_axes(axis, a.ndim), keepdims=True) if mean is None or mean is _NoValue \
+        else mean
+    ge = expand(g, a.shape, axis, _flag(keepdims), like=a)
+    return like(ge * (2.0 / (n - ddof)) * (a - mu), a)
+
+
+def std(g, ans, a, axis=None, ddof=0, keepdims=False):
+    a = asarray(a)
+    n = count(a.shape, axis)
+    mu = a.mean(axis=norm_axes(axis, a.ndim), keepdims=True)
+    ge = expand(g, a.shape, axis, _flag(keepdims), like=a)
+    se = expand(ans, a.shape, axis, _flag(keepdims), like=a)
+    m = xp(a)
+    # a zero standard deviation (one element, or equal elements) has a zero subgradient here
+    safe = m.where(se == 0, 1, se)
+    return like(m.where(se == 0, 0, ge * (a - mu) / ((n - ddof) * safe)), a)
+
+
+def _correction(ddof, correction):
+    if correction is not None and correction is not _NoValue:
+        return correction
+    return ddof
+
+
+def cumsum(g, a, axis=None):
+    """Adjoint of ``np.cumsum``: reversed cumulative sum of g (flattened when axis is None)."""
+    a = asarray(a)
+    m = xp(a)
+    g = asarray(g)
+    if axis is None:
+        r = m.flip(m.cumsum(m.flip(g.ravel(), 0), axis=0), 0).reshape(a.shape)
+    else:
+        r = m.flip(m.cumsum(m.flip(g, axis), axis=axis), axis)
+    return like(r, a)
+
+
+def cumprod(g, ans, a, axis=None):
+    """Adjoint of ``np.cumprod``; exact also when ``a`` has zeros (then O(n^2) along axis)."""
+    a = asarray(a)
+    m = xp(a)
+    g = asarray(g)
+    if axis is None:
+        return like(cumprod(g.ravel(), ans.ravel(), a.ravel(), 0).reshape(a.shape), a)
+    axis = axis % a.ndim
+    if not bool((a == 0).any()):
+        r = m.flip(m.cumsum(m.flip(g * cj(ans), axis), axis=axis), axis) / cj(a)
+        return like(r, a)
+    at = m.moveaxis(a, axis, -1)
+    gt = m.moveaxis(g, axis, -1)
+    out = m.zeros(at.shape, dtype=np.result_type(at.dtype, gt.dtype))
+    for i in range(at.shape[-1]):
+        b = at.copy()
+        b[..., i] = 1
+        c = m.cumprod(b, axis=-1)
+        out[..., i] = (gt[..., i:] * cj(c[..., i:])).sum(axis=-1)
+    return like(m.moveaxis(out, -1, axis), a)
+
+
+def _reduce_tangent(contrib, a, axis, keepdims):
+    return asarray(contrib).sum(axis=norm_axes(axis, ndim(a)), keepdims=_flag(keepdims))
+
+
+def prod_tangent(t, a, axis=None, keepdims=False):
+    a = asarray(a)
+    return _reduce_tangent(t * _others_product(a, norm_axes(axis, a.ndim)), a, axis, keepdims)
+
+
+def extremum_tangent(t, ans, a, axis=None, keepdims=False):
+    a = asarray(a)
+    ans_e = expand(ans, a.shape, axis, _flag(keepdims), like=a)
+    mask = (a == ans_e)
+    n = mask.sum(axis=norm_axes(axis, a.ndim), keepdims=True)
+    # no element equals an all-nan slice's nan (nanmax/nanmin): its tangent is 0
+    return _reduce_tangent(t * mask / xp(a).maximum(n, 1), a, axis, keepdims)
+
+
+def var_tangent(t, a, axis=None, ddof=0, keepdims=False):
+    a = asarray(a)
+    n = count(a.shape, axis)
+    mu = a.mean(axis=norm_axes(axis, a.ndim), keepdims=True)
+    c = (cj(a - mu) * t).real if a.dtype.kind == "c" or asarray(t).dtype.kind == "c" \
+        else (a - mu) * t
+    return _reduce_tangent(c * (2.0 / (n - ddof)), a, axis, keepdims)
+
+
+def std_tangent(t, ans, a, axis=None, ddof=0, keepdims=False):
+    """Tangent of std; 0 where the standard deviation is 0 (as the adjoint, see ``std``)."""
+    m = xp(a)
+    ans_ = asarray(ans, like=asarray(a))
+    safe = m.where(ans_ == 0, 1, ans_)
+    return m.where(ans_ == 0, 0, var_tangent(t, a, axis, ddof, keepdims) / (2 * safe))
+
+
+export(globals(), also=('_correction',))

@@ -1,0 +1,396 @@
+"""Shape functions and array constructors: reshape, squeeze, tile, repeat, flip, roll, pad, split,
+take, sort, diff, ``array``/``asarray``, ``broadcast_arrays``, ``meshgrid``, ``linspace``, ``full``.
+"""
+import numbers
+
+import numpy as np
+
+from ... import runtime as _rt
+from ...errors import RuleError
+from ..adjoints import A, _each, _np, asarray, export, is_zero, like, shape, tmap_zero, xp
+from ..registry import defmethod, defrule
+
+_each(_np("reshape"), "a, /, shape=None, order='C', *, newshape=None, copy=None",
+      vjp={"a": "_adj.reshape_back(g, a, order)"},
+      jvp={"a": "_adj.reshape_to(t, shape if shape is not None else newshape, order, a)"},
+      view=True, ns=A)
+defrule(np.ravel, "a, order='C'", vjp={"a": "_adj.reshape_back(g, a, order)"},
+        jvp={"a": "np.ravel(t, order)"}, view=True, ns=A)
+_each(_np("squeeze", "expand_dims"), "a, axis=None",
+      vjp={"a": "_adj.reshape_back(g, a)"}, jvp={"a": "np.reshape(t, np.shape(ans))"}, view=True,
+      ns=A)
+defrule(np.broadcast_to, "array, shape, subok=False", vjp={"array": "_rt.unbroadcast(g, array)"},
+        jvp={"array": "np.broadcast_to(t, shape)"}, view=True)
+_each(_np("atleast_1d", "atleast_2d", "atleast_3d"), "*arys",
+      vjp={"arys": "_adj.atleast(g, arys)"}, view=True, kind="any", ns=A)
+defrule(np.tile, "A, reps", vjp={"A": "_adj.tile(g, A, reps)"}, jvp={"A": "np.tile(t, reps)"},
+        ns=A)
+defrule(np.repeat, "a, repeats, axis=None", vjp={"a": "_adj.repeat(g, a, repeats, axis)"},
+        jvp={"a": "np.repeat(t, repeats, axis)"}, ns=A)
+defrule(np.flip, "m, axis=None", vjp={"m": "np.flip(g, axis)"}, jvp={"m": "np.flip(t, axis)"},
+        view=True)
+defrule(np.fliplr, "m", vjp={"m": "np.fliplr(g)"}, jvp={"m": "np.fliplr(t)"}, view=True)
+defrule(np.flipud, "m", vjp={"m": "np.flipud(g)"}, jvp={"m": "np.flipud(t)"}, view=True)
+defrule(np.roll, "a, shift, axis=None", vjp={"a": "_adj.roll(g, a, shift, axis)"},
+        jvp={"a": "np.roll(t, shift, axis)"}, ns=A)
+defrule(np.rot90, "m, k=1, axes=(0, 1)", vjp={"m": "np.rot90(g, -k, axes)"},
+        jvp={"m": "np.rot90(t, k, axes)"}, view=True)
+defrule(np.pad, "array, pad_width, mode='constant', **kwargs",
+        vjp={"array": "_adj.pad(g, array, pad_width, mode)"},
+        jvp={"array": "np.pad(t, pad_width, mode)"}, ns=A)
+defrule(np.split, "ary, indices_or_sections, axis=0",
+        vjp={"ary": "_adj.split(g, ary, indices_or_sections, axis)"}, kind="any", view=True, ns=A)
+defrule(np.array_split, "ary, indices_or_sections, axis=0",
+        vjp={"ary": "_adj.split(g, ary, indices_or_sections, axis, 'array_split')"}, kind="any",
+        view=True, ns=A)
+for _k in ("hsplit", "vsplit", "dsplit"):
+    defrule(getattr(np, _k), "ary, indices_or_sections",
+            vjp={"ary": f"_adj.split(g, ary, indices_or_sections, 0, {_k!r})"}, kind="any",
+            view=True, ns=A)
+defrule(np.take, "a, indices, axis=None, out=None, mode='raise'",
+        vjp={"a": "_adj.take(g, a, indices, axis, mode)"},
+        jvp={"a": "np.take(t, indices, axis, mode=mode)"}, forbid={"out": None}, ns=A)
+defrule(np.take_along_axis, "arr, indices, axis=-1",
+        vjp={"arr": "_adj.take_along_axis(g, arr, indices, axis)"},
+        jvp={"arr": "np.take_along_axis(t, indices, axis)"}, ns=A)
+defrule(np.sort, "a, axis=-1, kind=None, order=None, *, stable=None",
+        vjp={"a": "_adj.sort(g, a, axis)"}, jvp={"a": "_adj.sort_tangent(t, a, axis)"}, forbid={"order": None}, ns=A)
+defrule(np.diff, "a, n=1, axis=-1, prepend=None, append=None",
+        vjp={"a": "_adj.diff(g, a, n, axis)"}, jvp={"a": "np.diff(t, n, axis)"},
+        forbid={"prepend": None, "append": None}, ns=A)
+defrule(np.copy, "a, order='K', subok=False", vjp={"a": "g"}, jvp={"a": "np.copy(t)"})
+_each(_np("ascontiguousarray", "asfortranarray"), "a, dtype=None, *, like=None",
+      vjp={"a": "_adj.like(g, a)"}, jvp={"a": "_adj.array_tangent(t, ans, a)"}, view=True, ns=A)
+defrule(np.array, "object, dtype=None, *, copy=True, order='K', subok=False, ndmin=0, ndmax=0, "
+        "like=None", vjp={"object": "_rt.dtype_guard(dtype, _adj.array_adjoint(np.reshape(g, "
+                                    "np.shape(object)), object))"},
+        jvp={"object": "_adj.array_tangent(t, ans, object)"},
+        ns=A)
+_each(_np("asarray", "asanyarray"), "a, dtype=None, order=None, *, device=None, copy=None, "
+      "like=None", vjp={"a": "_rt.dtype_guard(dtype, _adj.array_adjoint(np.reshape(g, np.shape(a)), "
+                             "a))"}, jvp={"a": "_adj.array_tangent(t, ans, a)"}, view=True,
+      ns=A)
+defrule(np.broadcast_arrays, "*args, subok=False",
+        vjp={"args": "_adj.broadcast_arrays(g, args)"}, kind="any", view=True, ns=A)
+defrule(np.meshgrid, "*xi, copy=True, sparse=False, indexing='xy'",
+        vjp={"xi": "_adj.meshgrid(g, xi, indexing, sparse)"}, kind="any", ns=A)
+defrule(np.linspace, "start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, "
+        "device=None", vjp={"start": "_adj.linspace(g, start, stop, num, endpoint, axis, 0)",
+                            "stop": "_adj.linspace(g, start, stop, num, endpoint, axis, 1)"},
+        jvp={"start": "_adj.linspace_tangent(t, start, stop, num, endpoint, axis, 0)",
+             "stop": "_adj.linspace_tangent(t, start, stop, num, endpoint, axis, 1)"},
+        forbid={"retstep": False}, ns=A)
+
+# -- constructors filled with a value: the fill value carries the derivative -----------------------
+defrule(np.full, "shape, fill_value, dtype=None, order='C', *, device=None, like=None",
+        vjp={"fill_value": "_rt.dtype_guard(dtype, _rt.unbroadcast(g, fill_value))"},
+        jvp={"fill_value": "_rt.dtype_guard(ans.dtype, np.broadcast_to(t, ans.shape).astype(ans.dtype))"})
+defrule(np.full_like, "a, fill_value, dtype=None, order='K', subok=True, shape=None, *, "
+        "device=None", vjp={"fill_value": "_rt.dtype_guard(_rt.dtype_of(dtype, a), "
+                                          "_rt.unbroadcast(g, fill_value))"},
+        jvp={"fill_value": "_rt.dtype_guard(ans.dtype, np.broadcast_to(t, ans.shape).astype(ans.dtype))"})
+
+# -- ndarray methods -------------------------------------------------------------------------------
+defmethod("reshape", "self, *shape, order='C', copy=None",
+          vjp={"self": "_adj.reshape_back(g, self, order)"},
+          jvp={"self": "t.reshape(*shape, order=order)"}, view=True, ns=A)
+defmethod("ravel", "self, order='C'", vjp={"self": "_adj.reshape_back(g, self, order)"},
+          jvp={"self": "t.ravel(order)"}, view=True, ns=A)
+defmethod("flatten", "self, order='C'", vjp={"self": "_adj.reshape_back(g, self, order)"},
+          jvp={"self": "t.flatten(order)"}, ns=A)
+defmethod("squeeze", "self, axis=None", vjp={"self": "_adj.reshape_back(g, self)"},
+          jvp={"self": "t.squeeze(axis)"}, view=True, ns=A)
+defmethod("copy", "self, order='C'", vjp={"self": "g"}, jvp={"self": "t.copy()"})
+defmethod("astype", "self, dtype, order='K', casting='unsafe', subok=True, copy=True",
+          vjp={"self": "_rt.dtype_guard(dtype, _adj.astype(g, self))"},
+          jvp={"self": "t.astype(dtype)"}, ns=A)
+defmethod("item", "self, *args", vjp={"self": "_adj.item(g, self, args)"},
+          jvp={"self": "t.item(*args)"}, kind="float", ns=A)
+defmethod("repeat", "self, repeats, axis=None", vjp={"self": "_adj.repeat(g, self, repeats, axis)"},
+          jvp={"self": "t.repeat(repeats, axis)"}, ns=A)
+defmethod("take", "self, indices, axis=None, out=None, mode='raise'",
+          vjp={"self": "_adj.take(g, self, indices, axis, mode)"},
+          jvp={"self": "t.take(indices, axis, mode=mode)"}, forbid={"out": None}, ns=A)
+
+
+# -- helpers the templates call --------------------------------------------------------------------
+def _order(order, a):
+    if order in (None, "C"):
+        return "C"
+    if order == "F":
+        return "F"
+    flags = getattr(a, "flags", None)
+    if order in ("A", "K"):
+        if flags is not None and flags.f_contiguous and not flags.c_contiguous:
+            return "F"
+        if order == "K" and flags is not None and not flags.c_contiguous and a.ndim > 1:
+            raise RuleError("ravel(order='K') of a non-contiguous array is not differentiable",
+                            fix="use order='C' (or copy the array first)")
+        return "C"
+    raise RuleError(f"order={order!r} is not supported", fix="use order='C', 'F', 'A' or 'K'")
+
+
+def reshape_back(g, a, order="C"):
+    """Adjoint of reshape / ravel / flatten / squeeze / expand_dims: g reshaped to a's shape."""
+    g = asarray(g, like=a)
+    return like(g.reshape(shape(a), order=_order(order, a)), a)
+
+
+def reshape_to(t, shp, order="C", a=None):
+    t = asarray(t, like=a)
+    return t.reshape(shp, order=_order(order, a if a is not None else t))
+
+
+def atleast(g, arys):
+    if len(arys) == 1:
+        return (reshape_back(g, arys[0]),)
+    return tuple(None if is_zero(gi) else reshape_back(gi, a) for gi, a in zip(g, arys))
+
+
+def tile(g, A, reps):
+    A_ = asarray(A)
+    reps = (reps,) if isinstance(reps, numbers.Integral) else tuple(reps)
+    d = max(A_.ndim, len(reps))
+    shp = (1,) * (d - A_.ndim) + A_.shape
+    reps = (1,) * (d - len(reps)) + reps
+    inter = []
+    for r, n in zip(reps, shp):
+        inter += [r, n]
+    G = asarray(g, like=A_).reshape(inter)
+    return like(G.sum(axis=tuple(range(0, 2 * d, 2))).reshape(A_.shape), A)
+
+
+def repeat(g, a, repeats, axis=None):
+    a_ = asarray(a)
+    m = xp(a_)
+    g = m.asarray(g)
+    if axis is None:
+        return like(repeat(g, a_.ravel(), repeats, 0).reshape(a_.shape), a)
+    axis = axis % a_.ndim
+    n = a_.shape[axis]
+    if np.ndim(repeats) == 0 or np.size(repeats) == 1:
+        r = int(np.asarray(repeats).ravel()[0]) if np.ndim(repeats) else int(repeats)
+        gs = g.shape
+        G = g.reshape(gs[:axis] + (n, r) + gs[axis + 1:])
+        return like(G.sum(axis=axis + 1), a)
+    idx = np.repeat(np.arange(n), np.asarray(repeats))
+    gt = m.moveaxis(g, axis, 0)
+    out = m.zeros((n,) + gt.shape[1:], dtype=g.dtype)
+    _rt.scatter_add(out, m.asarray(idx) if m is not np else idx, gt)
+    return like(m.moveaxis(out, 0, axis), a)
+
+
+def roll(g, a, shift, axis=None):
+    m = xp(a, g)
+    neg = tuple(-s for s in shift) if isinstance(shift, (tuple, list)) else -shift
+    return like(m.roll(asarray(g, like=a), neg, axis), a)
+
+
+def pad(g, array, pad_width, mode="constant"):
+    """Adjoint of ``np.pad`` for modes constant, edge, reflect, symmetric, wrap, empty."""
+    a_ = asarray(array)
+    m = xp(a_)
+    g = m.asarray(g)
+    if mode in ("constant", "empty"):
+        pw = np.broadcast_to(np.asarray(pad_width, dtype=int).reshape(-1, 2)
+                             if np.ndim(pad_width) else np.asarray([[pad_width, pad_width]]),
+                             (a_.ndim, 2))
+        sl = tuple(slice(int(lo), int(lo) + n) for (lo, _), n in zip(pw, a_.shape))
+        return like(g[sl].copy(), array)
+    if mode not in ("edge", "reflect", "symmetric", "wrap"):
+        raise RuleError(f"np.pad(mode={mode!r}) is not differentiable",
+                        fix="use mode='constant', 'edge', 'reflect', 'symmetric' or 'wrap'")
+    idx = np.pad(np.arange(a_.size).reshape(a_.shape), pad_width, mode=mode)
+    flat = m.zeros(a_.size, dtype=g.dtype)
+    _rt.scatter_add(flat, m.asarray(idx.ravel()) if m is not np else idx.ravel(), g.ravel())
+    return like(flat.reshape(a_.shape), array)
+
+
+def split(g, ary, indices_or_sections, axis=0, kind="split"):
+    """Adjoint of split / array_split / hsplit / vsplit / dsplit: the pieces' adjoints joined
+    (zeros for pieces whose adjoint is zero)."""
+    a_ = asarray(ary)
+    m = xp(a_)
+    if kind == "hsplit":
+        axis = 0 if a_.ndim == 1 else 1
+    elif kind == "vsplit":
+        axis = 0
+    elif kind == "dsplit":
+        axis = 2
+    fn = m.split if kind == "split" else m.array_split
+    pieces = (m.array_split if kind == "array_split" else
+              (m.split if kind == "split" else m.split))(a_, indices_or_sections, axis)
+    dt = a_.dtype
+    parts = [m.zeros(p.shape, dtype=dt) if is_zero(gi) else like(gi, p) for gi, p in zip(g, pieces)]
+    return like(m.concatenate(parts, axis=axis), ary)
+
+
+def take(g, a, indices, axis=None, mode="raise"):
+    a_ = asarray(a)
+    m = xp(a_)
+    g = m.asarray(g)
+    src = a_.ravel() if axis is None else a_
+    ax = 0 if axis is None else axis % a_.ndim
+    n = src.shape[ax]
+    idx = m.asarray(indices)
+    if mode == "wrap":
+        idx = idx % n
+    elif mode == "clip":
+        idx = m.clip(idx, 0, n - 1)
+    else:
+        idx = idx % n if n else idx
+    out = m.zeros(src.shape, dtype=a_.dtype)
+    ot = m.moveaxis(out, ax, 0)
+    # g has shape src.shape[:ax] + idx.shape + src.shape[ax+1:]
+    gt = m.moveaxis(g.reshape(src.shape[:ax] + (idx.size,) + src.shape[ax + 1:]), ax, 0)
+    _rt.scatter_add(ot, idx.ravel(), gt)
+    return like(out.reshape(a_.shape), a)
+
+
+def _along_axis_index(shp, indices, axis):
+    m = np
+    idx = []
+    nd = len(shp)
+    for d in range(nd):
+        if d == axis:
+            idx.append(indices)
+        else:
+            s = [1] * nd
+            s[d] = shp[d] if indices.shape[d] != 1 or shp[d] == 1 else 1
+            s[d] = indices.shape[d]
+            idx.append(xp(indices).arange(indices.shape[d]).reshape(s))
+    return tuple(idx)
+
+
+def take_along_axis(g, arr, indices, axis=-1):
+    a_ = asarray(arr)
+    m = xp(a_)
+    g = m.asarray(g)
+    if axis is None:
+        return like(take_along_axis(g, a_.ravel(), indices, 0).reshape(a_.shape), arr)
+    axis = axis % a_.ndim
+    idx = m.asarray(indices)
+    full = tuple(max(i, j) if k != axis else j for k, (i, j) in
+                 enumerate(zip(a_.shape, idx.shape)))
+    idx = m.broadcast_to(idx, tuple(idx.shape[k] if k == axis else
+                                    max(idx.shape[k], 1) for k in range(a_.ndim)))
+    idx = idx % a_.shape[axis]
+    out = m.zeros(a_.shape, dtype=a_.dtype)
+    _rt.scatter_add(out, _along_axis_index(a_.shape, idx, axis), m.broadcast_to(g, idx.shape))
+    return like(out, arr)
+
+
+def sort(g, a, axis=-1):
+    a_ = asarray(a)
+    m = xp(a_)
+    g = m.asarray(g)
+    if axis is None:
+        return like(sort(g, a_.ravel(), 0).reshape(a_.shape), a)
+    perm = m.argsort(a_, axis=axis, kind="stable")
+    out = m.zeros(a_.shape, dtype=a_.dtype)
+    m.put_along_axis(out, perm, g, axis=axis)
+    return like(out, a)
+
+
+def diff(g, a, n=1, axis=-1):
+    a_ = asarray(a)
+    m = xp(a_)
+    g = m.asarray(g)
+    axis = axis % a_.ndim
+    for _ in range(n):
+        pw = [(0, 0)] * g.ndim
+        pw[axis] = (1, 1)
+        g = -m.diff(m.pad(g, pw), axis=axis)
+    return like(g, a)
+
+
+def broadcast_arrays(g, args):
+    return tuple(None if is_zero(gi) else _rt.unbroadcast(gi, a) for gi, a in zip(g, args))
+
+
+def meshgrid(g, xi, indexing="xy", sparse=False):
+    res = []
+    nd = len(xi)
+    for k, (x, gk) in enumerate(zip(xi, g)):
+        if is_zero(gk):
+            res.append(None)
+            continue
+        gk = asarray(gk, like=x)
+        ax = k
+        if indexing == "xy" and nd >= 2 and k < 2:
+            ax = 1 - k
+        axes = tuple(i for i in range(gk.ndim) if i != ax)
+        res.append(like(gk.sum(axis=axes).reshape(shape(x)), x))
+    return tuple(res)
+
+
+def linspace(g, start, stop, num=50, endpoint=True, axis=0, which=0):
+    """Adjoint of ``np.linspace`` for ``start`` (which=0) or ``stop`` (which=1)."""
+    m = xp(g)
+    g = m.asarray(g)
+    div = (num - 1) if endpoint else num
+    w = m.arange(num, dtype=g.real.dtype) / div if div > 0 else m.zeros(num, dtype=g.real.dtype)
+    if endpoint and num == 1:
+        w = m.zeros(1, dtype=g.real.dtype)
+    sh = [1] * g.ndim
+    ax = axis % g.ndim
+    sh[ax] = num
+    w = w.reshape(sh)
+    wt = (1 - w) if which == 0 else w
+    r = (g * wt).sum(axis=ax)
+    x = start if which == 0 else stop
+    return _rt.unbroadcast(r, x) if hasattr(x, "shape") else like(r, x)
+
+
+def item(g, a, args):
+    a_ = asarray(a)
+    m = xp(a_)
+    out = m.zeros(a_.shape, dtype=a_.dtype)
+    if a_.dtype.kind != "c" and isinstance(g, complex):
+        g = g.real
+    if not args:
+        out.reshape(-1)[0] = g
+    elif len(args) == 1 and isinstance(args[0], numbers.Integral):
+        out.reshape(-1)[args[0]] = g
+    else:
+        idx = args[0] if len(args) == 1 else args
+        out[tuple(idx)] = g
+    return out
+
+
+def astype(g, x):
+    return like(g, x)
+
+
+def sort_tangent(t, a, axis=-1):
+    a_ = asarray(a)
+    m = xp(a_)
+    t = asarray(t, like=a_)
+    if axis is None:
+        return sort_tangent(t.ravel(), a_.ravel(), 0)
+    return m.take_along_axis(t, m.argsort(a_, axis=axis, kind="stable"), axis)
+
+
+def linspace_tangent(t, start, stop, num=50, endpoint=True, axis=0, which=0):
+    m = xp(t)
+    t = asarray(t)
+    z = 0 * t
+    return m.linspace(t, z, num, endpoint=endpoint, axis=axis) if which == 0 else \
+        m.linspace(z, t, num, endpoint=endpoint, axis=axis)
+
+
+def array_tangent(t, ans, src=None):
+    """Tangent of ``np.array``/``np.asarray``: the tangent in the output's dtype; none for an
+    integer or bool output (a cast would turn the tangent itself into integers).  A new array
+    (``ans`` is not ``src`` itself) gets a new tangent: writes into one must not reach the other."""
+    m = xp(ans)
+    dt = np.result_type(ans)
+    if dt.kind not in "fcO":
+        return 0.0
+    if isinstance(t, (list, tuple)):
+        return m.asarray(tmap_zero(t), dtype=dt)
+    fresh = src is not None and ans is not src and getattr(ans, "base", None) is not src
+    return m.array(t, dtype=dt, copy=True) if fresh else m.asarray(t, dtype=dt)
+
+
+export(globals())
