@@ -540,57 +540,129 @@ def _taken_from_param(fn, var, params):
         var = made.args[0]
     return (var, var + path) if var in params else None
 def _check_pending_iterators(fn, pos, varied):
-    """A list changed in place while an iterator over it (zip, enumerate, iter, reversed) has
-    yet to be used up: Python's iterator then yields the changed list's values, whose adjoints
-    s2sad would send to the positions the list had when the iterator was made.  Refused."""
+    """An object changed in place while an iterator over it (zip, enumerate, iter, reversed, map,
+    filter, a generator, a dict view) has yet to be used up: Python's iterator then yields the
+    changed object's values, whose adjoints s2sad would send to the positions the object had
+    when the iterator was made (and ``a *= y`` on an array, which s2sad rebinds, would not even
+    give Python's values).  Refused, whatever name the change goes through: another name bound
+    to the same object, a join of branches, a container or attribute it was put in, a function
+    that returned it (objects.Objects follows these)."""
     from .frontend.analysis import may_run_after
-    makers = []
-    for s in ir.walk(fn.body):
-        v = s.value if isinstance(s, ir.Assign) else None
-        if isinstance(v, ir.Call) and isinstance(v.fn, ir.Static) and _hashable(v.fn.obj) and \
-                v.fn.obj in _ITER_MAKERS_RT:
-            # (map/filter/generators: the list the lowering built is private; what they walk is
-            # in "sources")
-            srcs = set(v.extra["sources"]) if "sources" in v.extra else \
-                {a for a in v.args if isinstance(a, str)}
-        elif isinstance(v, ir.Call) and isinstance(v.fn, ir.Method) and \
-                v.fn.name in ("values", "items", "keys") and isinstance(v.args[0], str):
-            srcs = {v.args[0]}                       # a dict view follows its dict
-        else:
-            continue
-        if any(a in varied for a in srcs):
-            makers.append((s, s.target, srcs, v.extra.get("late", False)))
+    from .objects import Objects, iterator_sources
+    makers = [(s, made) for s in ir.walk(fn.body) if (made := iterator_sources(s)) is not None]
     if not makers:
         return
-    from .frontend.analysis import _mutated
-    for s in ir.walk(fn.body):
-        changed = s.obj if isinstance(s, (ir.SetItem, ir.Mutate, ir.DelItem)) and \
-            isinstance(s.obj, str) else _mutated(s)     # (or a method that may change it)
+    objs = Objects(fn)
+    stmts = list(ir.walk(fn.body))
+    chains = _block_chains(fn)
+    for s in stmts:
+        changed, how = _changed_in_place(fn, s)
         rebound = s.target if isinstance(s, ir.Assign) else None
         if changed is None and rebound is None:
             continue
-        for made, it, srcs, late in makers:
+        hit = objs.of(changed) if changed is not None else set()
+        for made, (call, names, late) in makers:
             if s is made or not may_run_after(pos, made, s):
                 continue
-            if changed not in srcs and not (late and rebound in srcs):
-                continue          # (a generator reads its names when it runs: rebinding counts)
-            if changed is None:
-                changed = rebound
+            it = made.target
+            if hit & objs.sources.get(("s", id(made)), set()):
+                name = changed
+            elif late and rebound in names:
+                name = rebound    # (a generator reads its names when it runs: rebinding counts)
+            else:
+                continue
+            if not (how == "augmented" or it in varied or name in varied or
+                    any(n in varied for n in names)):
+                continue          # (nothing carries a derivative: Python's values are s2sad's)
             i_s, loops_s = pos[id(s)]
-            if i_s < pos[id(made)][0] and any(
-                    isinstance(t, ir.Assign) and t.target == changed and
+            if isinstance(name, str) and i_s < pos[id(made)][0] and any(
+                    isinstance(t, ir.Assign) and t.target == name and
                     pos[id(t)][0] < i_s and pos[id(t)][1] <= loops_s and
-                    pos[id(t)][1] <= pos[id(made)][1] for t in ir.walk(fn.body)):
+                    pos[id(t)][1] <= pos[id(made)][1] for t in stmts):
                 continue          # (in a loop, rebound to a new object before it is changed)
-            later = [t for t in ir.walk(fn.body) if it in t.reads() and may_run_after(pos, s, t)]
+            me = ("s", id(made))
+            later = [t for t in stmts if t is not s and may_run_after(pos, s, t) and
+                     any(objs.holds(v, me) for v in t.reads()) and
+                     not _made_again_before(chains, made, s, t)]
             if later:
+                user = isinstance(name, str) and not name.startswith("_")
+                what = f"`{name}`" if user else "a list, array or dict"
+                if how == "augmented":
+                    op = f"{name} {_opname_of(s.value)}= ..."
+                    raise UnsupportedSyntaxError(
+                        f"`{op}` changes {what} in place (an array or a list) while an iterator or "
+                        f"dict view made on line {made.origin.line} over the same object is still "
+                        f"to be used: Python's iterator then yields the changed values",
+                        origin=s.origin,
+                        fix=f"write `{name} = {name} {_opname_of(s.value)} ...` (a new value), or use "
+                            f"the iterator up first (e.g. `pairs = list(zip(...))`)")
                 raise UnsupportedSyntaxError(
-                    f"this line changes `{changed}` while an iterator or dict view over it, made "
-                    f"on line {made.origin.line}, is still to be used: Python's iterator then yields the "
-                    f"changed values, and s2sad cannot tell which of them they are",
-                    origin=s.origin,
-                    fix=f"use the iterator up before changing `{changed}` (e.g. `pairs = list(zip("
-                        f"...))`), or change a copy")
+                    f"this line changes {what} in place while an iterator or dict view made on "
+                    f"line {made.origin.line} over the same object (under this or another name) "
+                    f"is still to be used: Python's iterator then yields the changed values, and "
+                    f"s2sad cannot tell which of them they are", origin=s.origin,
+                    fix=f"use the iterator up before changing `{name}` (e.g. `pairs = list(zip("
+                        f"...))`), or change a copy (`{name} = {name}.copy()`, `list(...)`)"
+                    if user else "use the iterator up before the change (e.g. `pairs = "
+                                 "list(zip(...))`), or change a copy")
+
+
+def _block_chains(fn):
+    """id(statement) -> [(id(block), index in it)] for the blocks around it, outermost first."""
+    out = {}
+
+    def walk(block, chain):
+        for k, s in enumerate(block):
+            here = chain + [(id(block), k)]
+            out[id(s)] = here
+            for b in ir.children(s):
+                walk(b, here)
+    walk(fn.body, [])
+    return out
+
+
+def _made_again_before(chains, made, s, t):
+    """Whether every way from statement ``s`` to ``t`` runs ``made`` first (``t`` comes after
+    ``made`` in the block that holds ``made``, and ``s`` is not between them there): then ``t``
+    reads an iterator made after ``s`` (in a loop, the next round's)."""
+    block, k_made = chains[id(made)][-1]
+    k_t = next((k for b, k in chains[id(t)] if b == block), None)
+    if k_t is None or k_t <= k_made:
+        return False
+    k_s = next((k for b, k in chains[id(s)] if b == block), None)
+    return k_s is None or k_s > k_t or k_s < k_made
+
+
+# methods that leave their object as it is (on lists, dicts, arrays)
+_READ_ONLY_METHODS = {"copy", "index", "count", "get", "keys", "values", "items", "astype", "item",
+                      "tolist", "sum", "mean", "prod", "max", "min", "argmax", "argmin", "argsort",
+                      "all", "any", "cumsum", "cumprod", "std", "var", "dot", "conj", "conjugate",
+                      "round", "reshape", "ravel", "flatten", "transpose", "swapaxes", "squeeze",
+                      "diagonal", "trace", "nonzero", "searchsorted", "view", "repeat", "take",
+                      "ptp", "__len__", "__getitem__", "__contains__", "__iter__", "__reversed__"}
+
+
+def _changed_in_place(fn, s):
+    """(the operand statement ``s`` may change in place, how) or (None, None): an item or
+    attribute write, ``del``, a method that changes its object, ``a op= v`` on a value that
+    may be an array or a list (s2sad rebinds the name; Python changes the object)."""
+    from .frontend.analysis import _mutated
+    if isinstance(s, (ir.SetItem, ir.Mutate, ir.DelItem)):
+        return s.obj, "write"
+    m = _mutated(s)
+    if m is not None:
+        call = s.value if isinstance(s, ir.Assign) else s.call
+        if isinstance(call.fn, ir.Method) and call.fn.name in _READ_ONLY_METHODS:
+            return None, None
+        # (a method of a user class that changes what its object holds, ``self.items.sort()``,
+        # is refused where the method itself is differentiated: a write into an argument)
+        return m, "method"
+    call = s.value if isinstance(s, ir.Assign) else None
+    if isinstance(call, ir.Call) and "augmented" in call.extra and call.args and \
+            isinstance(call.args[0], str) and \
+            getattr(fn, "kinds", {}).get(call.args[0]) not in ("f", "i", "z"):
+        return call.args[0], "augmented"
+    return None, None
 
 
 def _deferred_state(fn, var, binds, late, held, seen=None):
@@ -768,30 +840,49 @@ def _calls_var(t, g):
 
 
 def _check_loop_sources(fn):
-    """A ``for`` loop over a list whose body changes that list in place: s2sad walks the values
-    by index as the loop starts, Python's iterator (zip, enumerate...) sees the changes.  Refused."""
+    """A ``for`` loop over a list or array whose body changes it in place: s2sad walks the values
+    by index as the loop starts, Python's iterator (zip, enumerate...) sees the changes.  Refused,
+    whatever name the change goes through (objects.Objects: another name, a container holding
+    the object, a join of branches...)."""
     seqs = (runtime.seq, runtime.loop_seq, runtime.zip_seq, runtime.loop_zip_seq)
+    objs = None
 
     def block(stmts):
+        nonlocal objs
         for k, s in enumerate(stmts):
             v = s.value if isinstance(s, ir.Assign) else None
             if isinstance(v, ir.Call) and isinstance(v.fn, ir.Static) and v.fn.obj in seqs:
                 srcs = {a for a in v.args if isinstance(a, str)}
                 loop = next((t for t in stmts[k + 1:] if isinstance(t, ir.For)), None)
                 if loop is not None and srcs:
+                    if objs is None:
+                        from .objects import Objects
+                        objs = Objects(fn)
+                    walked = set().union(*(objs.of(a) for a in srcs))
+                    for o in walked & objs.iters:
+                        walked |= objs.sources.get(o, set())
                     for t in ir.walk(loop.body):
                         # (item writes under a one-sequence loop read back live, as in Python;
-                        # under zip(...) the values were taken first; growing/shrinking always)
-                        kinds_ = (ir.SetItem, ir.Mutate, ir.DelItem) if v.fn.obj in seqs[2:] \
-                            else (ir.Mutate, ir.DelItem)
-                        obj = t.obj if isinstance(t, kinds_) else None
-                        if isinstance(obj, str) and obj in srcs and not getattr(t, "attr", None):
-                            raise UnsupportedSyntaxError(
-                                f"this line changes `{obj}` while a `for` loop walks it; s2sad "
-                                f"takes the loop's values as it starts, Python's iterator sees "
-                                f"the change", origin=t.origin,
-                                fix=f"loop over a copy (`for ... in list({obj})`) or build a new "
-                                    f"list instead of changing `{obj}` inside the loop")
+                        # under zip(...) the values were taken first; growing, shrinking,
+                        # reordering and ``a op= v`` (which s2sad rebinds) always)
+                        changed, how = _changed_in_place(fn, t)
+                        if changed is None or getattr(t, "attr", None) or \
+                                isinstance(t, ir.SetItem) and v.fn.obj in seqs[:2]:
+                            continue
+                        hit = objs.of(changed)
+                        if not hit & walked:
+                            continue
+                        name = changed if isinstance(changed, str) and \
+                            not changed.startswith("_") else None
+                        what = f"`{name}`" if name else "a list or array the loop walks"
+                        raise UnsupportedSyntaxError(
+                            f"this line changes {what} in place while a `for` loop walks it (under "
+                            f"this or another name); s2sad takes the loop's values as it starts, "
+                            f"Python's iterator sees the change", origin=t.origin,
+                            fix=(f"loop over a copy (`for ... in list({name})`) or build a new "
+                                 f"list instead of changing `{name}` inside the loop") if name
+                            else "loop over a copy (`for ... in list(...)`) or build a new list "
+                                 "instead of changing it inside the loop")
             for b in ir.children(s):
                 block(b)
     block(fn.body)
