@@ -491,6 +491,43 @@ def snap(v):
 _VIEW_OF = {type({}.keys()): "keys", type({}.values()): "values", type({}.items()): "items"}
 
 
+def keys_read(origin, *xs):
+    """Before a dict's keys are read as values (``sorted(d)``, ``for k in d``, ``d.keys()``,
+    ``d.items()``...; classify._guard_key_reads): refuse keys that are floats (or tuples holding
+    floats).  s2sad keeps a dict's derivative per key and drops the keys' own derivatives, which
+    is right for values read by key but not for keys that come back out as values."""
+    for x in xs:
+        t = type(x)
+        if t is dict or t is _KEYS_VIEW or t is _ITEMS_VIEW:
+            bad = next((k for k in (x.mapping if t is not dict else x) if _inexact_key(k)), None)
+            if bad is not None:
+                from .errors import UnsupportedSyntaxError
+                raise UnsupportedSyntaxError(
+                    f"this line reads the keys of a dict as values, and a key is a "
+                    f"{type(bad).__name__} ({bad!r}); keys that are floats may carry derivatives, "
+                    f"which s2sad does not follow through dict keys (it keeps a dict's "
+                    f"derivative per key)", origin=origin,
+                    fix="keep such pairs in a list (`pairs = list(zip(keys, values))`) or key the "
+                        "dict by strings or integers; reading values by key (`d[k]`, `d.values()`) "
+                        "is fine")
+
+
+_KEYS_VIEW, _ITEMS_VIEW = type({}.keys()), type({}.items())
+
+
+def _keys_of(x):
+    """Whether iterating ``x`` yields a dict's keys: they carry no derivative (keys_read refuses
+    floats), so the dict gets none back from what took them."""
+    return isinstance(x, dict) or type(x) is _KEYS_VIEW
+
+
+def _inexact_key(k):
+    if isinstance(k, (float, complex)) or isinstance(getattr(k, "dtype", None), np.dtype) and \
+            k.dtype.kind in "fc":
+        return True
+    return isinstance(k, tuple) and any(_inexact_key(e) for e in k)
+
+
 def concat_str(*parts):
     return "".join(parts)
 
@@ -830,7 +867,7 @@ def apply(fn, args, kwargs):
 
 def seq_adjoint(g, seq):
     """Adjoint of ``list(seq)`` / ``tuple(seq)``: g in the structure of seq."""
-    if is_zero(g):
+    if is_zero(g) or _keys_of(seq):
         return 0.0
     if isinstance(seq, (list, tuple)):
         return type(seq)(_z(v) for v in g)
@@ -949,6 +986,8 @@ def extremum_adjoint(g, args, key, pick, *ans):
     adj[best] = g
     if len(args) == 1:
         seq = args[0]
+        if _keys_of(seq):
+            return (0.0,)
         if hasattr(seq, "shape"):
             return (getitem_adjoint(g, seq, best),)
         return (type(seq)(adj) if isinstance(seq, (list, tuple)) else adj,)
@@ -991,6 +1030,8 @@ def sorted_adjoint(g, iterable, key, reverse, ans=None):
     """Adjoint of ``sorted``.  With a ``key``, the order is read from the result ``ans`` (which
     item each result value is): calling the key again in the reverse sweep would read the
     variables it captured as they are then (a loop variable has moved on: late binding)."""
+    if _keys_of(iterable):
+        return 0.0
     items = listed(iterable)
     order = _sorted_order(items, ans) if key is not None and ans is not None else None
     if order is None:
