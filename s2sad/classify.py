@@ -565,10 +565,12 @@ def _check_pending_iterators(fn, pos, varied):
             if s is made or not may_run_after(pos, made, s):
                 continue
             it = made.target
+            rebinds = False
             if hit & objs.sources.get(("s", id(made)), set()):
                 name = changed
             elif late and rebound in names:
-                name = rebound    # (a generator reads its names when it runs: rebinding counts)
+                # (a generator reads its names when it runs: rebinding counts)
+                name, rebinds = rebound, True
             else:
                 continue
             if not (how == "augmented" or it in varied or name in varied or
@@ -587,6 +589,14 @@ def _check_pending_iterators(fn, pos, varied):
             if later:
                 user = isinstance(name, str) and not name.startswith("_")
                 what = f"`{name}`" if user else "a list, array or dict"
+                if rebinds:
+                    raise UnsupportedSyntaxError(
+                        f"this line binds {what} anew while a generator expression made on line "
+                        f"{made.origin.line}, which reads {what}, is still to be used: Python runs "
+                        f"the generator when its values are taken, with the new value; s2sad "
+                        f"computes its values where it is made", origin=s.origin,
+                        fix=f"use the generator up before binding {what} again (e.g. `vals = "
+                            f"list(...)`), or use another name")
                 if how == "augmented":
                     op = f"{name} {_opname_of(s.value)}= ..."
                     raise UnsupportedSyntaxError(

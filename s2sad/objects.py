@@ -209,6 +209,9 @@ class Objects:
             list(call.extra.get("captured", ()))
         target = s.target if isinstance(s, ir.Assign) else None
         obj = fn.obj if isinstance(fn, ir.Static) and _hashable(fn.obj) else None
+        if call.cls == "primitive" and call.rule is not None and \
+                _hashable(getattr(call.rule, "fn", None)) and call.rule.fn in _SHALLOW:
+            obj = call.rule.fn                  # (``a + b`` of lists: runtime.seq_add)
         made = iterator_sources(s)
         if made is not None:
             _, names, _ = made
@@ -285,6 +288,22 @@ class Objects:
                 return {me}
             if call.rule.kind not in ("any", "getitem"):
                 return {me}                             # a new array or number (``a + b``...)
+            rfn = call.rule.fn if _hashable(getattr(call.rule, "fn", None)) else None
+            pos = [self.of(a) for a in call.args]
+            kw = set().union(*(self.of(v) for _, v in call.kwargs)) if call.kwargs else set()
+            if rfn is sum:
+                # a number, or a new list of the items' items
+                self._add(self.contents, me, self.items_of(self.items_of(
+                    set().union(*pos) if pos else set())))
+                return {me}
+            if rfn in (min, max) and call.args:
+                # an item of the one iterable, or one of the arguments (or the default)
+                return {me} | kw | (self.items_of(pos[0]) if len(pos) == 1 else
+                                    set().union(*pos) - self.iters)
+            if rfn is next and call.args:
+                return {me} | self.items_of(pos[0]) | set().union(set(), *pos[1:])
+            if isinstance(fn, ir.Method) and fn.name == "get" and call.args:
+                return {me} | self.items_of(pos[0]) | set().union(set(), *pos[2:]) | kw
             # max(l1, l2), next(it, default), d.get(k, default): an argument or an item of one
             args = set().union(*(self.of(v) for v in ops)) if ops else set()
             items = self.items_of(args)

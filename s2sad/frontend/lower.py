@@ -760,11 +760,10 @@ class Lowerer:
             # a generator: used up once (its values are computed here, eagerly)
             # (its values are computed here; Python computes them when they are taken, with
             # the names' values then: everything it reads counts as a source)
-            own = {n.id for g in node.generators for n in gast.walk(g.target)
-                   if isinstance(n, gast.Name)}
+            # (names its comprehensions and lambdas bind are their own, not sources)
             n0 = len(self.block)
             it = self._lazy(self._iterator(self.comprehension(node, None, o),
-                                           [n for n in self._names_read([node]) if n not in own]),
+                                           self._free_names_read([node])),
                             n0, [node.generators[0].iter], "a generator expression")
             it.extra["late"] = True
             return self._call(it, target, o)
@@ -887,12 +886,14 @@ class Lowerer:
             if special is map and len(node.args) >= 2:
                 n0 = len(self.block)
                 return self._lazy(self._iterator(self.map_call(node, o),
-                                                 self._names_read(node.args[1:])), n0, node.args[1:],
+                                                 self._free_names_read(node.args[1:])),
+                                  n0, node.args[1:],
                                   "map")
             if special is filter and len(node.args) == 2:
                 n0 = len(self.block)
                 return self._lazy(self._iterator(self.filter_call(node, o),
-                                                 self._names_read(node.args[1:])), n0, node.args[1:],
+                                                 self._free_names_read(node.args[1:])),
+                                  n0, node.args[1:],
                                   "filter")
         chain0 = self._static_chain(f) if isinstance(f, gast.Attribute) else None
         if chain0 is not None and chain0[0] is functools.reduce and not node.keywords \
@@ -908,7 +909,8 @@ class Lowerer:
         if callee0 is itertools.starmap and len(node.args) == 2 and not node.keywords:
             n0 = len(self.block)
             return self._lazy(self._iterator(self.starmap_call(node, o),
-                                             self._names_read(node.args[1:])), n0, node.args[1:],
+                                             self._free_names_read(node.args[1:])),
+                              n0, node.args[1:],
                               "itertools.starmap")
         chain = self._static_chain(f) if isinstance(f, gast.Attribute) else None
         if isinstance(f, gast.Name) and f.id not in self.locals:
@@ -1048,6 +1050,41 @@ class Lowerer:
                 for b in ir.children(st):
                     prune(b)
         prune(fn.body)
+
+    def _free_names_read(self, nodes):
+        """Names the expressions read from the function's scope: as :meth:`_names_read`, less
+        the targets of comprehensions and the parameters of lambdas inside them, where those
+        read their own."""
+        out = set()
+
+        def visit(n, bound):
+            if isinstance(n, gast.Name):
+                if isinstance(n.ctx, gast.Load) and n.id not in bound:
+                    out.add(n.id)
+                return
+            if isinstance(n, (gast.GeneratorExp, gast.ListComp, gast.SetComp, gast.DictComp)):
+                inner = set(bound)
+                for k, g in enumerate(n.generators):
+                    visit(g.iter, bound if k == 0 else inner)     # (the first one: outside)
+                    inner |= {t.id for t in gast.walk(g.target) if isinstance(t, gast.Name)}
+                    for c in g.ifs:
+                        visit(c, inner)
+                for e in ((n.key, n.value) if isinstance(n, gast.DictComp) else (n.elt,)):
+                    visit(e, inner)
+                return
+            if isinstance(n, gast.Lambda):
+                for d in list(n.args.defaults) + [d for d in n.args.kw_defaults if d is not None]:
+                    visit(d, bound)
+                a = n.args
+                params = {p.id for p in list(a.posonlyargs) + list(a.args) + list(a.kwonlyargs) +
+                          [a.vararg, a.kwarg] if isinstance(p, gast.Name)}
+                visit(n.body, bound | params)
+                return
+            for c in gast.iter_child_nodes(n):
+                visit(c, bound)
+        for node in nodes:
+            visit(node, set())
+        return sorted(out)
 
     def _names_read(self, nodes):
         return sorted({n.id for node in nodes for n in gast.walk(node)

@@ -939,6 +939,24 @@ def test_iterator_pending_over_an_attribute_changed_in_place():
             acc += v * i
         return acc * y
     """,
+    # names a generator's inner comprehension binds are its own; a list concatenation is a new
+    # list (neither is changed by what follows)
+    """
+        l = list(x)
+        g = (sum(v for v in l) * t for t in x)
+        vals = [v * 2.0 for v in x]
+        return sum(g) * y + sum(vals)
+    """,
+    """
+        out = []
+        for i in range(3):
+            parts = [x[i], y][1:] + [x[0]][:1]
+            acc = []
+            for p in parts:
+                acc.append(p * y)
+            out.append(sum(acc))
+        return sum(out)
+    """,
     # in a loop, each round makes a new iterator before it reads one
     """
         l = list(x)
