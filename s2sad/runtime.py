@@ -234,6 +234,8 @@ def _basic_index(idx):
 def getitem_adjoint(g, x, idx):
     """Adjoint of ``x[idx]``: zeros shaped like x with ``g`` placed (added for repeats) at idx."""
     if isinstance(x, (tuple, list)):
+        if isinstance(idx, slice) and is_zero(g):
+            return 0.0                  # (a zero adjoint of a slice: of a list, of any length)
         out = [0.0] * len(x)
         if isinstance(idx, slice):
             for k, v in zip(range(*idx.indices(len(x))), g):
