@@ -1267,6 +1267,14 @@ def jvp_attr(obj, tobj, name):
     value = getattr(obj, name)
     if getattr(value, "__self__", None) is obj and callable(value):
         return value, tobj                   # a bound method: its object's tangent
+    if isinstance(obj, dict) and isinstance(tobj, dict) and getattr(type(obj), name, None) is None \
+            and name in obj and value is obj[name]:
+        # a dict whose __getattr__ reads its items (scipy's OptimizeResult, OdeResult...): the
+        # item's tangent
+        t = tobj.get(name)
+        if t is None or (type(t) is float and t == 0.0 and not isinstance(value, (float, int))):
+            t = zeros_like(value)
+        return value, t
     if isinstance(tobj, dict) and not isinstance(obj, dict):
         t = tobj.get(name)
         if t is None or (type(t) is float and t == 0.0 and not isinstance(value, (float, int))):
