@@ -22,6 +22,18 @@ class Origin:
         return f"Origin({self.where()})"
 
 
+class Verbatim(str):
+    """A line of user source that begins inside a string literal (a multi-line string of a
+    nested def copied as written): written exactly as it is, no indentation or comment added."""
+    __slots__ = ()
+
+
+class Uncommented(str):
+    """A line that continues onto the next one (it ends inside a string, or after a backslash):
+    no comment may be appended to it."""
+    __slots__ = ()
+
+
 # -- operands ---------------------------------------------------------------------------------
 class Const:
     """A constant operand: a literal, or a value read from globals/closure at build time."""

@@ -4,7 +4,9 @@ import itertools
 import linecache
 import types
 
-from ..frontend.source import split_lines
+from ..frontend.source import register_generated, split_lines
+# the source map (generated line -> user's Origin) is kept below, in frontend/source.py
+from ..frontend.source import is_generated, origin_of  # noqa: F401
 
 _counter = itertools.count(1)
 
@@ -23,22 +25,8 @@ class GeneratedModule:
         linecache.cache[self.filename] = (len(source), None, lines, self.filename)
         code = compile(source, self.filename, "exec")
         exec(code, self.module.__dict__)
-        _REGISTRY[self.filename] = self
+        register_generated(self)
 
     def __getitem__(self, name):
         return self.module.__dict__[name]
 
-
-_REGISTRY = {}
-
-
-def origin_of(filename, lineno):
-    """The user's Origin for a line of generated code, or None."""
-    mod = _REGISTRY.get(filename)
-    if mod is None:
-        return None
-    return mod.line_origins.get(lineno)
-
-
-def is_generated(filename):
-    return filename in _REGISTRY

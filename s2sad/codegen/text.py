@@ -6,6 +6,7 @@ import math
 import operator
 
 from .. import ir, runtime
+from ..ir import Uncommented, Verbatim
 
 _LITERAL_TYPES = (int, float, complex, str, bytes, bool, type(None))
 
@@ -291,18 +292,6 @@ def render(items, expand, out, depth=1, state=None):
                     out.append((depth, "else:", None, False))
                     render(it.orelse, expand, out, depth + 1, state)
     return out
-
-
-class Verbatim(str):
-    """A line of user source that begins inside a string literal (a multi-line string of a
-    nested def copied as written): written exactly as it is, no indentation or comment added."""
-    __slots__ = ()
-
-
-class Uncommented(str):
-    """A line that continues onto the next one (it ends inside a string, or after a backslash):
-    no comment may be appended to it."""
-    __slots__ = ()
 
 
 # characters that must not reach a comment as they are: Python's line ends (a file name or a

@@ -16,7 +16,7 @@ import types
 import gast
 
 from ..errors import SourceUnavailableError, StaleSourceError
-from ..ir import Origin
+from ..ir import Origin, Uncommented, Verbatim
 
 _MISSING = object()
 
@@ -55,7 +55,6 @@ class FunctionSource:
         if lineno is None:
             return Origin(self.file, self.first_line, 0, "", self.fn.__qualname__)
         line = self.first_line + lineno - 1
-        from ..codegen.load import origin_of
         user = origin_of(self.file, line)
         if user is not None:
             return user
@@ -80,11 +79,10 @@ class FunctionSource:
         """The source of a nested def/lambda as (text, Origin) pairs, to be emitted as written.
 
         A def's lines lose the indentation of its first line; lines inside a multi-line string
-        are :class:`~s2sad.codegen.text.Verbatim` (written exactly as in the file, nothing added),
+        are :class:`~s2sad.ir.Verbatim` (written exactly as in the file, nothing added),
         and a line that continues onto the next one (inside a string, after a backslash) is
-        :class:`~s2sad.codegen.text.Uncommented`.  The text is parsed back and compared with the
+        :class:`~s2sad.ir.Uncommented`.  The text is parsed back and compared with the
         definition, so nothing but the definition itself can reach the generated module."""
-        from ..codegen.text import Uncommented, Verbatim
         orig = self._original(node)
         first, last = node.lineno, getattr(node, "end_lineno", node.lineno)
         if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)) and node.decorator_list:
@@ -267,6 +265,30 @@ def primitive_function(fn):
     exec(compile(src, filename, "exec"), ns)
     made = _PRIMITIVES[key] = ns[ident]
     return made
+
+
+# -- generated modules: the user's line behind each of their lines --------------------------------
+# codegen/load.py registers every module it loads; an Origin (of a node of a function s2sad
+# re-emitted, of a traceback's frame) names the user's line instead of the generated one.
+_GENERATED = {}          # file name of a generated module -> the GeneratedModule
+
+
+def register_generated(module):
+    """Record a generated module (``module.filename``, ``module.line_origins``: generated line
+    number, 1-based, -> Origin)."""
+    _GENERATED[module.filename] = module
+
+
+def origin_of(filename, lineno):
+    """The user's Origin for a line of generated code, or None."""
+    mod = _GENERATED.get(filename)
+    if mod is None:
+        return None
+    return mod.line_origins.get(lineno)
+
+
+def is_generated(filename):
+    return filename in _GENERATED
 
 
 # -- reading the source of the code that runs -----------------------------------------------

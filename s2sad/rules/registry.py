@@ -38,6 +38,7 @@ A rule reads like a line of a derivative table::
 Rules are looked up by the callee object (identity).
 """
 import ast
+import importlib
 import inspect
 import math
 import sys
@@ -349,8 +350,6 @@ def lookup(fn):
 
 
 def _optional_pending():
-    import sys
-    from . import _OPTIONAL, _optional_loaded
     return any(lib in sys.modules and table not in _optional_loaded for lib, table in _OPTIONAL.items())
 
 
@@ -369,6 +368,37 @@ def _hashable(fn):
 
 
 # -- loading the built-in tables -------------------------------------------------------------
+# The table modules of this package, imported by name (they import this module, not the reverse).
+# SciPy rules are loaded only once SciPy is imported (by the user's code); CuPy callees map to the
+# NumPy rules (see :mod:`.cupy_rules`).
+_TABLES = ["python_rules", "numpy", "runtime_rules", "transform_rules"]
+_OPTIONAL = {"scipy": "scipy", "cupy": "cupy_rules"}
+_optional_loaded = set()
+
+
+def load_builtin_tables():
+    for name in _TABLES:
+        try:
+            importlib.import_module(f"{__package__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__package__}.{name}":
+                raise
+    load_optional_tables()
+
+
+def load_optional_tables():
+    """Load the tables of optional libraries the user's process has imported by now."""
+    for lib, table in _OPTIONAL.items():
+        if table not in _optional_loaded and lib in sys.modules:
+            try:
+                importlib.import_module(f"{__package__}.{table}")
+            except ModuleNotFoundError as e:
+                if e.name != f"{__package__}.{table}":
+                    raise
+            finally:
+                _optional_loaded.add(table)   # published once filled (or failed): see below
+
+
 # The tables are filled first and published after: ``_loaded`` turns True only once every table
 # module has run.  Threads making their first calls together wait on ``_LOAD_LOCK`` for the thread
 # that loads; that thread itself (a table whose import looks a rule up, or declares one) goes on
@@ -388,7 +418,6 @@ def _ensure_tables():
             return
         _loader = threading.current_thread()
         try:
-            from . import load_builtin_tables
             load_builtin_tables()
             _loaded = True
         finally:
@@ -406,7 +435,6 @@ def _load_optional_tables():
             return
         _loader = threading.current_thread()
         try:
-            from . import load_optional_tables
             load_optional_tables()
         finally:
             _loader = None

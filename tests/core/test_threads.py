@@ -122,7 +122,6 @@ def test_registry_loads_once_and_publishes_after_filling(monkeypatch):
     import threading
     import time
     import numpy as np
-    from s2sad import rules
     from s2sad.rules import registry
 
     registry._ensure_tables()
@@ -139,7 +138,7 @@ def test_registry_loads_once_and_publishes_after_filling(monkeypatch):
         registry._RULES.update(saved)                  # "fill" the tables
     monkeypatch.setattr(registry, "_loaded", False)
     monkeypatch.setattr(registry, "_RULES", {})
-    monkeypatch.setattr(rules, "load_builtin_tables", slow_load)
+    monkeypatch.setattr(registry, "load_builtin_tables", slow_load)
 
     loader = threading.Thread(target=registry._ensure_tables)
     loader.start()
