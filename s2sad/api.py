@@ -1,4 +1,6 @@
-"""The front door: ``differentiate``, ``grad``, ``value_and_grad``, ``vjp``.
+"""The front door: ``differentiate``, ``grad``, ``value_and_grad``, ``vjp``; ``jvp`` and
+``forward_source`` (forward mode).  What s2sad reads for a callable given here is in
+:mod:`.callables`; the transforms built on these (Jacobians, Hessians) in :mod:`.transforms`.
 
 Argument handling and cache lookup happen here; everything else happens once per build.
 """
@@ -8,25 +10,17 @@ import sys
 import threading
 
 from . import runtime
-from .cache import CACHE, reverse_derivative
+from .cache import CACHE, forward_derivative, reverse_derivative
+from .callables import (_concrete, _def_origin, _label, _per_call, _relocate, _required_args,
+                        _wrt)
+from .codegen.forward import _jvp_python, materialize
 from .errors import ArgumentError, NonScalarOutputError, S2SADError, WrtError, caller_origin
 from .frontend.source import _static_value, get_function
-from .ir import Origin
 from .kernels.device import guard_arguments
 
 _RECURSION_LIMIT = 20000
 _DATA = object()         # a closure cell that holds data (or nothing yet), in _Spec._snapshot
 _NDARRAY = __import__("numpy").ndarray
-_FUNCTION = type(lambda: None)
-
-
-def _def_origin(pyfunc):
-    if hasattr(pyfunc, "__s2sad_wrapper__"):        # generated for a callee given to the API
-        o = caller_origin()
-        if o is not None:
-            return o
-    code = pyfunc.__code__
-    return Origin(code.co_filename, code.co_firstlineno, 0, "", pyfunc.__qualname__)
 
 
 class _Spec:
@@ -388,13 +382,11 @@ class Differentiable:
 
     def jvp(self, primals, tangents):
         """Forward mode: ``(value, tangent of the output)`` for tangents of the inputs."""
-        from . import transforms
-        return transforms.jvp(self._fn, primals, tangents)
+        return jvp(self._fn, primals, tangents)
 
     def forward_source(self, *args):
         """The generated forward-mode (tangent) module as Python source."""
-        from . import transforms
-        return transforms.forward_source(self._fn, self._wrt, *args)
+        return forward_source(self._fn, self._wrt, *args)
 
 
 def explain_derivative(d):
@@ -419,290 +411,6 @@ def differentiate(fn=None, *, wrt=0, mode="reverse"):
     if fn is None:
         return lambda f: Differentiable(f, wrt, mode)
     return Differentiable(fn, wrt, mode)
-
-
-def _grad_of(fn):
-    """(f, wrt) when ``fn`` is a gradient function s2sad returned (``grad(f)``), else None."""
-    return getattr(fn, "__s2sad_grad_of__", None)
-
-
-# -- what s2sad differentiates for a callable given to the API -------------------------------------
-#
-# * a gradient function s2sad returned (``grad(f)``): a generated, readable gradient function;
-# * a callee with a rule (``np.sin``, ``np.moveaxis``, a user's ``defrule``): a one-line Python
-#   function calling it with the arguments of this call, so the rule is used (NumPy's own Python
-#   source is never read: it gave zero gradients);
-# * a ``functools.partial``: a generated function of the remaining arguments whose bound arguments
-#   are closure data (not differentiated);
-# * an object with a Python ``__call__``: its bound ``__call__``;
-# * a Python function of the user's: itself;
-# * a Python function of an installed package or the standard library without a rule: refused,
-#   as the classifier refuses a call to it inside a function.
-
-def _rule_of(fn):
-    from .rules import registry
-    if type(fn) is _FUNCTION and runtime._is_python(fn):
-        registry._ensure_tables()                 # user code: only the user's own rules
-        return registry._RULES.get(fn)
-    try:
-        return registry.lookup(fn)
-    except Exception:
-        return None
-
-
-def _call_of(fn):
-    """The Python ``__call__`` of a callable object (an instance of a class), or None."""
-    if isinstance(fn, (type, functools.partial)) or inspect.isfunction(fn) or \
-            inspect.ismethod(fn) or inspect.isbuiltin(fn):
-        return None
-    call = getattr(type(fn), "__call__", None)
-    call = getattr(call, "__func__", call)
-    return call if inspect.isfunction(call) else None
-
-
-def _per_call(fn):
-    """How the function s2sad reads for ``fn`` depends on a call: "grad" (on the arguments'
-    kinds), "shape" (on the number of positional arguments and the keyword names: partials and
-    callees with a rule), or None (it does not)."""
-    while hasattr(fn, "__s2sad_function__") and _grad_of(fn) is None:
-        fn = fn.__s2sad_function__
-    if _grad_of(fn) is not None:
-        return "grad"
-    if isinstance(fn, functools.partial) or _rule_of(fn) is not None:
-        return "shape"
-    return None
-
-
-def _concrete(fn, args=(), kwargs=None):
-    """A Python function (or bound method) s2sad can read for ``fn`` called with ``args`` and
-    ``kwargs`` (see above)."""
-    kwargs = kwargs or {}
-    while hasattr(fn, "__s2sad_function__") and _grad_of(fn) is None:
-        fn = fn.__s2sad_function__
-    inner = _grad_of(fn)
-    if inner is not None:
-        from .transforms import grad_function
-        f, w = inner
-        return grad_function(_concrete(f, args), w, *args)
-    rule = _rule_of(fn)
-    if rule is not None:
-        return _primitive_wrapper(fn, rule, args, kwargs)
-    if isinstance(fn, functools.partial):
-        return _partial_wrapper(fn, args, kwargs)
-    call = None if hasattr(fn, "__wrapped__") else _call_of(fn)   # lru_cache, numba.njit: below
-    if call is not None:
-        _refuse_library(call, fn)
-        return fn.__call__
-    if inspect.ismethod(fn):
-        _refuse_library(fn.__func__, fn)
-        return fn
-    try:
-        pyfunc = get_function(fn)
-    except S2SADError as e:
-        if e.origin is None:
-            e.locate(caller_origin())
-        raise
-    _refuse_library(pyfunc, fn)
-    return fn
-
-
-def _refuse_library(pyfunc, fn):
-    """Refuse a Python function of an installed package or the standard library that has no rule:
-    s2sad reaches library code only through rules (inside a function as at the front door)."""
-    if not inspect.isfunction(pyfunc) or pyfunc.__code__.co_filename.startswith("<") or \
-            runtime._is_python(pyfunc):             # user code (cached per code object)
-        return
-    from .errors import OpaqueCalleeError
-    if _call_of(fn) is not None:
-        what = (f"a {runtime._type_name(fn)} object, whose __call__ is Python code of an installed "
-                f"package (or the standard library) with no derivative rule")
-    else:
-        ref = runtime._public_ref(fn) or runtime._public_ref(pyfunc) or \
-            f"{pyfunc.__module__}.{pyfunc.__qualname__}"
-        what = (f"{ref} is a Python function of an installed package (or the standard library) "
-                f"with no derivative rule")
-    raise OpaqueCalleeError(
-        f"{what}; s2sad differentiates your own code and calls library code only through rules",
-        origin=caller_origin(), fix=runtime._rule_skeleton(fn))
-
-
-_WRAPPERS = {}           # (callee key, call shape) -> generated function (or factory)
-_WRAPPERS_LOCK = threading.Lock()
-
-
-def _call_names(sig, nargs, kw):
-    """Parameter names for a call with ``nargs`` positional arguments and keywords ``kw``: the
-    signature's positional names, then ``<*name>0``, ``<*name>1``... (valid, distinct, and not
-    the keywords)."""
-    import keyword
-    ps = list(sig.parameters.values()) if sig is not None else []
-    pos = [p.name for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    star = next((p.name for p in ps if p.kind == p.VAR_POSITIONAL), "arg")
-    taken = set(kw)
-    out = []
-    for i in range(nargs):
-        n = pos[i] if i < len(pos) else f"{star}{i - len(pos)}"
-        if not n.isidentifier() or keyword.iskeyword(n) or n.startswith("_s2sad") or n in taken:
-            n = f"arg{i}"
-        while n in taken:
-            n += "_"
-        taken.add(n)
-        out.append(n)
-    return out
-
-
-def _check_keywords(kw, label):
-    import keyword
-    for k in kw:
-        if not k.isidentifier() or keyword.iskeyword(k):
-            raise ArgumentError(f"{label}: keyword argument {k!r} is not a Python name",
-                                origin=caller_origin(),
-                                fix="pass it positionally, or wrap the call in your own function")
-
-
-def _forwarder(name, callee, params, kw, bound=(), bound_kw=(), self_=False):
-    """A generated factory ``_make(<bound values>)`` returning ``name(*params, **kw)``, which
-    calls ``callee`` with the bound values (closure data, ``self`` first), the parameters, and
-    the bound keywords not given at the call."""
-    ident = "".join(c if c.isalnum() else "_" for c in name) or "f"
-    if not ident.isidentifier():
-        ident = f"f_{ident}"
-    import keyword
-    if keyword.iskeyword(ident):
-        ident += "_"
-    own = set(params) | set(kw)
-    cells = (["_self"] if self_ else []) + [f"_bound{i}" for i in range(len(bound))] + \
-        [f"_kw_{k}" for k in bound_kw]
-    for i, c in enumerate(cells):
-        while c in own:
-            c += "_"
-        cells[i] = c
-    call = cells[:len(cells) - len(bound_kw)] + list(params) + [f"{k}={k}" for k in kw] + \
-        [f"{k}={c}" for k, c in zip(bound_kw, cells[len(cells) - len(bound_kw):]) if k not in kw]
-    sig = ", ".join(list(params) + list(kw))
-    src = (f"# s2sad: calls {name} with the arguments given to the API\n"
-           f"def _make({', '.join(cells)}):\n"
-           f"    def {ident}({sig}):\n"
-           f"        return _callee({', '.join(call)})\n"
-           f"    return {ident}\n")
-    from .codegen.load import GeneratedModule
-    mod = GeneratedModule(f"{ident}_call", src, {"_callee": callee}, {})
-    _WRAPPER_FILES.add(mod.filename)
-    return mod["_make"]
-
-
-_WRAPPER_FILES = set()   # file names of the generated calls above
-
-
-def _relocate(e):
-    """An error s2sad raised at the generated call of a callee given to the API: name the user's
-    line that called s2sad instead."""
-    o = getattr(e, "origin", None)
-    if o is not None and o.file in _WRAPPER_FILES:
-        user = caller_origin()
-        if user is not None:
-            e.locate(user)
-
-
-def _primitive_wrapper(fn, rule, args, kwargs):
-    """``def moveaxis(a, source, destination): return _callee(a, source, destination)`` for a
-    callee with a rule, shaped like this call (keywords forwarded as keywords)."""
-    from .rules.registry import _key
-    kw = tuple(kwargs)
-    key = ("rule", _key(fn), len(args), kw)
-    w = _WRAPPERS.get(key)
-    if w is None:
-        _check_keywords(kw, rule.name)
-        try:
-            rule.signature.bind(*args, **kwargs)
-        except TypeError as e:
-            raise ArgumentError(f"{rule.name}{rule.signature}: {e}", origin=caller_origin(),
-                                fix="pass the arguments its rule declares (s2sad differentiates "
-                                    f"{rule.name} through its rule)") from None
-        names = _call_names(rule.signature, len(args), kw)
-        w = _forwarder(rule.name.split(".")[-1], fn, names, kw)()
-        w.__s2sad_wrapper__ = fn
-        w.__qualname__ = rule.name
-        with _WRAPPERS_LOCK:
-            w = _WRAPPERS.setdefault(key, w)
-    return w
-
-
-def _partial_wrapper(p, args, kwargs):
-    """A generated function of the arguments given to ``functools.partial`` object ``p`` at this
-    call; its bound arguments are closure data (constants for the derivative)."""
-    from .rules.registry import _key
-    pargs, pkw = tuple(p.args), dict(p.keywords)
-    kw = tuple(kwargs)
-    target, self_ = p.func, None
-    if _rule_of(target) is None and not isinstance(target, functools.partial):
-        target = _concrete(target, pargs + tuple(args), {**pkw, **kwargs})
-        if inspect.ismethod(target):
-            target, self_ = target.__func__, target.__self__
-        elif not inspect.isfunction(target) and _rule_of(target) is None:
-            target = get_function(target)
-    bkw = tuple(pkw)
-    key = ("partial", _key(target), self_ is not None, len(pargs), bkw, len(args), kw)
-    make = _WRAPPERS.get(key)
-    label = getattr(target, "__name__", None) or "partial"
-    if make is None:
-        _check_keywords(kw + bkw, label)
-        try:
-            sig = inspect.signature(p)
-        except (TypeError, ValueError):
-            sig = None
-        names = _call_names(sig, len(args), kw)
-        make = _forwarder(f"{label}_partial", target, names, kw, pargs, bkw, self_ is not None)
-        with _WRAPPERS_LOCK:
-            make = _WRAPPERS.setdefault(key, make)
-    values = ([self_] if self_ is not None else []) + list(pargs) + [pkw[k] for k in bkw]
-    w = make(*values)
-    w.__s2sad_wrapper__ = p
-    w.__qualname__ = f"partial({getattr(target, '__qualname__', label)}, ...)"
-    return w
-
-
-def _positional_names(fn):
-    """Names of the positional parameters of a callable given to the API (for ``wrt``)."""
-    while hasattr(fn, "__s2sad_function__") and _grad_of(fn) is None:
-        fn = fn.__s2sad_function__
-    inner = _grad_of(fn)
-    if inner is not None:
-        return _positional_names(inner[0])
-    rule = _rule_of(fn)
-    if rule is not None:
-        sig = rule.signature
-    elif isinstance(fn, functools.partial):
-        sig = inspect.signature(fn)
-    else:
-        target = _concrete(fn)
-        sig = inspect.signature(get_function(target), follow_wrapped=False)
-        if inspect.ismethod(target):
-            return [p.name for p in list(sig.parameters.values())[1:]
-                    if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return [p.name for p in sig.parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-
-
-def _required_args(fn):
-    """Placeholder arguments (None) for the required positional parameters of a partial or a
-    callee with a rule: the call shape of a derivative built without example arguments."""
-    rule = _rule_of(fn)
-    sig = rule.signature if rule is not None else inspect.signature(fn)
-    return tuple(None for p in sig.parameters.values()
-                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty)
-
-
-def _label(fn):
-    """A name for ``fn`` in messages."""
-    while hasattr(fn, "__s2sad_function__"):
-        fn = fn.__s2sad_function__
-    if isinstance(fn, functools.partial):
-        return f"partial({_label(fn.func)}, ...)"
-    rule = _rule_of(fn)
-    if rule is not None:
-        return rule.name
-    return getattr(fn, "__qualname__", None) or type(fn).__qualname__
 
 
 class _Specs:
@@ -859,3 +567,63 @@ def vjp(fn, *args, **kwargs):
         return tuple(fin.get(w) for w in where)
     return value, pullback
 
+
+# -- forward mode ---------------------------------------------------------------------------------
+_TUPLE_FIX = ("pass the arguments as a tuple and their tangents as a tuple of the same length: "
+              "s2sad.jvp(f, (x,), (t,)), or s2sad.jvp(f, (x, y), (tx, None)) (None: no tangent)")
+
+
+def jvp(f, primals, tangents):
+    """``(f(*primals), J tangents)``: ``primals`` and ``tangents`` are tuples with one entry per
+    positional argument (``None``, or zeros, for arguments that carry no tangent)."""
+    for what, v in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(v, (tuple, list)):
+            raise ArgumentError(f"jvp({_label(f)}, primals, tangents): {what} must be a tuple with "
+                                f"one entry per positional argument, not a {type(v).__name__}",
+                                origin=caller_origin(), fix=_TUPLE_FIX)
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(tangents) != len(primals):
+        raise ArgumentError(f"jvp: {len(tangents)} tangent(s) for {len(primals)} argument(s) of "
+                            f"{_label(f)}", origin=caller_origin(), fix=_TUPLE_FIX)
+    for k, (p, t) in enumerate(zip(primals, tangents)):
+        check_like(t, p, "the tangent", f"argument {k}",
+                   "give each tangent the shape (and a real or complex dtype like) its argument: "
+                   "np.ones_like(x) or a random array of x.shape; None for no tangent")
+    f = _concrete(f, primals)
+    fn = get_function(f)
+    self_ = getattr(f, "__self__", None) if inspect.ismethod(f) else None
+    if self_ is not None:
+        primals, tangents = (self_,) + primals, (None,) + tangents
+    value, tout = _run(lambda: _jvp_python(fn, primals, tangents, top=True))
+    return value, materialize(tout, value)
+
+
+jvp.__s2sad_jvp__ = True        # inside a differentiated function: runtime.jvp_function
+
+
+def forward_source(f, wrt=0, *example_args):
+    """The generated forward-mode module for ``f`` with respect to ``wrt`` (an index, a name, or
+    a tuple of them).  Built for array arguments unless example arguments are given."""
+    per = _per_call(f)
+    if per == "grad" and not example_args:
+        raise S2SADError("forward_source of a gradient function s2sad returned: give example "
+                         "arguments (its generated code is specialised on their kinds)",
+                         fix="forward_source(s2sad.grad(f), 0, *args)")
+    positions, _ = _wrt(f, wrt)
+    f = _concrete(f, example_args or (_required_args(f) if per == "shape" else ()))
+    fn = get_function(f)
+    cells = runtime._data_cells(fn)
+    nparams = len(inspect.signature(fn).parameters) + len(cells)
+    off = len(cells) + (1 if inspect.ismethod(f) else 0)
+    mask = tuple((i - off) in positions and i >= off for i in range(nparams))
+    if example_args:
+        args = list(example_args)
+        if inspect.ismethod(f):
+            args = [f.__self__] + args
+        if cells:
+            from .frontend.source import data_cell_values
+            args = list(data_cell_values(fn, cells)) + args
+        kinds = tuple(runtime.kind_of(a) for a in args) + ("a",) * (nparams - len(args))
+    else:
+        kinds = ("a",) * nparams
+    return forward_derivative(fn, mask, kinds).source

@@ -1,8 +1,11 @@
 """The compiled-derivative cache.
 
 A derivative is built once per (function code, closure cells, mode, wrt mask, value kinds of the
-arguments) and reused.  Concurrent first calls from several threads build it once: the first
-thread builds while the others wait on a per-key lock and then share the result.
+arguments) and reused: :func:`reverse_derivative` and :func:`forward_derivative` ask the cache and
+call the builders (``codegen/build.py``, ``codegen/build_forward.py``) on a miss. The cache sits
+above the code generator, which does not import it. Concurrent first calls from several threads
+build it once: the first thread builds while the others wait on a per-key lock and then share the
+result.
 """
 import threading
 
@@ -115,6 +118,25 @@ def reverse_derivative(pyfunc, mask, kinds, mode="reverse"):
         CACHE.discard(key, d)
     return CACHE.get(key, lambda: _build_reverse(pyfunc, mask, kinds, mode == "init",
                                                  mode == "mut"))
+
+
+def forward_derivative(pyfunc, mask, kinds, init=False, mut=False):
+    """The cached forward-mode :class:`~s2sad.codegen.build.Derivative` of ``pyfunc`` w.r.t. the
+    parameters where ``mask`` is True; ``.jvp(*params, *tangents) -> (value, tangent)``.
+    ``init``: an ``__init__`` differentiated as a constructor (its output is ``self``)."""
+    mode = "forward-init" if init else "forward-mut" if mut else "forward"
+    key = CACHE.key(pyfunc, mode, tuple(mask), tuple(kinds))
+    dv = CACHE._store.get(key)
+    if dv is not None:
+        if dv.fresh():
+            return dv
+        CACHE.discard(key, dv)
+    return CACHE.get(key, lambda: _build_forward(pyfunc, tuple(mask), tuple(kinds), init, mut))
+
+
+def _build_forward(pyfunc, mask, kinds, init, mut):
+    from .codegen.build_forward import build_forward
+    return build_forward(pyfunc, mask, kinds, init, mut)
 
 
 def _build_reverse(pyfunc, mask, kinds, constructor=False, mutating=False):

@@ -2211,7 +2211,7 @@ def jvp_function(f, primals, tangents):
     tangents)``: the arguments are f's captured data, the primals, and the tangents that are
     given (layout: number and names of the captured values, number of primals, tangent mask)."""
     from .api import _concrete
-    from .codegen.build_forward import forward_derivative
+    from .cache import forward_derivative
     primals, tangents = tuple(primals), tuple(tangents)
     fn = _concrete(f, primals)
     if not _is_python(fn):

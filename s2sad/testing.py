@@ -204,7 +204,7 @@ def _axpy(x, a, v):
 # -- which arguments ----------------------------------------------------------------------------
 def _param_names(f):
     try:
-        from .api import _positional_names       # partials, callable objects, callees with rules
+        from .callables import _positional_names  # partials, callable objects, callees with rules
         return _positional_names(f)
     except Exception:
         return None

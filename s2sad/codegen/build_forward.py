@@ -1,12 +1,11 @@
 """The forward-mode pipeline for one function: source -> IR -> classify -> activity -> forward
-emit -> load, cached under the mode ``"forward"``."""
+emit -> load.  The cache (:func:`s2sad.cache.forward_derivative`) calls :func:`build_forward`."""
 import sys
 
 import numpy as np
 
 from .. import classify as C
 from .. import runtime
-from ..cache import CACHE
 from ..frontend.analysis import written_arrays
 from ..rules import registry
 from . import text as T
@@ -34,20 +33,6 @@ def _stub_sites_dynamic(fn):
             call.cls = "dynamic"
             call.rule = None
             call.info = {"diff_vars": call.reads()}
-
-
-def forward_derivative(pyfunc, mask, kinds, init=False, mut=False):
-    """The cached forward-mode :class:`~s2sad.codegen.build.Derivative` of ``pyfunc`` w.r.t. the
-    parameters where ``mask`` is True; ``.jvp(*params, *tangents) -> (value, tangent)``.
-    ``init``: an ``__init__`` differentiated as a constructor (its output is ``self``)."""
-    mode = "forward-init" if init else "forward-mut" if mut else "forward"
-    key = CACHE.key(pyfunc, mode, tuple(mask), tuple(kinds))
-    dv = CACHE._store.get(key)
-    if dv is not None:
-        if dv.fresh():
-            return dv
-        CACHE.discard(key, dv)
-    return CACHE.get(key, lambda: build_forward(pyfunc, tuple(mask), tuple(kinds), init, mut))
 
 
 def _namer(namespace, own_key, own_name):

@@ -816,7 +816,7 @@ class ForwardStub:
         if last is not None and last[0] == kinds:
             f = last[1]
         else:
-            from .build_forward import forward_derivative
+            from ..cache import forward_derivative
             f = forward_derivative(self.callee, self.mask, kinds).jvp
             self._last = (kinds, f)
         return f(*args)
@@ -836,7 +836,7 @@ def _jvp_python(fn, args, targs, kwargs=None, tkwargs=None, top=False, ftan=None
     ``ftan``: the tangent of a closure (``{captured name: tangent}``, ``"param="`` for the
     defaults it was made with).  ``init``: ``fn`` is an ``__init__`` run as a constructor on
     ``args[0]``, whose tangent (a dict of attribute tangents) it fills in."""
-    from .build_forward import forward_derivative
+    from ..cache import forward_derivative
     kwargs = kwargs or {}
     tkwargs = tkwargs or {}
     call_args, call_kwargs = tuple(args), dict(kwargs)

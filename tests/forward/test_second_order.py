@@ -107,7 +107,7 @@ def test_grad_of_grad_reverse_over_reverse():
 
 def test_forward_over_forward_second_derivative():
     # the generated f__jvp is itself Python code s2sad can differentiate forward again
-    from s2sad.codegen.build_forward import forward_derivative
+    from s2sad.cache import forward_derivative
     dv = forward_derivative(P.poly, (True,), ("f",))
     # d/dx of the tangent (9x^2 - 2) * t at t = 1 is 18 x
     value, tt = tr.jvp(dv.jvp, (1.5, 1.0), (1.0, 0.0))
