@@ -1,15 +1,23 @@
-"""``scipy.special``: elementwise special functions (one line each: the name and f'(x)), ``xlogy``,
-``polygamma``, ``logsumexp``, ``softmax``, ``log_softmax``.
+"""``scipy.special``: elementwise special functions (one line each: the name and f'(x)), the gamma
+and beta families (with the incomplete functions' derivatives in their shape parameters), Bessel
+functions (in their argument), exponential integrals, entropies, ``xlogy``, ``polygamma``,
+``logsumexp``, ``softmax``, ``log_softmax``.
 
 Loaded only once the user's code has imported SciPy.  The functions are ufuncs; their templates
-follow the NumPy table's conventions.
+follow the NumPy table's conventions.  Orders (``v`` of ``jv``, ``n`` of ``expn``, ``polygamma``'s
+``n``) carry no derivative: a value that carries one there is refused, never given a zero.
+
+Public helpers other tables rely on (``_adj.<name>``): ``gammainc_da(a, x)`` (dP/da of the
+regularized lower incomplete gamma function), ``betainc_da(a, b, x)`` and ``betainc_db(a, b, x)``
+(dI/da, dI/db of the regularized incomplete beta function): series and continued fractions
+differentiated term by term, accurate to ~1e-12 relative where the function is not tiny.
 """
 import numpy as np
 import scipy.special as _sp
 
 from ... import runtime as _rt
-from ..adjoints import BINARY, UFUNC, UNARY, A, _flag, asarray, expand, export, like, ndim, \
-    norm_axes, xp
+from ..adjoints import BINARY, UFUNC, UNARY, A, _flag, asarray, cj, expand, export, is_zero, \
+    like, ndim, norm_axes, xp
 from ..registry import defrule, defzero
 
 A = dict(A, _sp=_sp)
@@ -53,7 +61,93 @@ special("expm1",     "ans + 1", complex_ok=True)
 special("log1p",     "1 / (1 + x)", complex_ok=True)
 special("exprel",    "np.where(x == 0, 0.5, (x * np.exp(x) - np.expm1(x)) / (x * x + (x == 0)))")
 special("entr",      "-np.log(x) - 1")
-special("sinc",      "_adj.sinc(x)") if hasattr(_sp, "sinc") else None
+special("erfcx",     "2 * x * ans - 2 / math.sqrt(math.pi)", complex_ok=True)
+special("rgamma",    "_adj.rgamma_d(x, ans)", complex_ok=True)
+special("exp1",      "-np.exp(-x) / x", complex_ok=True)
+special("expi",      "np.exp(x) / x", complex_ok=True)
+# Bessel functions of integer order 0 and 1
+special("j0",        "-_sp.j1(x)")
+special("j1",        "np.where(x == 0, 0.5, _sp.j0(x) - ans / np.where(x == 0, 1, x))")
+special("y0",        "-_sp.y1(x)")
+special("y1",        "_sp.y0(x) - ans / x")
+special("k0",        "-_sp.k1(x)")
+special("k0e",       "ans - _sp.k1e(x)")
+special("k1",        "-_sp.k0(x) - ans / x")
+special("k1e",       "ans - _sp.k0e(x) - ans / x")
+# scipy.special.sinc is np.sinc: the NumPy table's rule
+
+
+def order_special(name, d, complex_ok=False, order="v"):
+    """Elementwise ``fn(order, x)``: derivative ``d`` in x only (in order, x and ans); a value
+    that carries a derivative into the order is refused (it has no rule)."""
+    fn = _fn(_sp, name)
+    if fn is None:
+        return
+    params = f"{order}, x, /" + BINARY[len("x1, x2, /"):]
+    vjp = f"_rt.unbroadcast(g * _rt.cj({d}), x)" if complex_ok else f"_rt.unbroadcast(g * ({d}), x)"
+    defrule(fn, params, vjp={"x": vjp}, jvp={"x": f"t * ({d})"}, forbid=UFUNC, ns=A)
+
+
+#             name   f'(x) (d/dx at a fixed order)
+order_special("jv",  "(_sp.jv(v - 1, x) - _sp.jv(v + 1, x)) / 2", complex_ok=True)
+order_special("yv",  "(_sp.yv(v - 1, x) - _sp.yv(v + 1, x)) / 2", complex_ok=True)
+order_special("yn",  "(_sp.yn(n - 1, x) - _sp.yn(n + 1, x)) / 2", order="n")
+order_special("iv",  "(_sp.iv(v - 1, x) + _sp.iv(v + 1, x)) / 2", complex_ok=True)
+order_special("kv",  "-(_sp.kv(v - 1, x) + _sp.kv(v + 1, x)) / 2", complex_ok=True)
+order_special("kve", "ans - (_sp.kve(v - 1, x) + _sp.kve(v + 1, x)) / 2", complex_ok=True)
+order_special("expn", "_adj.expn_d(n, x)", order="n")
+# ive(v, z) = iv(v, z) exp(-|Re z|) is not holomorphic: its own helpers
+defrule(_sp.ive, "v, x, /" + BINARY[len("x1, x2, /"):],
+        vjp={"x": "_rt.unbroadcast(_adj.ive_adjoint(g, ans, v, x), x)"},
+        jvp={"x": "_adj.ive_tangent(t, ans, v, x)"}, forbid=UFUNC, ns=A)
+
+# the gamma and beta families
+TERNARY = "a, b, x, /" + BINARY[len("x1, x2, /"):]
+BETA = "a, b, /" + BINARY[len("x1, x2, /"):]
+GAMMA2 = "a, x, /" + BINARY[len("x1, x2, /"):]
+UB = "_rt.unbroadcast"
+defrule(_sp.beta, BETA,
+        vjp={"a": f"{UB}(g * ans * (_sp.digamma(a) - _sp.digamma(a + b)), a)",
+             "b": f"{UB}(g * ans * (_sp.digamma(b) - _sp.digamma(a + b)), b)"},
+        jvp={"a": "t * ans * (_sp.digamma(a) - _sp.digamma(a + b))",
+             "b": "t * ans * (_sp.digamma(b) - _sp.digamma(a + b))"}, forbid=UFUNC, ns=A)
+defrule(_sp.betaln, BETA,
+        vjp={"a": f"{UB}(g * (_sp.digamma(a) - _sp.digamma(a + b)), a)",
+             "b": f"{UB}(g * (_sp.digamma(b) - _sp.digamma(a + b)), b)"},
+        jvp={"a": "t * (_sp.digamma(a) - _sp.digamma(a + b))",
+             "b": "t * (_sp.digamma(b) - _sp.digamma(a + b))"}, forbid=UFUNC, ns=A)
+_DBETA_DX = "np.exp(_sp.xlogy(a - 1, x) + _sp.xlog1py(b - 1, -x) - _sp.betaln(a, b))"
+defrule(_sp.betainc, TERNARY,
+        vjp={"a": f"{UB}(g * _adj.betainc_da(a, b, x), a)",
+             "b": f"{UB}(g * _adj.betainc_db(a, b, x), b)",
+             "x": f"{UB}(g * {_DBETA_DX}, x)"},
+        jvp={"a": "t * _adj.betainc_da(a, b, x)", "b": "t * _adj.betainc_db(a, b, x)",
+             "x": f"t * {_DBETA_DX}"}, forbid=UFUNC, ns=A)
+if _fn(_sp, "betaincc") is not None:
+    defrule(_sp.betaincc, TERNARY,
+            vjp={"a": f"{UB}(-g * _adj.betainc_da(a, b, x), a)",
+                 "b": f"{UB}(-g * _adj.betainc_db(a, b, x), b)",
+                 "x": f"{UB}(-g * {_DBETA_DX}, x)"},
+            jvp={"a": "-t * _adj.betainc_da(a, b, x)", "b": "-t * _adj.betainc_db(a, b, x)",
+                 "x": f"-t * {_DBETA_DX}"}, forbid=UFUNC, ns=A)
+_DGAMMA_DX = "np.exp(_sp.xlogy(a - 1, x) - x - _sp.gammaln(a))"
+defrule(_sp.gammainc, GAMMA2,
+        vjp={"a": f"{UB}(g * _adj.gammainc_da(a, x), a)", "x": f"{UB}(g * {_DGAMMA_DX}, x)"},
+        jvp={"a": "t * _adj.gammainc_da(a, x)", "x": f"t * {_DGAMMA_DX}"}, forbid=UFUNC, ns=A)
+defrule(_sp.gammaincc, GAMMA2,
+        vjp={"a": f"{UB}(-g * _adj.gammainc_da(a, x), a)", "x": f"{UB}(-g * {_DGAMMA_DX}, x)"},
+        jvp={"a": "-t * _adj.gammainc_da(a, x)", "x": f"-t * {_DGAMMA_DX}"}, forbid=UFUNC, ns=A)
+defrule(_sp.multigammaln, "a, d", vjp={"a": "_adj.like(g * _adj.multigammaln_d(a, d), a)"},
+        jvp={"a": "t * _adj.multigammaln_d(a, d)"}, ns=A)
+defzero(_sp.gammasgn)
+
+# relative entropies
+defrule(_sp.rel_entr, BINARY,
+        vjp={"x1": f"{UB}(g * (np.log(x1 / x2) + 1), x1)", "x2": f"{UB}(-g * x1 / x2, x2)"},
+        jvp={"x1": "t * (np.log(x1 / x2) + 1)", "x2": "-t * x1 / x2"}, forbid=UFUNC, ns=A)
+defrule(_sp.kl_div, BINARY,
+        vjp={"x1": f"{UB}(g * np.log(x1 / x2), x1)", "x2": f"{UB}(g * (1 - x1 / x2), x2)"},
+        jvp={"x1": "t * np.log(x1 / x2)", "x2": "t * (1 - x1 / x2)"}, forbid=UFUNC, ns=A)
 
 defrule(_sp.xlogy, BINARY,
         vjp={"x1": "_rt.unbroadcast(g * np.log(x2), x1)",
@@ -65,12 +159,14 @@ defrule(_sp.xlog1py, BINARY,
         jvp={"x1": "t * np.log1p(x2)", "x2": "t * x1 / (1 + x2)"}, forbid=UFUNC, ns=A)
 defrule(_sp.polygamma, BINARY, vjp={"x2": "_rt.unbroadcast(g * _sp.polygamma(x1 + 1, x2), x2)"},
         jvp={"x2": "t * _sp.polygamma(x1 + 1, x2)"}, forbid=UFUNC, ns=A)
+# logsumexp: a rule (s2sad never looks inside SciPy's array-API code), with b=, axis=, keepdims=
+# and return_sign= (the sign of a real result carries no derivative; a complex one's phase does)
 defrule(_sp.logsumexp, "a, axis=None, b=None, keepdims=False, return_sign=False",
-        vjp={"a": "_adj.logsumexp(g, ans, a, axis, b, keepdims, 0)",
-             "b": "_adj.logsumexp(g, ans, a, axis, b, keepdims, 1)"},
-        jvp={"a": "_adj.logsumexp_tangent(t, ans, a, axis, b, keepdims, 0)",
-             "b": "_adj.logsumexp_tangent(t, ans, a, axis, b, keepdims, 1)"},
-        forbid={"return_sign": False}, ns=A)
+        vjp={"a": "_adj.logsumexp(g, ans, a, axis, b, keepdims, 0, return_sign)",
+             "b": "_adj.logsumexp(g, ans, a, axis, b, keepdims, 1, return_sign)"},
+        jvp={"a": "_adj.logsumexp_tangent(t, ans, a, axis, b, keepdims, 0, return_sign)",
+             "b": "_adj.logsumexp_tangent(t, ans, a, axis, b, keepdims, 1, return_sign)"},
+        kind="any", ns=A)
 defrule(_sp.softmax, "x, axis=None", vjp={"x": "_adj.softmax(g, ans, x, axis)"},
         jvp={"x": "ans * (t - np.sum(ans * t, axis=axis, keepdims=True))"}, ns=A)
 defrule(_sp.log_softmax, "x, axis=None", vjp={"x": "_adj.log_softmax(g, ans, x, axis)"},
@@ -79,21 +175,327 @@ defzero(*[f for f in (_fn(_sp, n) for n in ("comb", "perm", "factorial", "factor
           if f is not None])
 
 
+
+def _scipy_names():
+    """Rules of SciPy's ufuncs are named ``scipy.special.<name>`` in messages (not ``numpy.``)."""
+    from ..registry import _RULES, _key
+    for name in dir(_sp):
+        fn = getattr(_sp, name, None)
+        if isinstance(fn, np.ufunc):
+            rule = _RULES.get(_key(fn))
+            if rule is not None and rule.name.startswith("numpy."):
+                rule.name = f"scipy.special.{name}"
+
+
+_scipy_names()
+
 # -- helpers the templates call --------------------------------------------------------------------
-def logsumexp(g, ans, a, axis=None, b=None, keepdims=False, which=0):
-    """Adjoint of ``scipy.special.logsumexp`` for ``a`` (which=0) or ``b`` (which=1)."""
-    m = xp(a)
+def _lse_weights(ans, a, axis, b, keepdims, return_sign):
+    """(w, b, full shape): w = exp(a) / sum(b exp(a)), the summands' weights in the full shape
+    (times the sign of a real sum when return_sign; holomorphic for complex inputs)."""
     a_ = asarray(a)
-    ge = expand(g, a_.shape if b is None else np.broadcast_shapes(a_.shape, np.shape(b)),
-                axis, keepdims, like=a_)
-    le = expand(ans, a_.shape if b is None else np.broadcast_shapes(a_.shape, np.shape(b)),
-                axis, keepdims, like=a_)
-    e = m.exp(a_ - le)
+    bb = None if b is None else asarray(b, like=a_)
+    full = a_.shape if bb is None else np.broadcast_shapes(a_.shape, bb.shape)
+    if return_sign:
+        r, sgn = ans
+        lse = asarray(r, like=a_) + xp(a_).log(asarray(sgn, like=a_) + 0j) \
+            if (a_.dtype.kind == "c" or (bb is not None and bb.dtype.kind == "c")) else r
+        sgn_e = expand(sgn, full, axis, keepdims, like=a_)
+    else:
+        lse, sgn_e = ans, None
+    le = expand(lse, full, axis, keepdims, like=a_)
+    e = xp(a_).exp(a_ - le)
+    if sgn_e is not None and e.dtype.kind != "c":
+        e = e * sgn_e          # real: sum b exp(a) = sign * exp(r)
+    return e, bb, full
+
+
+def _lse_cotangent(g, ans, return_sign):
+    """The cotangent of log(sum b exp(a)) (complex for complex results): from g, or from
+    (g_r, g_sign) when return_sign (the sign of a real sum is piecewise constant)."""
+    if not return_sign:
+        return g
+    gr, gs = g if isinstance(g, (tuple, list)) else (g, None)
+    sgn = ans[1]
+    gr = 0.0 if gr is None else gr
+    if gs is None or is_zero(gs) or getattr(asarray(sgn), "dtype", np.dtype(float)).kind != "c":
+        return gr
+    # log S = r + i arg(S); sign = exp(i arg S): d sign = i sign d(arg S)
+    return gr + 1j * (-(cj(asarray(gs)) * sgn).imag)
+
+
+def logsumexp(g, ans, a, axis=None, b=None, keepdims=False, which=0, return_sign=False):
+    """Adjoint of ``scipy.special.logsumexp`` for ``a`` (which=0) or ``b`` (which=1)."""
+    e, bb, full = _lse_weights(ans, a, axis, b, keepdims, return_sign)
+    gl = _lse_cotangent(g, ans, return_sign)
+    if is_zero(gl):
+        return 0.0
+    ge = expand(gl, full, axis, keepdims, like=e)
     if which == 1:
-        return _rt.unbroadcast(ge * e, b)
-    if b is not None:
-        e = e * b
-    return _rt.unbroadcast(ge * e, a)
+        return _rt.unbroadcast(ge * cj(e), b)
+    if bb is not None:
+        e = e * bb
+    return _rt.unbroadcast(ge * cj(e), a)
+
+
+def _special_of(m):
+    """The special-function module of array module ``m`` (SciPy's, or CuPy's for CuPy arrays)."""
+    if m is np:
+        return _sp
+    import cupyx.scipy.special as csp
+    return csp
+
+
+def _real_dtype(*xs):
+    dt = np.result_type(*[x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype for x in xs])
+    return dt if dt.kind == "f" else np.dtype(float)
+
+
+def rgamma_d(x, ans):
+    """d/dx 1/Gamma(x) = -psi(x)/Gamma(x); at the poles of Gamma (x = -n), (-1)^n n!."""
+    m = xp(x, ans)
+    S = _special_of(m)
+    x_ = asarray(x)
+    pole = (x_.real <= 0) & (x_ == m.round(x_.real))
+    safe = m.where(pole, 0.5, x_)
+    n = m.where(pole, -x_.real, 0)
+    at_pole = m.where(n % 2 == 0, 1.0, -1.0) * S.gamma(n + 1)
+    return m.where(pole, at_pole, -asarray(ans) * S.psi(safe))
+
+
+def expn_d(n, x):
+    """d/dx E_n(x) = -E_{n-1}(x); E_0(x) = exp(-x)/x, so d/dx E_0 = -exp(-x) (x + 1) / x^2."""
+    m = xp(n, x)
+    S = _special_of(m)
+    n_ = asarray(n, like=x)
+    x_ = asarray(x, like=n_)
+    lower = -S.expn(m.maximum(n_ - 1, 0), x_)
+    return m.where(n_ >= 1, lower, -m.exp(-x_) * (x_ + 1) / (x_ * x_))
+
+
+def _ive_parts(ans, v, x):
+    m = xp(ans, x)
+    S = _special_of(m)
+    x_ = asarray(x, like=ans)
+    h = (S.ive(v - 1, x_) + S.ive(v + 1, x_)) / 2        # iv'(x) exp(-|Re x|)
+    return h, m.sign(x_.real)
+
+
+def ive_adjoint(g, ans, v, x):
+    """Adjoint of ive(v, x) = iv(v, x) exp(-|Re x|) in x: g conj(h) - sign(Re x) Re(conj(g) ans)."""
+    h, s = _ive_parts(ans, v, x)
+    return g * cj(h) - s * (cj(asarray(g)) * ans).real
+
+
+def ive_tangent(t, ans, v, x):
+    h, s = _ive_parts(ans, v, x)
+    return t * h - s * asarray(t).real * ans
+
+
+def multigammaln_d(a, d):
+    """d/da log Gamma_d(a) = sum_{j<d} psi(a - j/2)."""
+    m = xp(a)
+    S = _special_of(m)
+    a_ = asarray(a)
+    return sum(S.psi(a_ - j / 2) for j in range(int(d)))
+
+
+# -- the incomplete gamma and beta functions in their shape parameters ----------------------------
+# Series and continued fractions differentiated term by term (the derivative's recurrence runs
+# beside the function's), iterated until both converge, in float64, then cast back.
+_EPS = np.finfo(np.float64).eps
+_TOL = 8 * _EPS                  # relative change that counts as converged (round-off: a few ulps)
+_MAXITER = 10000
+
+
+def _f64(*xs):
+    m = xp(*xs)
+    arrs = [m.asarray(asarray(x, like=xs[0]), dtype=np.float64) for x in xs]
+    return m, m.broadcast_arrays(*arrs)
+
+
+def _gammainc_da_series(m, S, a, x):
+    """dP/da for x <= max(a + 1, 8): P = x^a e^-x / Gamma(a+1) * sum_n x^n / ((a+1)...(a+n))."""
+    c = m.ones_like(a)
+    dc = m.zeros_like(a)
+    tot, dtot = c.copy(), dc.copy()
+    r = a.copy()
+    logx = m.log(x)
+    dl = logx - S.psi(a + 1)
+    calm = 0
+    for _ in range(_MAXITER):
+        r = r + 1
+        dc = dc * x / r - c * x / (r * r)
+        c = c * x / r
+        tot = tot + c
+        dtot = dtot + dc
+        moving = (m.abs(c) > _TOL * m.abs(tot)) | \
+            (m.abs(dc) > _TOL * (m.abs(dtot) + m.abs(dl * tot)))
+        calm = 0 if bool(m.any(moving)) else calm + 1
+        if calm == 2:
+            break
+    pref = m.exp(a * logx - x - S.gammaln(a + 1))
+    return pref * (dl * tot + dtot)
+
+
+def _gammainc_da_cf(m, S, a, x):
+    """dP/da = -dQ/da for x > max(a + 1, 8), from the continued fraction of Q (Cephes igamc) and the
+    derivatives of its convergents."""
+    big, biginv = 1 / _EPS, _EPS
+    y = 1 - a
+    z = x + y + 1
+    c = m.zeros_like(a)
+    pkm2, qkm2, pkm1, qkm1 = m.ones_like(a), x.copy(), x + 1, z * x
+    dpkm2, dqkm2, dpkm1, dqkm1 = m.zeros_like(a), m.zeros_like(a), m.zeros_like(a), -x
+    ans = pkm1 / qkm1
+    dans = (dpkm1 - ans * dqkm1) / qkm1
+    logx = m.log(x)
+    dl = logx - S.psi(a)
+    calm = 0
+    for _ in range(_MAXITER):
+        c = c + 1
+        y = y + 1
+        z = z + 2
+        yc = y * c
+        pk = pkm1 * z - pkm2 * yc
+        qk = qkm1 * z - qkm2 * yc
+        dpk = dpkm1 * z - pkm1 - dpkm2 * yc + pkm2 * c
+        dqk = dqkm1 * z - qkm1 - dqkm2 * yc + qkm2 * c
+        ok = qk != 0
+        qs = m.where(ok, qk, 1)
+        r = pk / qs
+        new_ans = m.where(ok, r, ans)
+        new_dans = m.where(ok, (dpk - new_ans * dqk) / qs, dans)
+        moving = ok & ((m.abs(new_ans - ans) > _TOL * m.abs(new_ans)) |
+                       (m.abs(new_dans - dans) > _TOL * (m.abs(new_dans) + m.abs(dl * new_ans))))
+        ans, dans = new_ans, new_dans
+        pkm2, pkm1, qkm2, qkm1 = pkm1, pk, qkm1, qk
+        dpkm2, dpkm1, dqkm2, dqkm1 = dpkm1, dpk, dqkm1, dqk
+        size = m.maximum(m.abs(pk), m.abs(qk))
+        scale = m.where(size > big, biginv, m.where((size < biginv) & (size > 0), big, 1.0))
+        pkm2, pkm1, qkm2, qkm1 = pkm2 * scale, pkm1 * scale, qkm2 * scale, qkm1 * scale
+        dpkm2, dpkm1, dqkm2, dqkm1 = dpkm2 * scale, dpkm1 * scale, dqkm2 * scale, dqkm1 * scale
+        calm = 0 if bool(m.any(moving)) else calm + 1
+        if calm == 2:
+            break
+    ax = m.exp(a * logx - x - S.gammaln(a))
+    return -(ans * ax * dl + dans * ax)
+
+
+def gammainc_da(a, x):
+    """d/da of the regularized lower incomplete gamma function P(a, x) = gammainc(a, x) (and
+    -d/da of gammaincc); 0 at x = 0 and x = inf, nan where a <= 0 or x < 0."""
+    m, (a_, x_) = _f64(a, x)
+    S = _special_of(m)
+    out = m.full(a_.shape, np.nan)
+    good = (a_ > 0) & (x_ > 0) & m.isfinite(x_) & m.isfinite(a_)
+    cf = good & (x_ > 8) & (x_ > a_ + 1)     # else the series, which converges faster there
+    ser = good & ~cf
+    if bool(m.any(ser)):
+        out[ser] = _gammainc_da_series(m, S, a_[ser], x_[ser])
+    if bool(m.any(cf)):
+        out[cf] = _gammainc_da_cf(m, S, a_[cf], x_[cf])
+    out = m.where((a_ > 0) & ((x_ == 0) | (x_ == np.inf)), 0.0, out)
+    return _cast_back(out, a, x)
+
+
+def _cast_back(out, *xs):
+    dt = _real_dtype(*xs)
+    if out.ndim == 0 and not any(hasattr(x, "shape") and not isinstance(x, np.generic)
+                                 for x in xs):
+        return dt.type(out) if dt != np.float64 else float(out)
+    return out.astype(dt, copy=False)
+
+
+def _betainc_cf(m, S, a, b, x):
+    """(I, dI/da, dI/db) of I_x(a, b) from its continued fraction (Numerical Recipes' betacf),
+    for x < (a + 1) / (a + b + 2): I = x^a (1-x)^b / (a B(a, b)) / (1 + d1 / (1 + d2 / ...))."""
+    big, biginv = 1 / _EPS, _EPS
+    one, zero = m.ones_like(a), m.zeros_like(a)
+    # convergents A/B of 1 / (1 + d1 / (1 + d2 / ...)): A_n = A_{n-1} + d A_{n-2}
+    Ap, Ac, Bp, Bc = zero.copy(), one.copy(), one.copy(), one.copy()
+    dAp_a, dAc_a, dBp_a, dBc_a = zero.copy(), zero.copy(), zero.copy(), zero.copy()
+    dAp_b, dAc_b, dBp_b, dBc_b = zero.copy(), zero.copy(), zero.copy(), zero.copy()
+    K, dK_a, dK_b = one.copy(), zero.copy(), zero.copy()
+    lx, l1x = m.log(x), m.log1p(-x)
+    psab = S.psi(a + b)
+    lF_a = lx - 1 / a - S.psi(a) + psab
+    lF_b = l1x - S.psi(b) + psab
+    calm = 0
+    for k in range(1, 2 * _MAXITER):
+        mm = k // 2
+        if k % 2:       # d_{2m+1} = -(a+m)(a+b+m) x / ((a+2m)(a+2m+1))
+            N = (a + mm) * (a + b + mm)
+            N_a, N_b = (a + b + mm) + (a + mm), (a + mm)
+            D = (a + 2 * mm) * (a + 2 * mm + 1)
+            D_a = (a + 2 * mm + 1) + (a + 2 * mm)
+            d = -x * N / D
+            d_a = -x * (N_a * D - N * D_a) / (D * D)
+            d_b = -x * N_b / D
+        else:           # d_{2m} = m(b-m) x / ((a+2m-1)(a+2m))
+            N = mm * (b - mm)
+            D = (a + 2 * mm - 1) * (a + 2 * mm)
+            D_a = (a + 2 * mm) + (a + 2 * mm - 1)
+            d = x * N / D
+            d_a = -x * N * D_a / (D * D)
+            d_b = x * mm / D
+        An = Ac + d * Ap
+        Bn = Bc + d * Bp
+        dAn_a = dAc_a + d_a * Ap + d * dAp_a
+        dBn_a = dBc_a + d_a * Bp + d * dBp_a
+        dAn_b = dAc_b + d_b * Ap + d * dAp_b
+        dBn_b = dBc_b + d_b * Bp + d * dBp_b
+        Ap, Ac, Bp, Bc = Ac, An, Bc, Bn
+        dAp_a, dAc_a, dBp_a, dBc_a = dAc_a, dAn_a, dBc_a, dBn_a
+        dAp_b, dAc_b, dBp_b, dBc_b = dAc_b, dAn_b, dBc_b, dBn_b
+        ok = Bn != 0
+        Bs = m.where(ok, Bn, 1)
+        nK = m.where(ok, An / Bs, K)
+        nK_a = m.where(ok, (dAn_a - nK * dBn_a) / Bs, dK_a)
+        nK_b = m.where(ok, (dAn_b - nK * dBn_b) / Bs, dK_b)
+        moving = ok & ((m.abs(nK - K) > _TOL * m.abs(nK)) |
+                       (m.abs(nK_a - dK_a) > _TOL * (m.abs(nK_a) + m.abs(lF_a * nK))) |
+                       (m.abs(nK_b - dK_b) > _TOL * (m.abs(nK_b) + m.abs(lF_b * nK))))
+        K, dK_a, dK_b = nK, nK_a, nK_b
+        size = m.maximum(m.abs(An), m.abs(Bn))
+        s = m.where(size > big, biginv, m.where((size < biginv) & (size > 0), big, 1.0))
+        Ap, Ac, Bp, Bc = Ap * s, Ac * s, Bp * s, Bc * s
+        dAp_a, dAc_a, dBp_a, dBc_a = dAp_a * s, dAc_a * s, dBp_a * s, dBc_a * s
+        dAp_b, dAc_b, dBp_b, dBc_b = dAp_b * s, dAc_b * s, dBp_b * s, dBc_b * s
+        if k % 2 == 0:
+            calm = 0 if bool(m.any(moving)) else calm + 1
+            if calm == 2:       # twice in a row: a zero d_k does not end the loop early
+                break
+    F = m.exp(a * lx + b * l1x - m.log(a) - S.betaln(a, b))
+    return F * K, F * (lF_a * K + dK_a), F * (lF_b * K + dK_b)
+
+
+def _betainc_dab(a, b, x):
+    """(dI/da, dI/db) of the regularized incomplete beta function I_x(a, b) = betainc(a, b, x)."""
+    m, (a_, b_, x_) = _f64(a, b, x)
+    S = _special_of(m)
+    da = m.full(a_.shape, np.nan)
+    db = m.full(a_.shape, np.nan)
+    good = (a_ > 0) & (b_ > 0) & (x_ > 0) & (x_ < 1) & m.isfinite(a_) & m.isfinite(b_)
+    direct = good & (x_ < (a_ + 1) / (a_ + b_ + 2))
+    flip = good & ~direct
+    if bool(m.any(direct)):
+        _, da[direct], db[direct] = _betainc_cf(m, S, a_[direct], b_[direct], x_[direct])
+    if bool(m.any(flip)):       # I_x(a, b) = 1 - I_{1-x}(b, a)
+        _, d_b, d_a = _betainc_cf(m, S, b_[flip], a_[flip], 1 - x_[flip])
+        da[flip], db[flip] = -d_a, -d_b
+    edge = (a_ > 0) & (b_ > 0) & ((x_ == 0) | (x_ == 1))
+    return m.where(edge, 0.0, da), m.where(edge, 0.0, db)
+
+
+def betainc_da(a, b, x):
+    """d/da of the regularized incomplete beta function betainc(a, b, x) (0 at x = 0 and 1)."""
+    return _cast_back(_betainc_dab(a, b, x)[0], a, b, x)
+
+
+def betainc_db(a, b, x):
+    """d/db of the regularized incomplete beta function betainc(a, b, x) (0 at x = 0 and 1)."""
+    return _cast_back(_betainc_dab(a, b, x)[1], a, b, x)
 
 
 def softmax(g, ans, x, axis=None):
@@ -108,15 +510,17 @@ def log_softmax(g, ans, x, axis=None):
     return like(g - m.exp(ans) * asarray(g).sum(axis=ax, keepdims=True), x)
 
 
-def logsumexp_tangent(t, ans, a, axis=None, b=None, keepdims=False, which=0):
-    m = xp(a)
-    a_ = asarray(a)
-    full = a_.shape if b is None else np.broadcast_shapes(a_.shape, np.shape(b))
-    le = expand(ans, full, axis, keepdims, like=a_)
-    e = m.exp(a_ - le)
-    if which == 0 and b is not None:
-        e = e * b
-    return (e * t).sum(axis=norm_axes(axis, len(full)), keepdims=_flag(keepdims))
+def logsumexp_tangent(t, ans, a, axis=None, b=None, keepdims=False, which=0, return_sign=False):
+    e, bb, full = _lse_weights(ans, a, axis, b, keepdims, return_sign)
+    if which == 0 and bb is not None:
+        e = e * bb
+    tau = (e * t).sum(axis=norm_axes(axis, len(full)), keepdims=_flag(keepdims))
+    if not return_sign:
+        return tau
+    sgn = ans[1]
+    if asarray(tau).dtype.kind != "c":
+        return (tau, 0.0 * asarray(sgn))
+    return (tau.real, 1j * tau.imag * sgn)
 
 
 export(globals())
