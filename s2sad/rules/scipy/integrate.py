@@ -18,8 +18,17 @@ and tangents like the ``args=`` entries).
   the integrand's derivative with the same tolerances (``quad_vec`` for the adjoint of several
   parameters at once).
 
+Each differentiable input has its own template, so that only the inputs that carry derivatives
+are followed (and checked); the reverse templates of one call share one adjoint sweep
+(:func:`_sweep_once`).  ``odeint``'s times are the rule's parameter ``times`` (``t`` names the
+tangent in templates): pass them positionally.  Refused: ``dense_output``, ``events``,
+``vectorized``, ``solve_ivp`` without ``t_eval``, ``full_output``, ``quad``'s ``weight`` and
+``complex_func``, values other than floats and float arrays that carry derivatives into the
+function, and functions s2sad cannot differentiate when their derivatives are needed.
+
 Loaded only once the user's code has imported SciPy.
 """
+import threading
 import types
 
 import numpy as np
@@ -36,16 +45,16 @@ _ODEINT_OPTS = "rtol, atol, tcrit, hmax, hmin, mxstep, mxordn, mxords, tfirst"
 defrule(_si.odeint, "func, y0, times, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None, "
         "mu=None, rtol=None, atol=None, tcrit=None, h0=0.0, hmax=0.0, hmin=0.0, ixpr=0, "
         "mxstep=0, mxhnil=0, mxordn=12, mxords=5, printmessg=0, tfirst=False",
-        joint=(("func", "y0", "times", "args"),
-               f"_adj.odeint(g, ans, func, y0, times, args, {_ODEINT_OPTS})"),
+        vjp={p: f"_adj.odeint({p!r}, g, ans, func, y0, times, args, {_ODEINT_OPTS})"
+             for p in ("func", "y0", "times", "args")},
         jvp={p: f"_adj.odeint_tangent({p!r}, t, ans, func, y0, times, args, {_ODEINT_OPTS})"
              for p in ("func", "y0", "times", "args")},
         forbid={"full_output": 0}, kind="array", ns=A)
 
 defrule(_si.solve_ivp, "fun, t_span, y0, method='RK45', t_eval=None, dense_output=False, "
         "events=None, vectorized=False, args=None, **options",
-        joint=(("fun", "t_span", "y0", "t_eval", "args"),
-               "_adj.solve_ivp(g, ans, fun, t_span, y0, method, t_eval, args, options)"),
+        vjp={p: f"_adj.solve_ivp({p!r}, g, ans, fun, t_span, y0, method, t_eval, args, options)"
+             for p in ("fun", "t_span", "y0", "t_eval", "args")},
         jvp={p: f"_adj.solve_ivp_tangent({p!r}, t, ans, fun, t_span, y0, method, t_eval, args, "
                 f"options)" for p in ("fun", "t_span", "y0", "t_eval", "args")},
         forbid={"dense_output": False, "events": None, "vectorized": False}, kind="any", ns=A)
@@ -54,7 +63,10 @@ _QUAD_OPTS = "epsabs, epsrel, limit, points"
 defrule(_si.quad, "func, a, b, args=(), full_output=0, epsabs=1.49e-08, epsrel=1.49e-08, "
         "limit=50, points=None, weight=None, wvar=None, wopts=None, maxp1=50, limlst=50, "
         "complex_func=False",
-        joint=(("func", "a", "b", "args"), f"_adj.quad(g, ans, func, a, b, args, {_QUAD_OPTS})"),
+        vjp={"a": "_adj.quad_limit(g, func, a, args, -1.0)",
+             "b": "_adj.quad_limit(g, func, b, args, 1.0)",
+             "args": f"_adj.quad('args', g, func, a, b, args, {_QUAD_OPTS})",
+             "func": f"_adj.quad('func', g, func, a, b, args, {_QUAD_OPTS})"},
         jvp={p: f"_adj.quad_tangent({p!r}, t, ans, func, a, b, args, {_QUAD_OPTS})"
              for p in ("func", "a", "b", "args")},
         forbid={"full_output": 0, "weight": None, "complex_func": False}, kind="container", ns=A)
@@ -108,11 +120,15 @@ def _flat(adj, v, out):
     (zeros where it is None or 0.0)."""
     if _is_leaf(v):
         n = int(np.size(v))
-        if adj is None or _rt.is_zero(adj) or isinstance(adj, (tuple, list, dict)):
+        if adj is None or isinstance(adj, (tuple, list, dict)):
             out.append(np.zeros(n))
+        elif np.ndim(adj) == 0:
+            out.append(np.full(n, float(np.real(adj))))
         else:
             a = np.asarray(adj)
-            out.append(np.real(np.broadcast_to(a, np.shape(v))).astype(float).ravel())
+            if a.dtype.kind != "f":
+                a = np.real(a).astype(float)
+            out.append(a.ravel() if a.size == n else np.broadcast_to(a, np.shape(v)).ravel())
     elif isinstance(v, (list, tuple)):
         seq = isinstance(adj, (list, tuple))
         for k, x in enumerate(v):
@@ -148,6 +164,9 @@ def _unflat(vec, v, pos=0):
 
 
 def _vector(adj, v):
+    if type(v) is tuple and type(adj) is tuple and len(adj) == len(v) and \
+            all(type(x) is float for x in v) and all(type(x) is float for x in adj):
+        return np.array(adj)                    # (the common args=(a, b, c))
     out = []
     _flat(adj, v, out)
     return np.concatenate(out) if out else np.zeros(0)
@@ -158,19 +177,20 @@ class _Fn:
     """The right-hand side or integrand ``fn`` called as the solver calls it: ``fn(y, t, *args)``
     (``fn(t, y, *args)`` when ``tfirst``; ``fn(x, *args)`` for ``quad``, ``y`` None)."""
 
-    def __init__(self, fn, args, what, tfirst=False, scalar_state=False):
+    def __init__(self, fn, args, what, tfirst=False, need=None):
+        """``need``: the input whose derivative is asked for: "args" and "func" (the function's
+        own closure data) are followed, and checked, only when asked for."""
         if args is None:
             args = ()
         if not isinstance(args, tuple):
             args = (args,)
         self.fn, self.args, self.what, self.tfirst = fn, args, what, tfirst
-        self.scalar_state = scalar_state
-        self.cells = _cells(fn)
-        if _rt.differentiable(fn) and type(fn) is not types.FunctionType:
+        self.cells = _cells(fn) if need == "func" else {}
+        if need == "func" and _rt.differentiable(fn) and type(fn) is not types.FunctionType:
             raise RuleError(f"{what}: the function passed is a {type(fn).__name__} that holds "
                             f"values carrying derivatives; s2sad follows those through a Python "
                             f"function's closure or through args= only", fix=_fix(what))
-        self.n_args = _size(args, what)
+        self.n_args = _size(args, what) if need == "args" else 0
         self.n_cells = _size(self.cells, what)
 
     def _ordered(self, y, t):
@@ -352,24 +372,45 @@ def _odeint_solver(rtol, atol, tcrit, hmax, hmin, mxstep, mxordn, mxords, n):
     return solve
 
 
-def odeint(g, ans, func, y0, t, args, rtol, atol, tcrit, hmax, hmin, mxstep, mxordn, mxords,
-           tfirst):
-    """Adjoints of ``scipy.integrate.odeint`` for (func, y0, t, args), by the adjoint method."""
-    what = "scipy.integrate.odeint"
-    fn = _Fn(func, args, what, tfirst)
-    Y = np.asarray(ans, dtype=float)
-    times = np.ravel(np.asarray(t, dtype=float))
-    G = np.broadcast_to(np.asarray(g, dtype=float), Y.shape)
-    run = _odeint_solver(rtol, atol, tcrit, hmax, hmin, mxstep, mxordn, mxords, Y.shape[1])
-    a, tbar, pbar, cbar = _adjoint_sweep(
-        fn, times, Y, G, lambda aug, z0, t1, t0, extra: run(aug, z0, [t1, t0], extra)[-1])
-    return _results(fn, a, y0, tbar, t, pbar, cbar)
+_SWEEPS = threading.local()
 
 
-def _results(fn, a, y0, tbar, t, pbar, cbar):
-    fa = _unflat(cbar, fn.cells)[0] if fn.n_cells else 0.0
-    aa = _unflat(pbar, fn.args)[0] if fn.n_args else 0.0
-    return fa, _like_state(a, y0), (None if t is None else like(tbar, t)), aa
+def _sweep_once(which, g, ans, key, run):
+    """The adjoint sweep's results for ``which``, shared by the templates of one call (the
+    same ``g`` and ``ans``): a sweep gives y0's and the times' adjoints with those of args= or of
+    the closure data, so only a second one of those two runs a second sweep."""
+    last = getattr(_SWEEPS, "last", None)
+    if last is None or last[0] is not g or last[1] is not ans or last[2] != key:
+        last = _SWEEPS.last = (g, ans, key, {})
+    done = last[3]
+    if which not in done:
+        done.update(run(which if which in ("args", "func") else None))
+    return done[which]
+
+
+def odeint(which, g, ans, func, y0, t, args, rtol, atol, tcrit, hmax, hmin, mxstep, mxordn,
+           mxords, tfirst):
+    """Adjoint of ``scipy.integrate.odeint`` for input ``which`` (func, y0, times, args), by the
+    adjoint method."""
+    def run(need):
+        fn = _Fn(func, args, "scipy.integrate.odeint", tfirst, need)
+        Y = np.asarray(ans, dtype=float)
+        times = np.ravel(np.asarray(t, dtype=float))
+        G = np.broadcast_to(np.asarray(g, dtype=float), Y.shape)
+        solve = _odeint_solver(rtol, atol, tcrit, hmax, hmin, mxstep, mxordn, mxords, Y.shape[1])
+        a, tbar, pbar, cbar = _adjoint_sweep(
+            fn, times, Y, G, lambda aug, z0, t1, t0, extra: solve(aug, z0, [t1, t0], extra)[-1])
+        return _results(fn, need, a, y0, pbar, cbar, times=like(tbar, t))
+    return _sweep_once(which, g, ans, "odeint", run)
+
+
+def _results(fn, need, a, y0, pbar, cbar, **more):
+    out = dict(more, y0=_like_state(a, y0))
+    if need == "func":
+        out["func"] = _unflat(cbar, fn.cells)[0] if fn.n_cells else 0.0
+    if need == "args":
+        out["args"] = _unflat(pbar, fn.args)[0] if fn.n_args else 0.0
+    return out
 
 
 def _like_state(a, y0):
@@ -384,7 +425,7 @@ def odeint_tangent(which, tt, ans, func, y0, t, args, rtol, atol, tcrit, hmax, h
                    mxordn, mxords, tfirst):
     """Tangent of ``scipy.integrate.odeint`` for the tangent ``tt`` of input ``which``, by
     forward sensitivities."""
-    fn = _Fn(func, args, "scipy.integrate.odeint", tfirst)
+    fn = _Fn(func, args, "scipy.integrate.odeint", tfirst, which)
     Y = np.asarray(ans, dtype=float)
     times = np.ravel(np.asarray(t, dtype=float))
     run = _odeint_solver(rtol, atol, tcrit, hmax, hmin, mxstep, mxordn, mxords, Y.shape[1])
@@ -396,7 +437,7 @@ def odeint_tangent(which, tt, ans, func, y0, t, args, rtol, atol, tcrit, hmax, h
 _REFUSE_OPTS = ("jac", "jac_sparsity", "lband", "uband")
 
 
-def _ivp_setup(ans, fun, t_span, y0, t_eval, args, options):
+def _ivp_setup(ans, fun, t_span, y0, t_eval, args, need):
     what = "scipy.integrate.solve_ivp"
     if t_eval is None:
         raise RuleError(f"{what} without t_eval= carrying a derivative: the output times are the "
@@ -406,7 +447,7 @@ def _ivp_setup(ans, fun, t_span, y0, t_eval, args, options):
     if not ans.success:
         raise RuleError(f"{what} did not succeed ({ans.message}), so its result has no "
                         f"derivative", fix="make the solve succeed (tolerances, method, t_span)")
-    fn = _Fn(fun, args, what, tfirst=True)
+    fn = _Fn(fun, args, what, True, need)
     n = int(np.size(y0))
     t0 = float(np.ravel(np.asarray(t_span, dtype=float))[0])
     times = np.concatenate([[t0], np.ravel(np.asarray(t_eval, dtype=float))])
@@ -430,34 +471,39 @@ def _ivp_solver(method, options, n):
     return solve
 
 
-def solve_ivp(g, ans, fun, t_span, y0, method, t_eval, args, options):
-    """Adjoints of ``scipy.integrate.solve_ivp`` for (fun, t_span, y0, t_eval, args), by the
-    adjoint method.  ``g`` is the adjoint of the result object: {"y": ..., "t": ...}."""
-    fn, n, times, Y = _ivp_setup(ans, fun, t_span, y0, t_eval, args, options)
-    g = g if isinstance(g, dict) else {}
-    gy = g.get("y")
-    G = np.zeros_like(Y)
-    if gy is not None and not _rt.is_zero(gy):
-        G[1:] = np.broadcast_to(np.asarray(gy, dtype=float), ans.y.shape).reshape(n, -1).T
-    run = _ivp_solver(method, options, n)
-    a, tbar, pbar, cbar = _adjoint_sweep(
-        fn, times, Y, G, lambda aug, z0, t1, t0, extra: run(aug, z0, t1, t0, extra)[:, -1])
-    gt = g.get("t")
-    te = tbar[1:]
-    if gt is not None and not _rt.is_zero(gt):
-        te = te + np.ravel(np.asarray(gt, dtype=float))
-    span = np.zeros(np.shape(t_span))
-    span.flat[0] = tbar[0]
-    fa, ya, _, aa = _results(fn, a, y0, None, None, pbar, cbar)
-    return fa, like(span, t_span), ya, like(te, t_eval), (aa if args is not None else 0.0)
+def solve_ivp(which, g, ans, fun, t_span, y0, method, t_eval, args, options):
+    """Adjoint of ``scipy.integrate.solve_ivp`` for input ``which`` (fun, t_span, y0, t_eval,
+    args), by the adjoint method.  ``g`` is the adjoint of the result object: {"y": ..., "t": ...}."""
+    def run(need):
+        fn, n, times, Y = _ivp_setup(ans, fun, t_span, y0, t_eval, args, need)
+        gd = g if isinstance(g, dict) else {}
+        gy = gd.get("y")
+        G = np.zeros_like(Y)
+        if gy is not None and not _rt.is_zero(gy):
+            G[1:] = np.broadcast_to(np.asarray(gy, dtype=float), ans.y.shape).reshape(n, -1).T
+        solve = _ivp_solver(method, options, n)
+        a, tbar, pbar, cbar = _adjoint_sweep(
+            fn, times, Y, G, lambda aug, z0, t1, t0, extra: solve(aug, z0, t1, t0, extra)[:, -1])
+        gt = gd.get("t")
+        te = tbar[1:]
+        if gt is not None and not _rt.is_zero(gt):
+            te = te + np.ravel(np.asarray(gt, dtype=float))
+        span = np.zeros(np.shape(t_span))
+        span.flat[0] = tbar[0]
+        return _results(fn, need, a, y0, pbar, cbar, t_span=like(span, t_span),
+                        t_eval=like(te, t_eval))
+    return _sweep_once("func" if which == "fun" else which, g, ans, "solve_ivp", run)
 
 
 def solve_ivp_tangent(which, tt, ans, fun, t_span, y0, method, t_eval, args, options):
     """Tangent of ``scipy.integrate.solve_ivp`` ({"y": ..., "t": ...}) for the tangent ``tt`` of
     input ``which``, by forward sensitivities."""
-    fn, n, times, Y = _ivp_setup(ans, fun, t_span, y0, t_eval, args, options)
+    fn, n, times, Y = _ivp_setup(ans, fun, t_span, y0, t_eval, args,
+                                 "func" if which == "fun" else which)
     te_tangent = np.ravel(np.asarray(tt, dtype=float)).copy() if which == "t_eval" else None
-    if which == "t_span":
+    if which == "fun":
+        which = "func"
+    elif which == "t_span":
         tt = np.concatenate([np.ravel(np.asarray(tt, dtype=float))[:1], np.zeros(len(times) - 1)])
         which = "t"
     elif which == "t_eval":
@@ -477,35 +523,39 @@ def solve_ivp_tangent(which, tt, ans, fun, t_span, y0, method, t_eval, args, opt
 
 
 # -- quad ------------------------------------------------------------------------------------------
+def _gy(g):
+    gy = g[0] if isinstance(g, (tuple, list)) else g
+    return 0.0 if gy is None else float(np.real(gy))
+
+
 def _limit_value(fn, x):
     return 0.0 if not np.isfinite(x) else float(_state(fn.value(None, float(x)))[0])
 
 
-def quad(g, ans, func, a, b, args, epsabs, epsrel, limit, points):
-    """Adjoints of ``scipy.integrate.quad`` for (func, a, b, args)."""
-    fn = _Fn(func, args, "scipy.integrate.quad")
-    gy = g[0] if isinstance(g, (tuple, list)) else g
-    gy = 0.0 if gy is None else float(np.real(gy))
-    ga = -gy * _limit_value(fn, a)
-    gb = gy * _limit_value(fn, b)
-    fa = aa = 0.0
-    if fn.n_args or fn.n_cells:
-        def integrand(x):
-            _, _, _, pa, ca = fn.vjp(None, float(x), np.array([gy]))
-            return np.concatenate([pa if pa is not None else np.zeros(0),
-                                   ca if ca is not None else np.zeros(0)])
-        v, _ = _si.quad_vec(integrand, a, b, epsabs=epsabs, epsrel=epsrel, points=points)
-        v = np.asarray(v, dtype=float)
-        if fn.n_args:
-            aa = _unflat(v[:fn.n_args], fn.args)[0]
-        if fn.n_cells:
-            fa = _unflat(v[fn.n_args:], fn.cells)[0]
-    return fa, like(ga, a), like(gb, b), aa
+def quad_limit(g, func, x, args, sign):
+    """Adjoint of ``scipy.integrate.quad`` for a limit ``x``: +-g f(x) (zero at infinity)."""
+    return like(sign * _gy(g) * _limit_value(_Fn(func, args, "scipy.integrate.quad"), x), x)
+
+
+def quad(which, g, func, a, b, args, epsabs, epsrel, limit, points):
+    """Adjoint of ``scipy.integrate.quad`` for ``args`` or ``func`` (its closure data): the
+    integral of the integrand's vector-Jacobian product, by ``quad_vec``."""
+    fn = _Fn(func, args, "scipy.integrate.quad", need=which)
+    if not (fn.n_args or fn.n_cells):
+        return 0.0
+    gy = _gy(g)
+
+    def integrand(x):
+        _, _, _, pa, ca = fn.vjp(None, float(x), np.array([gy]))
+        return pa if which == "args" else ca
+    v, _ = _si.quad_vec(integrand, a, b, epsabs=epsabs, epsrel=epsrel, points=points)
+    v = np.asarray(v, dtype=float)
+    return _unflat(v, fn.args if which == "args" else fn.cells)[0]
 
 
 def quad_tangent(which, tt, ans, func, a, b, args, epsabs, epsrel, limit, points):
     """Tangent of ``scipy.integrate.quad`` ((value, 0.0): the error estimate carries none)."""
-    fn = _Fn(func, args, "scipy.integrate.quad")
+    fn = _Fn(func, args, "scipy.integrate.quad", need=which)
     if which == "a":
         return (-float(tt) * _limit_value(fn, a), 0.0)
     if which == "b":
