@@ -395,8 +395,6 @@ def check_mutation(fn, varied):
     _check_lazy(fn, pos)
     _check_bound_methods(fn, pos)
     guards = []
-    from .shared_writes import check_writes_shared
-    check_writes_shared(fn, pos, varied, guards)
     for s in ir.walk(fn.body):
         # a parameter rebound to a new object (``args = list(args)``) is no longer the caller's
         rb = rebound.get(id(s), set())
@@ -483,14 +481,14 @@ def check_mutation(fn, varied):
                     f"derivative, and the function reads `{owner}.{name}` again; s2sad does not "
                     f"follow derivatives through state kept on objects", origin=s.origin,
                     fix="keep the values in a local list and read them from there")
-        is_view = made is not None and _shares_memory_call(fn, made)
+        is_view = made is not None and _is_view_call(made)
         if not is_view:
             # bound in several places (branches): a view on any of them is enough
             made = next((t.value for t in ir.walk(fn.body) if isinstance(t, ir.Assign) and
                          t.target in all_aliases.get(obj, {obj}) and isinstance(t.value, ir.Call)
-                         and _shares_memory_call(fn, t.value) and any(isinstance(a, str)
-                                                                      for a in t.value.args)), made)
-            is_view = made is not None and _shares_memory_call(fn, made)
+                         and _is_view_call(t.value) and any(isinstance(a, str)
+                                                            for a in t.value.args)), made)
+            is_view = made is not None and _is_view_call(made)
         if is_view and not getattr(s, "attr", None) and any(isinstance(a, str) for a in made.args):
             src = next(a for a in made.args if isinstance(a, str))
             how = made.rule.name if made.rule is not None else f".{made.fn.name}"
@@ -1024,7 +1022,6 @@ def _check_augmented_shared(fn, s, pos, guards):
     for t in ir.walk(fn.body):
         if t is not s and may_run_after(pos, s, t):
             later.update(v for v in t.reads() if v not in own)
-    later -= getattr(fn, "rederived", {}).get(id(s), set())    # (views bound again after s)
     hit = sorted(later & seen_by(True))
     name = call.extra["augmented"]
     op = _opname_of(call)
@@ -1044,14 +1041,10 @@ def _check_augmented_shared(fn, s, pos, guards):
         arrays_only = not (later & seen_by(False, container=True))
         w = next((v for v in hit if not v.startswith("_")), hit[0])
         other = f"`{w}`" if not w.startswith("_") else "another value"
-        # (when all of them are bound here, the guard looks at what they hold: ``list(zip(a,
-        # x))`` of a vector holds numbers, not views)
-        from .shared_writes import surely_bound
-        seen = hit if set(hit) <= surely_bound(fn).get(id(s), frozenset()) else []
         guards.append((id(s), ir.ExprStmt(ir.Call(
             ir.Static(runtime.inplace_guard, "_rt.inplace_guard"),
             [var, ir.Const(getattr(call.fn, "obj", None)), ir.Const(name), ir.Const(other),
-             ir.Const(fix), ir.Const(s.origin), ir.Const(arrays_only)] + seen), s.origin)))
+             ir.Const(fix), ir.Const(s.origin), ir.Const(arrays_only)]), s.origin)))
 
 
 _MAY_RETURN_ARGUMENT = set()      # filled below: functions that may return their argument's memory
@@ -1122,15 +1115,6 @@ def _is_view_call(call):
         (isinstance(call.fn, (ir.Attr, ir.Method)) and call.fn.name in _VIEW_NAMES)
 
 
-def _shares_memory_call(fn, call):
-    """A view call, less a slice of a list or tuple (a new list)."""
-    return _is_view_call(call) and not (
-        isinstance(call.fn, ir.Static) and call.fn.obj is operator.getitem and
-        len(call.args) == 2 and isinstance(call.args[0], str) and
-        getattr(fn, "kinds", {}).get(call.args[0]) == "c" and isinstance(call.args[1], ir.Index)
-        and any(isinstance(p, ir.Slice) for p in call.args[1].parts))
-
-
 _VIEW_NAMES = {"T", "mT", "real", "imag", "reshape", "view", "transpose", "swapaxes", "squeeze",
                "ravel", "diagonal", "__getitem__"}
 
@@ -1163,52 +1147,6 @@ def _view_sources(fn):
                 src.setdefault(s.target, set()).update(src[s.value])
                 changed |= len(src[s.target]) != before
     return src
-
-
-def check_closures(fn, varied):
-    """A closure called later sees the *current* value of what it captured (late binding).  Direct
-    calls are differentiated that way; a closure that escapes (stored, passed on) while a captured
-    value changes afterwards is refused rather than differentiated wrongly."""
-    from .frontend.analysis import definitions
-    defs = definitions(fn)
-    in_loop = set()
-    for s in ir.walk(fn.body):
-        if isinstance(s, (ir.For, ir.While)):
-            for t in ir.walk(s.body):
-                in_loop.update(_bound(t))
-    for s in ir.walk(fn.body):
-        if isinstance(s, ir.Assign) and isinstance(s.value, ir.Call) and \
-                isinstance(s.value.fn, ir.Static) and s.value.fn.obj is runtime.make_closure:
-            keys = s.value.args[0].value
-            changing = [v for key, v in zip(keys, s.value.args[1:])
-                        if not key.endswith("=") and isinstance(v, str) and v in varied and
-                        (defs.get(v, 0) > 1 or v in in_loop)]
-            if not changing:
-                continue
-            var = s.target
-            for t in ir.walk(fn.body):
-                direct = isinstance(t, (ir.Assign, ir.ExprStmt)) and \
-                    isinstance(getattr(t, "value", getattr(t, "call", None)), ir.Call) and \
-                    isinstance((t.value if isinstance(t, ir.Assign) else t.call).fn, ir.Dynamic)
-                call = (t.value if isinstance(t, ir.Assign) else t.call) if direct else None
-                uses = [v for v in t.reads() if v == var]
-                if not uses:
-                    continue
-                if call is not None and call.fn.var == var and var not in \
-                        [x for op in call.args for x in ir.operand_vars(op)]:
-                    continue
-                what = "a lambda" if var.startswith("_") else f"the function `{var}`"
-                raise UnsupportedSyntaxError(
-                    f"{what} reads `{changing[0]}`, which changes after the function "
-                    f"is made, and it is passed on or stored: Python calls it with the latest value "
-                    f"(late binding), which s2sad does not differentiate", origin=t.origin,
-                    fix=f"bind the value when the function is made, e.g. "
-                        f"`lambda v, {changing[0]}={changing[0]}: ...`, or pass it as an argument")
-
-
-def _bound(s):
-    from .frontend.analysis import bound_names
-    return bound_names(s)
 
 
 def classify(fn, param_kinds):
@@ -1253,8 +1191,6 @@ def classify(fn, param_kinds):
             break
     _drop_heres(fn.body, kinds)
     fn.kinds = kinds
-    from .shared_writes import rederive_views
-    rederive_views(fn, kinds)        # (views of an array bound again after writes into it)
     return kinds
 
 
@@ -1287,7 +1223,6 @@ def finish(fn, active, varied):
     rules support the keywords given on active calls, and refuse writes of values that carry a
     derivative through ``global``/``nonlocal``, into arguments, or through aliases."""
     check_mutation(fn, varied)
-    check_closures(fn, varied)
     for names, origin in getattr(fn, "nonlocal_writers", ()):
         hot = sorted(n for n in names if n in varied)
         if hot:

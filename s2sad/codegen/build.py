@@ -2,6 +2,7 @@
 import numpy as np
 
 from .. import classify as C
+from .. import closures
 from .. import ir, runtime
 from ..frontend import analysis, jumps
 from ..frontend.lower import lower
@@ -80,8 +81,10 @@ def build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, m
     fn = lower_function(pyfunc, constructor, mutating)
     wrt = [p for p, m in zip(fn.params, mask) if m]
     kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
+    closures.remake(fn, kinds)       # (closures made again after changes of what they read)
     active, varied = analysis.activity(fn, wrt)
     C.finish(fn, active, varied)
+    closures.check(fn, varied)
     namespace = dict(registry.NAMESPACE)
     namespace.update(fn.namespace)
     namespace["_rt"] = runtime

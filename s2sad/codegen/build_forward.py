@@ -5,6 +5,7 @@ import sys
 import numpy as np
 
 from .. import classify as C
+from .. import closures
 from .. import runtime
 from ..frontend.analysis import written_arrays
 from ..rules import registry
@@ -61,9 +62,11 @@ def build_forward(pyfunc, mask, param_kinds, init=False, mut=False):
     fn = lower_function(pyfunc, init, mut)
     wrt = [p for p, m in zip(fn.params, mask) if m]
     kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
+    closures.remake(fn, kinds)       # (closures made again after changes of what they read)
     _stub_sites_dynamic(fn)
     active, varied = forward_activity(fn, wrt)
     C.finish(fn, active, varied)
+    closures.check(fn, varied)
     namespace = dict(registry.NAMESPACE)
     namespace.update(fn.namespace)
     namespace["_rt"] = runtime
