@@ -395,6 +395,8 @@ def check_mutation(fn, varied):
     _check_lazy(fn, pos)
     _check_bound_methods(fn, pos)
     guards = []
+    from .shared_writes import check_writes_shared
+    check_writes_shared(fn, pos, varied, guards)
     for s in ir.walk(fn.body):
         # a parameter rebound to a new object (``args = list(args)``) is no longer the caller's
         rb = rebound.get(id(s), set())
@@ -481,14 +483,14 @@ def check_mutation(fn, varied):
                     f"derivative, and the function reads `{owner}.{name}` again; s2sad does not "
                     f"follow derivatives through state kept on objects", origin=s.origin,
                     fix="keep the values in a local list and read them from there")
-        is_view = made is not None and _is_view_call(made)
+        is_view = made is not None and _shares_memory_call(fn, made)
         if not is_view:
             # bound in several places (branches): a view on any of them is enough
             made = next((t.value for t in ir.walk(fn.body) if isinstance(t, ir.Assign) and
                          t.target in all_aliases.get(obj, {obj}) and isinstance(t.value, ir.Call)
-                         and _is_view_call(t.value) and any(isinstance(a, str)
-                                                            for a in t.value.args)), made)
-            is_view = made is not None and _is_view_call(made)
+                         and _shares_memory_call(fn, t.value) and any(isinstance(a, str)
+                                                                      for a in t.value.args)), made)
+            is_view = made is not None and _shares_memory_call(fn, made)
         if is_view and not getattr(s, "attr", None) and any(isinstance(a, str) for a in made.args):
             src = next(a for a in made.args if isinstance(a, str))
             how = made.rule.name if made.rule is not None else f".{made.fn.name}"
@@ -1022,6 +1024,7 @@ def _check_augmented_shared(fn, s, pos, guards):
     for t in ir.walk(fn.body):
         if t is not s and may_run_after(pos, s, t):
             later.update(v for v in t.reads() if v not in own)
+    later -= getattr(fn, "rederived", {}).get(id(s), set())    # (views bound again after s)
     hit = sorted(later & seen_by(True))
     name = call.extra["augmented"]
     op = _opname_of(call)
@@ -1041,10 +1044,14 @@ def _check_augmented_shared(fn, s, pos, guards):
         arrays_only = not (later & seen_by(False, container=True))
         w = next((v for v in hit if not v.startswith("_")), hit[0])
         other = f"`{w}`" if not w.startswith("_") else "another value"
+        # (when all of them are bound here, the guard looks at what they hold: ``list(zip(a,
+        # x))`` of a vector holds numbers, not views)
+        from .shared_writes import surely_bound
+        seen = hit if set(hit) <= surely_bound(fn).get(id(s), frozenset()) else []
         guards.append((id(s), ir.ExprStmt(ir.Call(
             ir.Static(runtime.inplace_guard, "_rt.inplace_guard"),
             [var, ir.Const(getattr(call.fn, "obj", None)), ir.Const(name), ir.Const(other),
-             ir.Const(fix), ir.Const(s.origin), ir.Const(arrays_only)]), s.origin)))
+             ir.Const(fix), ir.Const(s.origin), ir.Const(arrays_only)] + seen), s.origin)))
 
 
 _MAY_RETURN_ARGUMENT = set()      # filled below: functions that may return their argument's memory
@@ -1113,6 +1120,15 @@ def _rebound_params(fn, params):
 def _is_view_call(call):
     return (call.rule is not None and call.rule.view) or \
         (isinstance(call.fn, (ir.Attr, ir.Method)) and call.fn.name in _VIEW_NAMES)
+
+
+def _shares_memory_call(fn, call):
+    """A view call, less a slice of a list or tuple (a new list)."""
+    return _is_view_call(call) and not (
+        isinstance(call.fn, ir.Static) and call.fn.obj is operator.getitem and
+        len(call.args) == 2 and isinstance(call.args[0], str) and
+        getattr(fn, "kinds", {}).get(call.args[0]) == "c" and isinstance(call.args[1], ir.Index)
+        and any(isinstance(p, ir.Slice) for p in call.args[1].parts))
 
 
 _VIEW_NAMES = {"T", "mT", "real", "imag", "reshape", "view", "transpose", "swapaxes", "squeeze",
@@ -1191,6 +1207,8 @@ def classify(fn, param_kinds):
             break
     _drop_heres(fn.body, kinds)
     fn.kinds = kinds
+    from .shared_writes import rederive_views
+    rederive_views(fn, kinds)        # (views of an array bound again after writes into it)
     return kinds
 
 

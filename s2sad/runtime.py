@@ -1975,13 +1975,16 @@ def not_alias(value, args, origin):
                     "(`return x.copy()`)")
 
 
-def inplace_guard(value, op, name, other, fix, origin, arrays_only=False):
+def inplace_guard(value, op, name, other, fix, origin, arrays_only=False, *seen):
     """Before ``name op= ...`` (see classify._check_augmented_shared): refuse when ``value`` is an
     object that ``op=`` changes in place (an array, a list), because ``other``, read afterwards,
     may hold it or share its memory and s2sad makes a new value instead.  ``arrays_only``: other
-    only shares elements with ``value``, which a list changed in place keeps."""
+    only shares elements with ``value``, which a list changed in place keeps.  ``seen``: the
+    values of the names that may share it, when all are known here; then only a real sharing
+    (:func:`shares`) refuses."""
     dunder = "__i" + getattr(op, "__name__", "").strip("_") + "__"
-    if hasattr(type(value), dunder) and not (arrays_only and isinstance(value, (list, dict, set))):
+    if hasattr(type(value), dunder) and not (arrays_only and isinstance(value, (list, dict, set))) \
+            and (not seen or shares(value, seen)):
         from .errors import UnsupportedSyntaxError
         raise UnsupportedSyntaxError(
             f"`{name} {_AUG_TEXT.get(op, 'op')}= ...` changes `{name}` (a "
@@ -1989,6 +1992,89 @@ def inplace_guard(value, op, name, other, fix, origin, arrays_only=False):
             f"{other} or share its memory (a row, an element, a function's result), which is read "
             f"afterwards; s2sad makes a new value for `{name}` and does not follow the change",
             origin=origin, fix=fix)
+
+
+def shares(value, others, _depth=4):
+    """Whether one of ``others`` is ``value``, holds it (as an item of a list, tuple, dict or set,
+    an attribute, what a closure or bound method captured), or shares memory with it (an array
+    and its views).  Values s2sad cannot look into (iterators, generators) count as sharing."""
+    seen = set()
+    todo = [(o, 0) for o in others]
+    arr = value if isinstance(value, np.ndarray) or (
+        _is_array(value) and not isinstance(value, np.generic)) else None
+    while todo:
+        o, d = todo.pop()
+        if o is value:
+            return True
+        if o is None or isinstance(o, (*_SCALARS, str, bytes, np.generic, type, _ModuleType)) or \
+                id(o) in seen:
+            continue
+        seen.add(id(o))
+        if _is_array(o):
+            if arr is not None and type(o) is type(arr) and \
+                    array_module(o).may_share_memory(o, arr):
+                return True
+            if getattr(o, "dtype", None) is not None and o.dtype.kind == "O" and d < _depth:
+                todo.extend((v, d + 1) for v in o.ravel().tolist())
+            continue
+        if d >= _depth:
+            return True                 # (deeper than we look: assume it does)
+        if isinstance(o, (list, tuple, set, frozenset)) or type(o) is LazyList:
+            todo.extend((v, d + 1) for v in o)
+        elif isinstance(o, dict):
+            todo.extend((v, d + 1) for v in o.values())
+            todo.extend((k, d + 1) for k in o)
+        elif isinstance(o, (_types.MethodType,)):
+            todo.append((o.__self__, d + 1))
+        elif isinstance(o, _FunctionType):
+            todo.extend((c.cell_contents, d + 1) for c in (o.__closure__ or ())
+                        if _cell_full(c))
+            todo.extend((v, d + 1) for v in (o.__defaults__ or ()))
+        elif isinstance(o, _partial):
+            todo.extend((v, d + 1) for v in (o.func, *o.args, *o.keywords.values()))
+        elif hasattr(o, "__next__") or isinstance(o, (_types.GeneratorType, map, filter, zip)):
+            return True                 # (an iterator: what it reads is not ours to see)
+        elif hasattr(o, "__dict__") or hasattr(type(o), "__slots__"):
+            vals = list(getattr(o, "__dict__", {}).values()) + \
+                [getattr(o, n) for n in getattr(type(o), "__slots__", ()) if hasattr(o, n)]
+            todo.extend((v, d + 1) for v in vals)
+    return False
+
+
+def _cell_full(c):
+    try:
+        c.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
+def share_guard(value, name, others, fix, origin, *seen):
+    """Before a write into ``value`` (the object of ``name``: an item or slice write, an in-place
+    method; see classify._check_writes_shared): refuse when one of ``seen`` (the values of the
+    names ``others``, read afterwards) holds it or shares its memory; s2sad's reverse sweep would
+    give their adjoints to the object as it was before the write."""
+    import sys
+    frame_locals = None
+    for k, other in enumerate(others):
+        if k < len(seen):
+            v = seen[k]
+        else:                       # (a name not surely bound here: look it up, if it is)
+            if frame_locals is None:
+                frame_locals = sys._getframe(1).f_locals
+            if other not in frame_locals:
+                continue
+            v = frame_locals[other]
+        if shares(value, [v]):
+            from .errors import UnsupportedSyntaxError
+            what = f"`{other}`" if not other.startswith("_") else "a value read afterwards"
+            obj = f"`{name}`" if not name.startswith("_") else "an object taken from a container"
+            raise UnsupportedSyntaxError(
+                f"this line writes into {obj} (a {type(value).__module__}."
+                f"{type(value).__qualname__}) while {what} shares its memory or holds it (a view, "
+                f"e.g. a slice, `.T`, `.reshape`, `np.asarray`, a row; a list or object that holds "
+                f"it) and is read afterwards; s2sad does not follow the write into {what}",
+                origin=origin, fix=fix)
 
 
 _AUG_TEXT = {_operator.add: "+", _operator.sub: "-", _operator.mul: "*", _operator.truediv: "/",

@@ -215,6 +215,7 @@ defrule(_r.times_initial, "x, initial, /",
 defzero(_r.dtype_of)
 defzero(_r.keys_read)       # a check (classify._guard_key_reads): no value, no derivative
 defzero(_r.inplace_guard)   # a check (classify._check_augmented_shared): no value, no derivative
+defzero(_r.share_guard)     # a check (classify._check_writes_shared): no value, no derivative
 
 # -- dict(), copies, conversions, heapq, in-place list methods ---------------------------------------
 # Their helpers live here, next to the rules; templates reach them as ``_pr.*``.

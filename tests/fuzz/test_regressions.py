@@ -1468,6 +1468,220 @@ def test_map_consumed_before_what_it_reads_changes_agrees():
     """)
 
 
+# -- writes into an array or list while a name sharing its memory is read afterwards -------------
+# (a view that certainly shares the array's memory, from operands unchanged at the write, is bound
+# again after the write, so both sweeps follow the write into it; any other name that may share
+# the memory or hold the object gets a check when the write runs: shared_writes.py)
+
+def test_item_write_into_array_then_its_slice_view_read():
+    # seed 6066:13596, rev wrong (the view's adjoint went to the array before the write)
+    judge("""
+        import numpy as np
+
+        def f(x, y):
+            a3 = np.cos(x)
+            a4 = a3[:]
+            a3[0] = y
+            return np.sum(a4)
+    """)
+
+
+def test_augmented_item_write_into_copy_then_its_slice_view_read():
+    # seed 6066:18174, rev wrong
+    judge("""
+        import numpy as np
+
+        def f(x, y):
+            a5 = x.copy()
+            a6 = a5[:]
+            a5[2] -= y
+            return np.sum(a6)
+    """)
+
+
+@pytest.mark.parametrize("view", ["a[1:]", "a.T", "np.asarray(a)", "np.atleast_1d(a)", "a.real",
+                                  "np.transpose(a)", "a[::-1][1:]", "a.reshape(3)", "a.ravel()",
+                                  "a[0:2][::-1]"])
+@pytest.mark.parametrize("write", ["a[1] = y", "a[1:] = y * a[:2]", "a[2] -= y",
+                                   "a *= y", "a += y"])
+def test_write_into_array_then_view_read_variants(view, write):
+    judge(f"""
+        import numpy as np
+
+        def f(x, y):
+            a = np.sin(x)
+            v = {view}
+            {write}
+            return np.sum(v * v)
+    """)
+
+
+@pytest.mark.parametrize("body", [
+    # a row of a matrix; a view made in a branch only; a function that returns its argument
+    """
+        m = np.outer(x, x)
+        v = m[0]
+        m[0, 1] = y
+        return np.sum(v)
+    """,
+    """
+        a = np.cos(x)
+        if y > 0:
+            v = a[:]
+        else:
+            v = a.copy()
+        a[0] = y
+        return np.sum(v)
+    """,
+    """
+        def g(t):
+            return t
+        a = np.cos(x)
+        v = g(a)
+        a[0] = y
+        return np.sum(v)
+    """,
+    # containers that hold the array or a view of it
+    """
+        a = np.cos(x)
+        l = [a, 1.0]
+        a[0] = y
+        return np.sum(l[0])
+    """,
+    """
+        a = np.cos(x)
+        d = {"k": a}
+        a[1] = y
+        return np.sum(d["k"])
+    """,
+    """
+        a = np.cos(x)
+        t = (a[:2], a[1:])
+        a[1] = y
+        return np.sum(t[0]) + np.sum(t[1])
+    """,
+    # lists held by another list, changed in place
+    """
+        l = [y, 2.0]
+        p = [l, 1.0]
+        l[0] = x[0]
+        return p[0][0]
+    """,
+    """
+        l = [y, 2.0]
+        p = (l, 1.0)
+        l.append(x[0])
+        return sum(p[0])
+    """,
+    """
+        l = [y + 10.0, x[0]]
+        p = [l]
+        l.sort()
+        return p[0][0] * 2 + p[0][1]
+    """,
+    """
+        l = [[y, 1.0], 2.0]
+        l[0][0] = x[0]
+        return l[0][0] * y
+    """,
+    # views in loops and chains, read through map/filter/sorted
+    """
+        a = np.cos(x)
+        v = a[:]
+        for i in range(3):
+            a[i] = y * i
+        return np.sum(v)
+    """,
+    """
+        a = np.cos(x)
+        acc = 0.0
+        for i in range(3):
+            v = a[i:]
+            a[i] = y * a[i]
+            acc = acc + np.sum(v)
+        return acc
+    """,
+    """
+        a = np.cos(x)
+        v = a[:]
+        u = v[1:]
+        a[1] = y
+        return np.sum(u)
+    """,
+    """
+        a = np.sin(x)
+        v = a[:]
+        a[0] = y
+        return sum(filter(lambda t: t > -5, v)) + sum(map(np.sin, v)) + sorted(v)[0]
+    """,
+    """
+        a = np.sin(x)
+        v = a[1:]
+        if y > 0:
+            a[1] = y
+        else:
+            a[2] = y
+        return np.sum(v * v)
+    """,
+    """
+        a = np.sin(x)
+        v = a[1:]
+        for i in range(3):
+            a[i] += y * v[0]
+        return np.sum(v * v)
+    """,
+])
+def test_write_into_object_shared_by_another_name_variants(body):
+    judge("import numpy as np\n\n\ndef f(x, y):\n" + textwrap.indent(textwrap.dedent(body), "    "))
+
+
+@pytest.mark.parametrize("body", [
+    # items of a vector are numbers: what a list built from it holds does not change
+    """
+        a = np.cos(x)
+        pairs = list(zip(a, x))
+        a *= y
+        return pairs[0][0] + np.sum(a)
+    """,
+    """
+        a = np.cos(x)
+        l = list(a)
+        a *= y
+        return l[0] + np.sum(a)
+    """,
+    """
+        a = np.cos(x)
+        t = a[0]
+        a[0] = y
+        return t * a[0]
+    """,
+    """
+        a = np.cos(x)
+        m = list(map(lambda t: t * 2, [a[2], y]))
+        a *= y
+        return sum(m) + np.sum(a)
+    """,
+    # a slice of a list is a new list: sorting or reversing it changes nothing else
+    """
+        l0 = [x[0], y, x[1]]
+        l1 = l0[1:]
+        l1.reverse()
+        return l1[0] * 2 + l0[1]
+    """,
+    """
+        m = np.outer(x, x)
+        for i in range(1, 3):
+            m[i] = m[i - 1] * y
+        return np.sum(m)
+    """,
+])
+def test_write_into_object_not_shared_agrees(body):
+    src = "import numpy as np\n\n\ndef f(x, y):\n" + textwrap.indent(textwrap.dedent(body), "    ")
+    for point in (0, 1):
+        res = check_source(src, seed=point)
+        assert res.outcome == "agree", res.report()
+
+
 # -- closures whose captured state changes after they are made (s2sad/closures.py) ------------
 # A closure reads its cells when it is called; its value carried the derivative of what it
 # captured where it was made, so calls through an alias, map, sorted(key=)... (not by its own

@@ -184,7 +184,7 @@ def _scipy_names():
         if isinstance(fn, np.ufunc):
             rule = _RULES.get(_key(fn))
             if rule is not None and rule.name.startswith("numpy."):
-                rule.name = f"scipy.special.{name}"
+                rule.name = f"scipy.special.{fn.__name__}"
 
 
 _scipy_names()
@@ -259,8 +259,9 @@ def rgamma_d(x, ans):
     pole = (x_.real <= 0) & (x_ == m.round(x_.real))
     safe = m.where(pole, 0.5, x_)
     n = m.where(pole, -x_.real, 0)
-    at_pole = m.where(n % 2 == 0, 1.0, -1.0) * S.gamma(n + 1)
-    return m.where(pole, at_pole, -asarray(ans) * S.psi(safe))
+    at_pole = (1 - 2 * (n % 2)) * S.gamma(n + 1)
+    out = m.where(pole, at_pole, -asarray(ans) * S.psi(safe))
+    return out.astype(np.result_type(x_, ans), copy=False)
 
 
 def expn_d(n, x):
