@@ -2,6 +2,8 @@
 
     s2sad dump FILE.py:FUNC [--wrt 0,x] [--mode reverse|forward]   print the generated source
     s2sad explain FILE.py:FUNC [--wrt 0,x]                          print every call site's class
+    s2sad rules [--grep PATTERN] [--format text|md] [--json] [--tables numpy,python,scipy,cupy]
+                                                                    list every supported callee
 
 ``FUNC`` may be dotted (``Class.method``, ``outer_namespace.func``).  If it names an
 ``@s2sad.differentiate`` function, its own ``wrt`` is used unless ``--wrt`` is given.  The file is
@@ -12,6 +14,7 @@ with ``Fix: ...``) and exit with status 2.
 import argparse
 import importlib.util
 import os
+import re
 import sys
 import traceback
 
@@ -149,6 +152,36 @@ def cmd_explain(args):
     return 0
 
 
+def cmd_rules(args):
+    from .rules import listing
+    tables = None
+    if args.tables:
+        tables = [t.strip() for t in args.tables.split(",") if t.strip()]
+        unknown = [t for t in tables if t not in listing.TABLES]
+        if unknown or not tables:
+            raise CLIError(f"--tables {args.tables!r}: unknown table(s) {', '.join(unknown)}",
+                           fix=f"choose among {', '.join(listing.TABLES)} (comma-separated)")
+        missing = [t for t in tables if not listing.available(t)]
+        if missing:
+            raise CLIError(f"--tables: {', '.join(missing)} cannot be imported here",
+                           fix="install the library, or leave its table out of --tables")
+    entries = listing.collect(tables)
+    tables = tables or sorted({e.table for e in entries}, key=list(listing.TABLES).index)
+    if args.grep:
+        try:
+            entries = listing.select(entries, args.grep)
+        except re.error as e:
+            raise CLIError(f"--grep {args.grep!r} is not a regular expression: {e}",
+                           fix="escape special characters, e.g. --grep 'linalg\\.eig'") from None
+    if args.json:
+        print(listing.render_json(entries), end="")
+    elif args.format == "md":
+        print(listing.render_markdown(entries, tables), end="")
+    else:
+        print(listing.render_text(entries), end="")
+    return 0
+
+
 def make_parser():
     p = argparse.ArgumentParser(
         prog=PROG, description="s2sad: source-to-source automatic differentiation for Python.")
@@ -164,6 +197,17 @@ def make_parser():
     e.add_argument("target", metavar="FILE.py:FUNC")
     e.add_argument("--wrt", help="arguments to differentiate by index or name, e.g. 0 or 0,x")
     e.set_defaults(run=cmd_explain)
+    r = sub.add_parser("rules", help="list every callee the derivative tables support")
+    r.add_argument("--grep", metavar="PATTERN",
+                   help="only callees whose name or module matches this regular expression")
+    r.add_argument("--format", choices=("text", "md"), default="text",
+                   help="md: Markdown tables (docs/coverage.md is made with --format md "
+                        "--tables numpy,python,scipy)")
+    r.add_argument("--json", action="store_true", help="a JSON list of the entries")
+    r.add_argument("--tables", metavar="T1,T2",
+                   help="the tables to list, among numpy,python,scipy,cupy (default: those whose "
+                        "library is installed)")
+    r.set_defaults(run=cmd_rules)
     return p
 
 

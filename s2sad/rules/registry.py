@@ -450,3 +450,18 @@ def _before_user_declaration():
     if caller.startswith(__package__ + "."):
         return
     _ensure_tables()
+
+
+# -- listing the tables (``s2sad rules``, docs/coverage.md) ------------------------------------------
+def iter_rules():
+    """Every rule declared so far, as ``(where, rule)``, after loading the built-in tables (SciPy's
+    and CuPy's once those libraries are imported).  ``where`` is ``"callee"`` (looked up by the
+    callee object, ``rule.fn``), ``"method"`` (``x.name(...)`` on an array), ``"attr"``
+    (``x.name``) or ``"container"`` (``d.name(...)`` on a dict, list or tuple).  The rules a
+    resolver makes are not listed: ask :func:`lookup` about the callee."""
+    _ensure_tables()
+    _load_optional_tables()
+    for where, table in (("callee", _RULES), ("method", _METHODS), ("attr", _ATTRS),
+                         ("container", _CONTAINER_METHODS)):
+        for rule in list(table.values()):
+            yield where, rule
