@@ -30,8 +30,11 @@ def _is_user_function(obj):
 
 def _bind_rule(rule, call, origin):
     """Bind a call's operands to a rule's parameters; defaults become constant operands."""
+    recv = ()
+    if getattr(rule, "receiver", False) and isinstance(call.fn, ir.Static):
+        recv = (ir.Const(call.fn.obj.__self__),)    # a bound method's object (rule's ``self``)
     try:
-        ba = rule.signature.bind(*call.args, **dict(call.kwargs))
+        ba = rule.signature.bind(*recv, *call.args, **dict(call.kwargs))
     except TypeError as e:
         raise RuleError(f"the call to {rule.name} does not match its rule's parameters "
                         f"({', '.join(rule.signature.parameters)}): {e}", origin=origin,
@@ -1377,9 +1380,10 @@ def _check_nondifferentiable(call, varied, origin):
         ops = op.values() if isinstance(op, dict) else op if isinstance(op, tuple) else (op,)
         hot = [v for o in ops for v in ir.operand_vars(o) if v in varied]
         if hot:
+            why = getattr(rule, "why", {}).get(p)
             raise RuleError(
                 f"`{hot[0]}` carries a derivative into parameter `{p}` of {rule.name}, which has no "
-                f"derivative rule for it", origin=origin,
+                f"derivative rule for it" + (f" ({why})" if why else ""), origin=origin,
                 fix=f"pass a constant for `{p}`, or declare the derivative with s2sad.defrule("
                     f"..., vjp={{{p!r}: ...}})")
 

@@ -1261,6 +1261,10 @@ def call(fn, *args, **kwargs):
         ans = fn(*args, **kwargs)
         if rule.zero:
             return ans, None
+        if rule.receiver:           # a bound method's rule: its object is the first parameter
+            bound = rule.bind((self_,) + args, kwargs)
+            _check_rule_params(rule, bound)
+            return ans, ("rule", rule, bound, ans, True, len(args), list(kwargs))
         bound = rule.bind(args, kwargs)
         _check_rule_params(rule, bound)
         return ans, ("rule", rule, bound, ans, False, len(args), list(kwargs))
@@ -1310,8 +1314,10 @@ def _check_rule_params(rule, bound):
     for p, v in bound.items():
         if p not in skip and v is not None and differentiable(v):
             from .errors import RuleError
+            why = rule.why.get(p)
             raise RuleError(f"a value carrying a derivative reaches parameter `{p}` of "
-                            f"{rule.name}, which has no derivative rule for it",
+                            f"{rule.name}, which has no derivative rule for it" +
+                            (f" ({why})" if why else ""),
                             fix=f"pass a constant for `{p}`, or declare the derivative with "
                                 f"s2sad.defrule(..., vjp={{{p!r}: ...}})")
 

@@ -957,17 +957,18 @@ def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None, _bound=False
         pa = tuple(pa) if pa is not None else (None,) * len(fn.args)
         return jvp_call(fn.func, fn.args + tuple(args), pa + tuple(targs),
                         {**fn.keywords, **(kwargs or {})}, {**(pk or {}), **(tkwargs or {})})
+    from ..rules.registry import lookup
+    rule = lookup(fn) if not isinstance(fn, (list, dict)) else None
     call = getattr(type(fn), "__call__", None)
-    if inspect.isfunction(call) and _is_python(call):          # an object of a user class
-        # (its __call__ may update the object, as a method may: the object's tangent follows)
+    if rule is None and inspect.isfunction(call) and _is_python(call):  # an object of a user class
+        # (its __call__ may update the object, as a method may: the object's tangent follows;
+        # a rule for the object itself, e.g. a scipy.stats distribution, wins over its source)
         trecv = ftan if isinstance(ftan, dict) else None
         value, tv, tself = jvp_method_update(fn, trecv, "__call__", args, targs, kwargs, tkwargs)
         if isinstance(trecv, dict) and isinstance(tself, dict) and tself is not trecv:
             trecv.clear()
             trecv.update(tself)
         return value, tv
-    from ..rules.registry import lookup
-    rule = lookup(fn) if not isinstance(fn, (list, dict)) else None
     value = fn(*args, **kwargs)
     if rule is not None and not rule.zero:
         bound = rule.bind(args, kwargs)
@@ -1187,6 +1188,17 @@ def _container_method(recv, trecv, name, args, targs, kwargs, tkwargs):
     return value, zeros_like(value)
 
 
+def _bound_method_rule(method):
+    """The rule of a bound method of a library object (a resolver's), or None."""
+    if not isinstance(method, types.MethodType) or runtime._is_python(method.__func__):
+        return None
+    from ..rules.registry import lookup
+    try:
+        return lookup(method)
+    except TypeError:
+        return None
+
+
 def jvp_method(recv, trecv, name, args, targs, kwargs=None, tkwargs=None):
     """``recv.name(*args, **kwargs)`` with tangents: list and dict methods are mirrored on the
     tangent container, array methods use their rules, methods of user classes are differentiated."""
@@ -1209,6 +1221,18 @@ def jvp_method(recv, trecv, name, args, targs, kwargs=None, tkwargs=None):
         tans = _param_tangents(rule, args, targs, kwargs, tkwargs, self_=recv, tself=trecv)
         return value, _rule_tangent(rule, bound, value, tans)
     func = getattr(method, "__func__", None)
+    rule = _bound_method_rule(method)
+    if rule is not None:
+        # a rule for this bound method (scipy.stats: norm.logpdf, norm(0, 1).logpdf) wins over
+        # the library's Python source; a ``receiver`` rule's first parameter is the object
+        value = method(*args, **kwargs)
+        if rule.zero:
+            return value, zeros_like(value)
+        self_ = (recv,) if rule.receiver else ()
+        bound = rule.bind(self_ + tuple(args), kwargs)
+        tans = _param_tangents(rule, args, targs, kwargs, tkwargs, self_=recv if self_ else None,
+                               tself=trecv)
+        return value, _rule_tangent(rule, bound, value, tans)
     if func is not None and _is_python(func):
         self_ = method.__self__          # the object itself, also through super()
         if isinstance(self_, type):      # a classmethod: the class carries no tangent
@@ -1231,7 +1255,8 @@ def jvp_method_update(recv, trecv, name, args, targs, kwargs=None, tkwargs=None)
         return value, tv, trecv
     method = getattr(recv, name)
     func = getattr(method, "__func__", None)
-    if func is None or not _is_python(func) or isinstance(method.__self__, type):
+    if func is None or not _is_python(func) or isinstance(method.__self__, type) or \
+            _bound_method_rule(method) is not None:
         value, tv = jvp_method(recv, trecv, name, args, targs, kwargs, tkwargs)
         return value, tv, trecv
     recv = method.__self__                           # the object itself, also through super()

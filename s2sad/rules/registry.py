@@ -35,7 +35,14 @@ A rule reads like a line of a derivative table::
 ``defmethod(name, ...)`` declares a rule for ``x.name(...)`` on an array ``x`` (NumPy or CuPy); its
 ``params`` start with ``self``.
 
-Rules are looked up by the callee object (identity).
+Rules are looked up by the callee object (identity).  Callees that are made afresh on every access
+(bound methods of library objects: ``scipy.stats.norm.logpdf``, ``norm(0, 1).logpdf``) or whole
+families of objects (every ``rv_generic`` instance) are resolved by a *resolver*
+(``defresolver(fn)``): a function the lookup asks, after the tables, for the rule of a callee;
+it returns a :class:`Rule` or None.  A rule with ``receiver=True`` is one for a bound method whose
+object is its first parameter (``self``): the object's adjoint (a dict of attribute adjoints, as
+for any object) is the callee's adjoint.  ``why`` maps a parameter that has no derivative to the
+reason, given in the refusal when a value carrying a derivative reaches it.
 """
 import ast
 import importlib
@@ -61,8 +68,11 @@ class Rule:
     """A primitive's derivative rule.  See the module docstring for the fields."""
 
     def __init__(self, fn, params, vjp=None, joint=None, jvp=None, forbid=None, view=False,
-                 kind="array", ns=None, name=None, zero=False, broadcast=False, constant=()):
+                 kind="array", ns=None, name=None, zero=False, broadcast=False, constant=(),
+                 receiver=False, why=None):
         self.fn = fn
+        self.receiver = receiver     # a bound method's rule: its first parameter is the object
+        self.why = dict(why or {})   # parameter -> why it has no derivative (for refusals)
         self.name = name or _callee_name(fn)
         self.signature = _parse_params(params, fn, self.name)
         self.vjp = dict(vjp or {})
@@ -346,7 +356,25 @@ def lookup(fn):
     if rule is None and _optional_pending():
         _load_optional_tables()
         rule = _RULES.get(fn) if _hashable(fn) else _RULES.get(("id", id(fn)))
+    if rule is None:
+        for resolve in _RESOLVERS:
+            rule = resolve(fn)
+            if rule is not None:
+                break
     return rule
+
+
+_RESOLVERS = []       # functions callee -> Rule or None, asked when no table holds the callee
+
+
+def defresolver(fn):
+    """Declare a resolver: ``fn(callee)`` returns the :class:`Rule` of callees no table holds by
+    identity (bound methods made on each access, families of instances), or None.  It is asked on
+    every lookup that misses the tables, so it must reject foreign callees quickly (a type test)
+    and cache the rules it makes."""
+    if fn not in _RESOLVERS:
+        _RESOLVERS.append(fn)
+    return fn
 
 
 def _optional_pending():
