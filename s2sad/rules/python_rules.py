@@ -565,3 +565,30 @@ def list_reverse(xs, args, kwargs):
 
 _r.IN_PLACE_RULES[(list, "sort")] = list_sort
 _r.IN_PLACE_RULES[(list, "reverse")] = list_reverse
+
+
+def merge_dicts_adjoint(g, ds):
+    """Adjoint of ``f(**a, **b)``'s merged keywords: each key's adjoint goes to the last dict that
+    gave it (a later dict overrides an earlier one, as in Python)."""
+    if _r.is_zero(g):
+        return (0.0,) * len(ds)
+    last = {}
+    for i, d in enumerate(ds):
+        for k in d:
+            last[k] = i
+    return tuple({k: g[k] for k in d if last[k] == i and k in g} or 0.0 for i, d in enumerate(ds))
+
+
+def merge_dicts_tangent(t, ds):
+    """Tangent of the merged keywords: the tangents of the values kept, by key."""
+    from ..codegen.forward import zeros_like
+    out = {}
+    for td, d in zip(t, ds):
+        for k, v in d.items():
+            out[k] = td[k] if isinstance(td, dict) and td.get(k) is not None else zeros_like(v)
+    return out
+
+
+defrule(_r.merge_dicts, "*ds", vjp={"ds": "_pr.merge_dicts_adjoint(g, ds)"},
+        jvp={"ds": "_pr.merge_dicts_tangent(t, ds)"}, kind="container", ns=PR,
+        name="keyword arguments (**)")
