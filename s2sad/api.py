@@ -13,7 +13,7 @@ from . import runtime
 from .cache import CACHE, forward_derivative, reverse_derivative
 from .callables import (_concrete, _def_origin, _label, _per_call, _relocate, _required_args,
                         _wrt)
-from .codegen.forward import _jvp_python, materialize
+from .runtime.forward import _jvp_python, materialize
 from .errors import ArgumentError, NonScalarOutputError, S2SADError, WrtError, caller_origin
 from .frontend.source import _static_value, get_function
 from .kernels.device import guard_arguments
@@ -627,3 +627,6 @@ def forward_source(f, wrt=0, *example_args):
     else:
         kinds = ("a",) * nparams
     return forward_derivative(fn, mask, kinds).source
+
+
+runtime.hooks.register(grad=grad)   # (runtime.dispatch: s2sad.grad(f) inside a derivative)

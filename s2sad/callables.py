@@ -437,3 +437,6 @@ def _fresh(name, taken):
         name += "_"
     taken.add(name)
     return name
+
+
+runtime.hooks.register(concrete=_concrete)   # (runtime.dispatch: s2sad.grad(f) inside a derivative)

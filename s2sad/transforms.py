@@ -18,7 +18,7 @@ import numpy as np
 
 from .api import _scalar_seed, forward_source, jvp, vjp  # jvp, forward_source: re-exported
 from .callables import _concrete, _per_call, _wrt, grad_function  # grad_function: re-exported
-from .codegen.forward import zeros_like
+from .runtime.forward import zeros_like
 from .errors import OpaqueCalleeError, UnsupportedSyntaxError, WrtError, caller_origin
 from .frontend.source import get_function
 

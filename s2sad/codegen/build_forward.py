@@ -1,7 +1,5 @@
 """The forward-mode pipeline for one function: source -> IR -> classify -> activity -> forward
 emit -> load.  The cache (:func:`s2sad.cache.forward_derivative`) calls :func:`build_forward`."""
-import sys
-
 import numpy as np
 
 from .. import classify as C
@@ -12,7 +10,9 @@ from ..rules import registry
 from . import text as T
 from .build import Derivative, _sites
 from .build import lower_function as _lower
-from .forward import ForwardEmitter, ForwardStub, forward_activity
+from ..runtime import forward as _fw
+from ..runtime.forward import ForwardStub
+from .forward import ForwardEmitter, forward_activity
 from .load import GeneratedModule
 
 
@@ -26,7 +26,7 @@ def _stub_sites_dynamic(fn):
     """In generated reverse code, ``f__fwd``/``f__bwd`` of derived callees are lazy stubs (no
     source, no rule): make them dynamic sites, which :func:`~.forward.jvp_call` sees through."""
     from .. import ir
-    from .forward import is_stub_sweep
+    from ..runtime.forward import is_stub_sweep
     for s in ir.walk(fn.body):
         call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) else None
         if isinstance(call, ir.Call) and isinstance(call.fn, ir.Static) and \
@@ -70,7 +70,7 @@ def build_forward(pyfunc, mask, param_kinds, init=False, mut=False):
     namespace = dict(registry.NAMESPACE)
     namespace.update(fn.namespace)
     namespace["_rt"] = runtime
-    namespace["_fw"] = sys.modules[ForwardEmitter.__module__]
+    namespace["_fw"] = _fw
     namespace.setdefault("np", np)
     name = pyfunc.__name__ if pyfunc.__name__.isidentifier() else "f"
     jvp_name = f"{name}__jvp"

@@ -193,8 +193,7 @@ def diff_reads_call(s):
     return (call.info or {}).get("diff_vars", call.reads())
 
 
-IN_PLACE_METHODS = {"append", "extend", "insert", "pop", "update", "setdefault", "sort", "remove",
-                    "clear", "popitem", "reverse"}
+from ..runtime.containers import IN_PLACE_METHODS  # noqa: E402,F401 (list/dict methods that change their object)
 
 
 def in_place_call(s):

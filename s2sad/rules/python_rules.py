@@ -293,7 +293,7 @@ def dict_kwargs_adjoint(g, kwargs):
 def dict_tangent(t, iterable, kwargs, ans):
     """Tangent of ``dict(iterable, **kwargs)`` in ``iterable``: a complete dict (zeros for the
     keys the keywords set)."""
-    from ..codegen.forward import _elems, zeros_like, materialize
+    from ..runtime.forward import _elems, zeros_like, materialize
     out = {k: zeros_like(v) for k, v in ans.items()}   # an int value's tangent is 0.0, not None
     keys = _dict_rows(iterable)
     if keys is None:
@@ -310,7 +310,7 @@ def dict_tangent(t, iterable, kwargs, ans):
 
 
 def dict_kwargs_tangent(t, ans):
-    from ..codegen.forward import zeros_like, materialize
+    from ..runtime.forward import zeros_like, materialize
     out = {k: zeros_like(v) for k, v in ans.items()}   # an int value's tangent is 0.0, not None
     for k, v in t.items():
         out[k] = materialize(v, ans[k])
@@ -507,7 +507,7 @@ def firsts_adjoint(g, n, iterable, key, reverse, result=None):
 
 
 def firsts_tangent(t, n, iterable, key, reverse):
-    from ..codegen.forward import sorted_tangent
+    from ..runtime.forward import sorted_tangent
     items = _listed(iterable, "heapq.nsmallest/nlargest")
     return sorted_tangent(t, items, key, reverse)[:max(n, 0)]
 
@@ -581,7 +581,7 @@ def merge_dicts_adjoint(g, ds):
 
 def merge_dicts_tangent(t, ds):
     """Tangent of the merged keywords: the tangents of the values kept, by key."""
-    from ..codegen.forward import zeros_like
+    from ..runtime.forward import zeros_like
     out = {}
     for td, d in zip(t, ds):
         for k, v in d.items():

@@ -493,3 +493,8 @@ def iter_rules():
                          ("container", _CONTAINER_METHODS)):
         for rule in list(table.values()):
             yield where, rule
+
+
+from ..runtime import hooks as _hooks  # noqa: E402
+_hooks.register(lookup=lookup, lookup_method=lookup_method, lookup_container_method=lookup_container_method,
+                lookup_attr=lookup_attr, ufunc_method_name=ufunc_method_name, rule_namespace=NAMESPACE)

@@ -12,7 +12,7 @@ for _t in (_api.grad, _api.value_and_grad):
     defrule(_t, "fn, wrt=0", vjp={"fn": "g"}, jvp={"fn": "t"}, kind="any")
 
 # -- helpers of generated forward sweeps (s2sad.jvp inside a function differentiated in reverse mode)
-from ..codegen import forward as _fw  # noqa: E402
+from ..runtime import forward as _fw  # noqa: E402
 
 defrule(_fw.bcast, "tan, like, /", vjp={"tan": "_rt.unbroadcast(g, tan)"},
         jvp={"tan": "_fw.bcast(t, like)"}, kind="any")

@@ -60,18 +60,7 @@ LAYERS = {
 # the ``_fw`` helpers (the second half of codegen/forward.py) that move into the runtime.  Empty
 # this once that move lands: test_temporary_allowance_is_still_needed fails for an entry that no
 # import uses any more.  (importer prefix, imported prefix) -> why.
-TEMPORARY_RUNTIME_EDGES = {
-    ("s2sad.runtime", "s2sad.api"): "runtime: grad/_concrete for s2sad.grad inside a derivative",
-    ("s2sad.runtime", "s2sad.cache"): "runtime: derived stubs build derivatives lazily",
-    ("s2sad.runtime", "s2sad.codegen"): "runtime: forward stubs, the _fw helpers",
-    ("s2sad.runtime", "s2sad.frontend"): "runtime: data cells of closures",
-    ("s2sad.runtime", "s2sad.rules"): "runtime: rule lookup at run time",
-    ("s2sad.codegen.forward", "s2sad.cache"): "the _fw half: forward stubs build derivatives lazily",
-    ("s2sad.rules.python_rules", "s2sad.codegen.forward"): "python_rules' tangents use _fw helpers",
-    ("s2sad.rules.scipy.integrate", "s2sad.codegen.forward"): "_fw.jvp_call, moving to the runtime",
-    ("s2sad.rules.scipy.integrate", "s2sad.frontend.source"): "data_cell_values, which the runtime "
-                                                               "also reads: to move down with it",
-}
+TEMPORARY_RUNTIME_EDGES = {}
 
 
 def _modules():

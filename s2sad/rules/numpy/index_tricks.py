@@ -4,6 +4,7 @@
 import builtins
 import math
 import numbers
+import sys
 
 import numpy as np
 
@@ -320,3 +321,7 @@ defrule(r_slice, "start, stop, step, /",
         name="slice in an index trick", kind="any", ns=A)
 
 export(globals(), also=('_index_trick_kind', '_trick_name'))
+
+
+from ...runtime import hooks as _hooks  # noqa: E402
+_hooks.register(index_tricks=sys.modules[__name__])   # (runtime.indexing: np.r_ held in a variable)

@@ -90,7 +90,7 @@ def _cells(fn):
     names = _rt._data_cells(fn)
     if not names:
         return {}
-    from ...frontend.source import data_cell_values
+    from ...runtime.dispatch import data_cell_values
     return dict(zip(names, data_cell_values(fn, names)))
 
 
@@ -228,7 +228,7 @@ class _Fn:
     def jvp(self, y, t, dy, targs, tcells):
         """(f, its tangent) for the tangents ``dy`` of y, ``targs`` of args (a tuple, None
         entries for none) and ``tcells`` of the closure data (a dict or None)."""
-        from ...codegen.forward import jvp_call
+        from ...runtime.forward import jvp_call
         self._checked()
         if y is None:
             ordered, tord = (t,), (None,)

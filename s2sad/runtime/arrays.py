@@ -1,0 +1,299 @@
+"""Array and number helpers of generated code: zero tests, the array module of a value,
+conjugation, un-broadcasting, adjoint accumulation (:func:`add`), zeros, and the small adjoints
+of the Python rule table (``abs``, ``**``, ``math.hypot``...) and of dtype-changing calls.
+
+Generated sweeps use ``0.0`` as the zero adjoint of a value whose adjoint has not been produced yet
+(Python's float zero adds to any float or complex scalar or array, NumPy or CuPy, without changing
+its dtype); containers use tuples/lists/dicts of adjoints with ``None`` for leaves that carry none.
+"""
+import functools as _functools
+import types as _types
+
+import numpy as np
+
+
+
+_FunctionType = _types.FunctionType
+_ModuleType = _types.ModuleType
+_BuiltinType = _types.BuiltinFunctionType
+_NDARRAY = np.ndarray
+
+
+def _is_array(x):
+    """A NumPy/CuPy array or NumPy scalar (the numpy module itself has .dtype and .shape too)."""
+    return hasattr(x, "dtype") and hasattr(x, "shape") and type(x) is not _ModuleType
+_partial = _functools.partial
+
+_SCALARS = (float, int, complex, bool)
+
+
+def is_zero(a):
+    return a is None or (type(a) is float and a == 0.0)
+
+
+def array_module(x):
+    """``numpy`` or ``cupy``, by the type of ``x``; never imports CuPy itself."""
+    mod = type(x).__module__
+    if mod.startswith("cupy"):
+        import cupy
+        return cupy
+    return np
+
+
+def cj(x):
+    """Complex conjugate, free for real values (adjoint templates of complex-capable rules)."""
+    if type(x) is float or type(x) is int:
+        return x
+    if type(x) is complex:
+        return x.conjugate()
+    dt = getattr(x, "dtype", None)
+    if dt is not None and dt.kind == "c":
+        return x.conj()
+    return x
+
+
+def real_like(g, x):
+    """Drop the imaginary part of ``g`` when ``x`` is real (gradients of real inputs are real)."""
+    if type(x) is float:
+        if type(g) is complex:
+            return g.real
+        if type(g) is float:
+            return g
+        return g
+    dt = getattr(g, "dtype", None)
+    if dt is not None and dt.kind == "c":
+        xdt = getattr(x, "dtype", None)
+        if (xdt is not None and xdt.kind != "c") or isinstance(x, (float, int)):
+            return g.real
+    elif type(g) is complex and not isinstance(x, complex) and getattr(x, "dtype", np.dtype(complex)).kind != "c":
+        return g.real
+    return g
+
+
+def unbroadcast(g, x):
+    """Sum ``g`` down to the shape of ``x`` (the adjoint of NumPy broadcasting), in x's dtype."""
+    tx = type(x)
+    if tx is float or tx is int:
+        if type(g) is float:
+            return g
+        if type(g) is complex:
+            return g.real
+        s = g.sum() if hasattr(g, "sum") else g
+        return real_like(s, x)
+    if (tx is list or tx is tuple) and type(g) in (list, tuple) and len(g) != len(x):
+        _refuse_sequence_arithmetic()
+    shape = getattr(x, "shape", None)
+    xdt = getattr(x, "dtype", None)
+    if xdt is not None and shape is not None and xdt.kind not in "fcO" and _is_array(x):
+        return array_module(x).zeros(shape)    # integer/bool arrays carry no derivative
+    if shape is None:                       # other Python scalars (complex, bool)
+        if hasattr(g, "shape") and g.shape != ():
+            return g.sum()
+        return g
+    gshape = getattr(g, "shape", ())
+    if gshape != shape:
+        if not gshape and not hasattr(g, "shape"):
+            # a Python scalar adjoint for an array input: broadcast it out
+            xp = array_module(x)
+            g = xp.full(shape, g, dtype=np.result_type(g, x.dtype) if x.dtype.kind == "c" else x.dtype)
+        else:
+            extra = len(gshape) - len(shape)
+            if extra > 0:
+                g = g.sum(axis=tuple(range(extra)))
+            axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+            if axes:
+                g = g.sum(axis=axes, keepdims=True)
+            if g.shape != shape:
+                g = g.reshape(shape) if g.size == int(np.prod(shape)) else \
+                    array_module(x).broadcast_to(g, shape)
+    dt = getattr(x, "dtype", None)
+    if dt is not None:
+        gdt = getattr(g, "dtype", None)
+        if gdt is not None and gdt != dt:
+            if gdt.kind == "c" and dt.kind != "c":
+                g = g.real
+            if dt.kind in "fc":
+                g = g.astype(dt, copy=False)
+        elif gdt is None:
+            xp = array_module(x)
+            g = xp.asarray(g, dtype=dt)
+    return g
+
+
+def _refuse_sequence_arithmetic():
+    from ..errors import UnsupportedSyntaxError
+    raise UnsupportedSyntaxError(
+        "`+` or `*` joined or repeated lists or tuples whose type s2sad did not know when it built "
+        "the derivative (it cannot tell which part of the result came from which operand)",
+        fix="make the operands visibly lists: `list(a) + list(b)`, `[*a, *b]`, or `list(a) * 3`")
+
+
+def add(a, b):
+    """Adjoint accumulation that understands zeros (None / 0.0) and containers."""
+    if a is None or (type(a) is float and a == 0.0 and not _is_leaf_value(b)):
+        return b
+    if b is None:
+        return a
+    ta = type(a)
+    if ta is tuple or ta is list or isinstance(a, tuple):
+        if type(b) is float and b == 0.0:
+            return a
+        vals = [add(x, y) for x, y in zip(a, b)]
+        if hasattr(a, "_fields"):
+            return ta(*vals)
+        return ta(vals)
+    if ta is dict:
+        if type(b) is float and b == 0.0:
+            return a
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = add(out.get(k), v)
+        return out
+    return a + b
+
+
+def _is_leaf_value(b):
+    return not isinstance(b, (tuple, list, dict)) and b is not None
+
+
+def zeros_like(x):
+    """A zero adjoint with the shape/structure of ``x``; None for values that carry no derivative."""
+    if isinstance(x, float):
+        return 0.0
+    if isinstance(x, complex):
+        return 0j
+    if isinstance(x, (tuple, list)):
+        return type(x)(zeros_like(v) for v in x)
+    if isinstance(x, dict):
+        return {k: zeros_like(v) for k, v in x.items()}
+    dt = getattr(x, "dtype", None) if _is_array(x) else None
+    if dt is not None and dt.kind in "fc":
+        return array_module(x).zeros_like(x)
+    if dt is not None and dt.kind == "O":       # an object array holding floats: float zeros
+        return np.zeros(x.shape)
+    return None
+
+
+# -- small adjoint helpers used by the Python rule table ----------------------------------------
+def safe_log(a):
+    """log(a) where it is defined; 0 where a == 0 (the pow-exponent adjoint there is 0 anyway)."""
+    if type(a) is float or type(a) is int:
+        return __import__("math").log(a) if a > 0 else (0.0 if a == 0 else complex(__import__("cmath").log(a)))
+    xp = array_module(a)
+    dt = getattr(a, "dtype", None)
+    if dt is not None and dt.kind == "c":
+        return xp.log(xp.where(a == 0, 1, a))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return xp.where(a > 0, xp.log(xp.where(a > 0, a, 1)), 0.0)
+
+
+def pow_base_adjoint(g, a, b):
+    if type(b) is int or type(b) is float:
+        if b == 0:
+            return g * 0.0
+        if b == 1:
+            return g
+        if b == 2:
+            return g * cj(2 * a)
+        return g * cj(b * a ** (b - 1))
+    return g * cj(b * a ** (b - 1))
+
+
+def pow_exponent_adjoint(g, ans, a):
+    return g * cj(ans * safe_log(a))
+
+
+def abs_adjoint(g, x):
+    if type(x) is float or type(x) is int:
+        return g * (1.0 if x > 0 else -1.0 if x < 0 else 0.0)
+    if type(x) is complex:
+        return g * (x / abs(x)) if x != 0 else 0j
+    xp = array_module(x)
+    if x.dtype.kind == "c":
+        ax = xp.abs(x)
+        return g * xp.where(ax == 0, 0, x / xp.where(ax == 0, 1, ax))
+    return g * xp.sign(x)
+
+
+def abs_tangent(t, x):
+    if type(x) is float or type(x) is int:
+        return t * (1.0 if x > 0 else -1.0 if x < 0 else 0.0)
+    if type(x) is complex:
+        return (x.conjugate() * t).real / abs(x) if x != 0 else 0.0 * abs(t)
+    xp = array_module(x)
+    if getattr(x, "dtype", np.dtype(float)).kind == "c":
+        ax = xp.abs(x)
+        return (xp.conj(x) * t).real / xp.where(ax == 0, 1, ax)
+    return t * xp.sign(x)
+
+
+def real_adjoint(g, x):
+    """Adjoint of ``x.real``: a real g becomes the complex gradient g + 0j for complex x."""
+    dt = getattr(x, "dtype", None)
+    if dt is not None and dt.kind == "c":
+        return g.astype(dt) if hasattr(g, "astype") else complex(g)
+    return g
+
+
+def imag_adjoint(g, x):
+    dt = getattr(x, "dtype", None)
+    if dt is not None and dt.kind == "c":
+        return (1j * g).astype(dt) if hasattr(g, "astype") else 1j * g
+    if isinstance(x, complex):
+        return 1j * g
+    return 0.0 * g
+
+
+def hypot_adjoint(g, ans, coords):
+    return tuple(g * c / ans if ans != 0 else 0.0 for c in coords)
+
+
+def digamma(x):
+    from scipy.special import digamma as dg   # only reached for math.gamma / math.lgamma
+    return float(dg(x))
+
+
+def _z(v):
+    return 0.0 if v is None else v
+
+
+def real_part(g):
+    return g.real if isinstance(g, complex) else g
+
+
+def imag_part(g):
+    return g.imag if isinstance(g, complex) else 0.0
+
+
+# -- dtype-changing calls ----------------------------------------------------------------------
+def dtype_guard(dtype, adj):
+    """An adjoint through a cast to ``dtype``: none when the result is an integer or bool."""
+    if dtype is None:
+        return adj
+    try:
+        kind = np.dtype(dtype).kind
+    except TypeError:
+        return adj
+    if kind in "fcO":                           # (object arrays carry derivatives)
+        return adj
+    return tuple(0.0 for _ in adj) if type(adj) is tuple else 0.0   # (*args rules: one each)
+
+
+def dtype_of(dtype, a):
+    return dtype if dtype is not None else getattr(a, "dtype", None)
+
+
+def times_initial(g, initial):
+    return g if initial is None else g * initial
+
+
+def extremum_initial_adjoint(g, ans, a, initial, axis, keepdims):
+    """Adjoint of ``initial=`` in max/min: g where the extremum is ``initial`` and no element of
+    the data reaches it (where elements tie with it, they take the adjoint)."""
+    xp = array_module(a)
+    axes = tuple(range(a.ndim)) if axis is None else \
+        tuple(k % a.ndim for k in ((axis,) if isinstance(axis, int) else axis))
+    ans_k = ans if keepdims else xp.expand_dims(ans, axes) if axes else ans
+    hit = (xp.asarray(a) == ans_k).any(axis=axes, keepdims=keepdims) if axes else \
+        xp.asarray(a) == ans_k
+    return unbroadcast(xp.where((ans == initial) & ~hit, g, 0.0), initial)

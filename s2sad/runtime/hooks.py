@@ -1,0 +1,32 @@
+"""Callbacks into the layers above the runtime.
+
+The runtime imports nothing above it (not api, cache, codegen, classify, frontend or rules), yet
+at run time it must build derivatives lazily (a derived callee, ``s2sad.jvp`` inside a
+derivative) and look rules up (a call whose callee is known only at run time).  Each module
+below registers its function here when it is imported, and the runtime calls through this
+module (``hooks.lookup(fn)``), never through a name imported from it.  ``import s2sad`` sets
+every hook but ``index_tricks``, which is set when the rule tables load (before the first
+derivative is built, so before any generated code runs; tests/core/test_runtime_hooks.py).
+"""
+
+reverse_derivative = None       # s2sad.cache: (fn, mask, kinds, mode="reverse") -> ReverseDerivative
+forward_derivative = None       # s2sad.codegen.build_forward: (fn, mask, kinds, ...) -> forward derivative
+split_closure = None            # s2sad.frontend.source: fn -> ({name: static value}, [data cell names])
+lookup = None                   # s2sad.rules.registry: the rule of a callee, or None
+lookup_method = None            # s2sad.rules.registry: the rule of an array method, by name
+lookup_container_method = None  # s2sad.rules.registry: the rule of a list/dict method, by name
+lookup_attr = None              # s2sad.rules.registry: the rule of an array attribute, by name
+ufunc_method_name = None        # s2sad.rules.registry: "np.add.reduce" for a ufunc's method
+rule_namespace = None           # s2sad.rules.registry.NAMESPACE: the globals of rule templates
+index_tricks = None             # the module s2sad.rules.numpy.index_tricks (np.r_, np.c_... adjoints)
+concrete = None                 # s2sad.api._concrete: the generated function behind s2sad.grad(f)
+grad = None                     # s2sad.api.grad
+
+
+def register(**callbacks):
+    """Set hooks by name (a name that is not a hook above is an error)."""
+    g = globals()
+    for name, fn in callbacks.items():
+        if name not in g or name.startswith("_") or name == "register":
+            raise NameError(f"s2sad.runtime.hooks has no hook {name!r}")
+        g[name] = fn

@@ -1,0 +1,334 @@
+"""Refusals at run time: messages for opaque callees (a rule skeleton to paste), the guards
+generated code runs before a step s2sad could not follow (``keys_read``, ``inplace_guard``,
+``not_alias``, ``no_update``...).
+"""
+import operator as _operator
+import types as _types
+
+import numpy as np
+
+from ..errors import ArgumentWriteError
+from . import hooks
+from .arrays import _FunctionType, _ModuleType, _SCALARS, _is_array, _partial, array_module
+from .iterators import LazyList
+from .values import _frompyfunc, differentiable
+from .containers import _ITEMS_VIEW, _KEYS_VIEW
+
+
+def keys_read(origin, *xs):
+    """Before a dict's keys are read as values (``sorted(d)``, ``for k in d``, ``d.keys()``,
+    ``d.items()``...; classify._guard_key_reads): refuse keys that are floats (or tuples holding
+    floats).  s2sad keeps a dict's derivative per key and drops the keys' own derivatives, which
+    is right for values read by key but not for keys that come back out as values."""
+    for x in xs:
+        t = type(x)
+        if t is dict or t is _KEYS_VIEW or t is _ITEMS_VIEW:
+            bad = next((k for k in (x.mapping if t is not dict else x) if _inexact_key(k)), None)
+            if bad is not None:
+                from ..errors import UnsupportedSyntaxError
+                raise UnsupportedSyntaxError(
+                    f"this line reads the keys of a dict as values, and a key is a "
+                    f"{type(bad).__name__} ({bad!r}); keys that are floats may carry derivatives, "
+                    f"which s2sad does not follow through dict keys (it keeps a dict's "
+                    f"derivative per key)", origin=origin,
+                    fix="keep such pairs in a list (`pairs = list(zip(keys, values))`) or key the "
+                        "dict by strings or integers; reading values by key (`d[k]`, `d.values()`) "
+                        "is fine")
+
+
+def _inexact_key(k):
+    if isinstance(k, (float, complex)) or isinstance(getattr(k, "dtype", None), np.dtype) and \
+            k.dtype.kind in "fc":
+        return True
+    return isinstance(k, tuple) and any(_inexact_key(e) for e in k)
+
+
+def refuse_vectorize(fn, args, kwargs):
+    """``np.vectorize(f)`` calls ``f`` element by element from inside NumPy, where s2sad cannot
+    follow it: refuse when values that carry a derivative go in."""
+    made = "np.vectorize(...)" if isinstance(fn, np.vectorize) else \
+        "np.frompyfunc(...)" if _frompyfunc(fn) else None
+    # (the function itself may carry a derivative: a closure over one, ``lambda t: t * y``)
+    if made and (any(differentiable(a) for a in args) or differentiable(fn) or
+                 any(differentiable(v) for v in kwargs.values())):
+        from ..errors import OpaqueCalleeError
+        raise OpaqueCalleeError(
+            f"{made} calls its function element by element from inside NumPy, so s2sad "
+            "cannot follow the values that carry a derivative through it",
+            fix="call the function on the arrays directly (NumPy operations broadcast), or loop "
+                "over the elements in your own code")
+
+
+# -- opaque callees -------------------------------------------------------------------------------
+def _ufunc_method(fn):
+    ufunc_method_name = hooks.ufunc_method_name
+    return ufunc_method_name(fn)
+
+
+def _opaque_message(fn, origin=None, text=None):
+    full = _callee_ref(fn, text)
+    if full is None:
+        full = f"a {_object_name(fn)}"
+    elif not isinstance(fn, (_types.FunctionType, _types.BuiltinFunctionType, type, np.ufunc)) \
+            and not _ufunc_method(fn):
+        full = f"{full} (of type {_type_name(fn)})"
+    return (f"{full} has no Python source and no derivative rule, and it returned a value that "
+            f"carries a derivative")
+
+
+def _object_name(obj):
+    """``ctypes._FuncPtr object 'cos'``: an object's type, and its own name where it has one."""
+    name = getattr(obj, "__name__", None)
+    return f"{_type_name(obj)} object" + (f" {name!r}" if isinstance(name, str) else "")
+
+
+def _type_name(obj):
+    t = type(obj)
+    mod = t.__module__ or ""
+    name = t.__name__ if "<locals>" in t.__qualname__ else t.__qualname__
+    return name if mod in ("builtins", "") else f"{mod.split('.')[0]}.{name}"
+
+
+def _callee_ref(fn, text=None):
+    """How a user writes the callee ``fn``: its public path (``scipy.linalg.sqrtm``), else its
+    spelling at the call site (``libm.cos``), else its module and name for a function or class;
+    None for another object (a ctypes function, a ``np.vectorize`` object) seen without a call
+    site."""
+    ref = _ufunc_method(fn) or _public_ref(fn)
+    if ref is not None:
+        return ref
+    if text:
+        return text
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if not isinstance(name, str) or not isinstance(
+            fn, (_types.FunctionType, _types.BuiltinFunctionType, _types.MethodType, type)):
+        return None
+    mod = getattr(fn, "__module__", None) or ""
+    return f"{mod.split('.')[0]}.{name}" if mod and mod != "builtins" else name
+
+
+_ALTERNATIVES = {
+    "numpy.frompyfunc": "np.frompyfunc's function is called element by element from inside "
+                        "NumPy, where s2sad cannot follow it; call the function on the arrays "
+                        "directly (NumPy operations broadcast), or loop over the elements in your "
+                        "own code",
+    "numpy.vectorize": "np.vectorize's function is called element by element from inside NumPy, "
+                       "where s2sad cannot follow it; call the function on the arrays directly "
+                       "(NumPy operations broadcast), or loop over the elements in your own code",
+    "numpy.piecewise": "np.piecewise is not differentiated (its functions are called by NumPy); "
+                       "write it with np.where or np.select, which are",
+}
+
+
+def _public_ref(fn):
+    """A dotted name a user can write for ``fn``: the first public module on its module path
+    that holds it (``scipy.linalg.sqrtm``, not ``scipy.linalg._matfuncs.sqrtm``); for a method
+    of an object such a module holds, ``scipy.stats.norm.logpdf``.  None when there is none."""
+    import sys
+    owner = getattr(fn, "__self__", None)
+    bound = owner is not None and not isinstance(owner, (_ModuleType, type))
+    obj = owner if bound else fn
+    parts = (getattr(fn, "__module__", None) or "").split(".")
+    for k in range(1, len(parts) + 1):
+        if parts[k - 1].startswith("_"):
+            break
+        mod = sys.modules.get(".".join(parts[:k]))
+        if mod is None:
+            continue
+        name = getattr(obj, "__name__", None)
+        if not (name and getattr(mod, name, None) is obj):
+            name = next((a for a in dir(mod) if not a.startswith("_") and
+                         getattr(mod, a, None) is obj), None)
+        if name:
+            return ".".join(parts[:k]) + f".{name}" + (f".{fn.__name__}" if bound else "")
+    return None
+
+
+def _rule_skeleton(fn, text=None):
+    ref = _callee_ref(fn, text) or f"<the {_object_name(fn)} you call>"
+    alt = _ALTERNATIVES.get(ref)
+    if alt is not None:
+        return alt
+    return ("declare its derivative, e.g.\n\n"
+            "    import s2sad\n"
+            f"    s2sad.defrule({ref}, \"x, /\",\n"
+            "                  vjp={\"x\": \"g * <derivative of the output w.r.t. x>\"})\n\n"
+            "  (g is the output's adjoint, ans the output), or mark it non-differentiable with "
+            f"s2sad.defzero({ref})")
+
+
+def check_opaque(value, site):
+    """Raise if an opaque callee (no source, no rule), called with values that carry a
+    derivative, produced a differentiable value or an iterator (whose values s2sad cannot see:
+    ``itertools.chain(xs, ys)``...)."""
+    if hasattr(value, "__next__") and hasattr(value, "__iter__") and not isinstance(value, (str, bytes)):
+        from ..errors import OpaqueCalleeError
+        fn = getattr(site.call.fn, "obj", None)
+        qual = getattr(fn, "__qualname__", None) or repr(fn)
+        name = _ufunc_method(fn) or f"{getattr(fn, '__module__', None) or ''}.{qual}".lstrip(".")
+        raise OpaqueCalleeError(
+            f"{name} returned an iterator over values that carry a derivative; s2sad cannot follow "
+            f"the values an iterator without Python source yields", origin=site.origin,
+            fix="build the values with a loop or a comprehension instead (map, filter, zip, "
+                "enumerate, functools.reduce, itertools.accumulate and itertools.chain are followed)")
+    if differentiable(value):
+        from ..errors import OpaqueCalleeError
+        call = site.call
+        fn = getattr(call.fn, "obj", None)
+        text = getattr(call.fn, "text", None)
+        desc = _opaque_message(fn, text=text) if fn is not None else \
+            f"`{site.origin.text}` calls something s2sad has no rule for, and it returned a value " \
+            f"that carries a derivative"
+        raise OpaqueCalleeError(desc, origin=site.origin, fix=_rule_skeleton(fn, text)
+                                if fn is not None else "declare a rule with s2sad.defrule")
+
+
+def not_receiver(value, obj, origin):
+    """Refuse a method that changes its object and returns that same object (``return self``)
+    when its result gets a name (``c.add(a).add(b)``, ``d = c.add(a)``): changes made through the
+    second name would not reach the first one's derivative."""
+    if value is obj and not _is_array(obj) and type(obj) not in (list, dict, tuple) and \
+            differentiable(obj):
+        from ..errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            "this method returns its own object (`return self`), and the object is changed "
+            "through that second name (chaining, or assigning the result); s2sad does not follow "
+            "changes through such a second name",
+            origin=origin,
+            fix="call such methods one per statement (`c.add(a)` then `c.add(b)`) and keep using "
+                "the object's own name")
+
+
+def not_alias(value, args, origin):
+    """Refuse a call that returned one of its own arguments when the result is changed in place
+    later: the change would reach the argument under a name s2sad does not connect to it."""
+    if type(value) in (int, float, complex, bool, str, tuple) or value is None:
+        return
+    for a in args:
+        if a is value:
+            from ..errors import UnsupportedSyntaxError
+            raise UnsupportedSyntaxError(
+                "this call returns one of its arguments (the same object), and the result is "
+                "changed in place later; s2sad does not follow changes through such a second name",
+                origin=origin,
+                fix="change the object under its own name, or have the function return a copy "
+                    "(`return x.copy()`)")
+
+
+def inplace_guard(value, op, name, other, fix, origin, arrays_only=False, *seen):
+    """Before ``name op= ...`` (see classify._check_augmented_shared): refuse when ``value`` is an
+    object that ``op=`` changes in place (an array, a list), because ``other``, read afterwards,
+    may hold it or share its memory and s2sad makes a new value instead.  ``arrays_only``: other
+    only shares elements with ``value``, which a list changed in place keeps.  ``seen``: the
+    values of the names that may share it, when all are known here; then only a real sharing
+    (:func:`shares`) refuses."""
+    dunder = "__i" + getattr(op, "__name__", "").strip("_") + "__"
+    if hasattr(type(value), dunder) and not (arrays_only and isinstance(value, (list, dict, set))) \
+            and (not seen or shares(value, seen)):
+        from ..errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            f"`{name} {_AUG_TEXT.get(op, 'op')}= ...` changes `{name}` (a "
+            f"{type(value).__module__}.{type(value).__qualname__}) in place, and it may be held by "
+            f"{other} or share its memory (a row, an element, a function's result), which is read "
+            f"afterwards; s2sad makes a new value for `{name}` and does not follow the change",
+            origin=origin, fix=fix)
+
+
+def shares(value, others, _depth=4):
+    """Whether one of ``others`` is ``value``, holds it (as an item of a list, tuple, dict or set,
+    an attribute, what a closure or bound method captured), or shares memory with it (an array
+    and its views).  Values s2sad cannot look into (iterators, generators) count as sharing."""
+    seen = set()
+    todo = [(o, 0) for o in others]
+    arr = value if isinstance(value, np.ndarray) or (
+        _is_array(value) and not isinstance(value, np.generic)) else None
+    while todo:
+        o, d = todo.pop()
+        if o is value:
+            return True
+        if o is None or isinstance(o, (*_SCALARS, str, bytes, np.generic, type, _ModuleType)) or \
+                id(o) in seen:
+            continue
+        seen.add(id(o))
+        if _is_array(o):
+            if arr is not None and type(o) is type(arr) and \
+                    array_module(o).may_share_memory(o, arr):
+                return True
+            if getattr(o, "dtype", None) is not None and o.dtype.kind == "O" and d < _depth:
+                todo.extend((v, d + 1) for v in o.ravel().tolist())
+            continue
+        if d >= _depth:
+            return True                 # (deeper than we look: assume it does)
+        if isinstance(o, (list, tuple, set, frozenset)) or type(o) is LazyList:
+            todo.extend((v, d + 1) for v in o)
+        elif isinstance(o, dict):
+            todo.extend((v, d + 1) for v in o.values())
+            todo.extend((k, d + 1) for k in o)
+        elif isinstance(o, (_types.MethodType,)):
+            todo.append((o.__self__, d + 1))
+        elif isinstance(o, _FunctionType):
+            todo.extend((c.cell_contents, d + 1) for c in (o.__closure__ or ())
+                        if _cell_full(c))
+            todo.extend((v, d + 1) for v in (o.__defaults__ or ()))
+        elif isinstance(o, _partial):
+            todo.extend((v, d + 1) for v in (o.func, *o.args, *o.keywords.values()))
+        elif hasattr(o, "__next__") or isinstance(o, (_types.GeneratorType, map, filter, zip)):
+            return True                 # (an iterator: what it reads is not ours to see)
+        elif hasattr(o, "__dict__") or hasattr(type(o), "__slots__"):
+            vals = list(getattr(o, "__dict__", {}).values()) + \
+                [getattr(o, n) for n in getattr(type(o), "__slots__", ()) if hasattr(o, n)]
+            todo.extend((v, d + 1) for v in vals)
+    return False
+
+
+def _cell_full(c):
+    try:
+        c.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
+def share_guard(value, name, others, fix, origin, *seen):
+    """Before a write into ``value`` (the object of ``name``: an item or slice write, an in-place
+    method; see classify._check_writes_shared): refuse when one of ``seen`` (the values of the
+    names ``others``, read afterwards) holds it or shares its memory; s2sad's reverse sweep would
+    give their adjoints to the object as it was before the write."""
+    import sys
+    frame_locals = None
+    for k, other in enumerate(others):
+        if k < len(seen):
+            v = seen[k]
+        else:                       # (a name not surely bound here: look it up, if it is)
+            if frame_locals is None:
+                frame_locals = sys._getframe(1).f_locals
+            if other not in frame_locals:
+                continue
+            v = frame_locals[other]
+        if shares(value, [v]):
+            from ..errors import UnsupportedSyntaxError
+            what = f"`{other}`" if not other.startswith("_") else "a value read afterwards"
+            obj = f"`{name}`" if not name.startswith("_") else "an object taken from a container"
+            raise UnsupportedSyntaxError(
+                f"this line writes into {obj} (a {type(value).__module__}."
+                f"{type(value).__qualname__}) while {what} shares its memory or holds it (a view, "
+                f"e.g. a slice, `.T`, `.reshape`, `np.asarray`, a row; a list or object that holds "
+                f"it) and is read afterwards; s2sad does not follow the write into {what}",
+                origin=origin, fix=fix)
+
+
+_AUG_TEXT = {_operator.add: "+", _operator.sub: "-", _operator.mul: "*", _operator.truediv: "/",
+             _operator.floordiv: "//", _operator.pow: "**", _operator.matmul: "@",
+             _operator.mod: "%", _operator.and_: "&", _operator.or_: "|", _operator.xor: "^",
+             _operator.lshift: "<<", _operator.rshift: ">>"}
+
+
+def no_update(rec, name, origin):
+    """Refuse a method call that changed ``name``, an object the caller passed in."""
+    if rec is not None and rec[0] == "derived" and rec[-1]:
+        raise ArgumentWriteError(
+            f"this line calls a method that changes `{name}`, an object the caller passed in, "
+            f"with values that carry a derivative; s2sad does not follow such changes back to the "
+            f"caller", origin=origin, param=name,
+            fix=f"make the object inside the function, or return the new values instead of "
+                f"keeping them on `{name}`")

@@ -1,0 +1,263 @@
+"""Kinds of run-time values: which values carry a derivative (:func:`differentiable`), the kind
+letter a build is specialised on (:func:`kind_of`), user code versus installed libraries
+(:func:`is_user_code`), and adjoints shaped like a value (:func:`materialize`).
+"""
+import operator as _operator
+import threading as _threading
+import types as _types
+
+import numpy as np
+
+from .arrays import (_FunctionType, _ModuleType, _NDARRAY, _is_array, _partial, is_zero,
+                    unbroadcast, zeros_like)
+from .iterators import Iter
+
+
+def materialize(g, x):
+    """Turn a symbolic zero adjoint (0.0 / None) into real zeros shaped like ``x``; an object's
+    adjoint becomes the same dataclass (gradient fields) or a dict of attribute gradients."""
+    if _is_object(x):
+        return _object_grad(g, x)
+    tx = type(x)
+    if tx is int or tx is bool or tx is str or x is None:
+        return None
+    dt = getattr(x, "dtype", None)
+    if dt is not None and dt.kind not in "fcO":
+        return None
+    if is_zero(g):
+        return zeros_like(x)
+    if type(g) in (tuple, list) and type(x) in (tuple, list):
+        return type(x)(materialize(a, b) for a, b in zip(g, x))
+    if type(g) is dict and type(x) is dict:
+        return {k: materialize(g.get(k), v) for k, v in x.items()}
+    if hasattr(x, "shape") and getattr(g, "shape", None) != x.shape:
+        return unbroadcast(g, x)
+    return g
+
+
+def _is_object(x):
+    return hasattr(x, "__dict__") and not hasattr(x, "dtype") and not isinstance(x, type) \
+        and not callable(x) or (hasattr(x, "__dict__") and hasattr(type(x), "__call__")
+                                and not isinstance(x, type) and not hasattr(x, "__code__")
+                                and not hasattr(x, "dtype") and _object_differentiable(x))
+
+
+def _object_grad(g, x):
+    import dataclasses
+    attrs = {k: v for k, v in vars(x).items()}
+    gd = g if isinstance(g, dict) else {}
+    out = {}
+    for k, v in attrs.items():
+        if differentiable(v):
+            out[k] = materialize(gd.get(k, 0.0), v)
+        else:
+            out[k] = None
+    if dataclasses.is_dataclass(x):
+        import copy
+        obj = copy.copy(x)
+        for k, v in out.items():
+            object.__setattr__(obj, k, v)
+        return obj
+    return {k: v for k, v in out.items() if v is not None}
+
+
+# -- kinds of run-time values (the build is specialised on them) ----------------------------------
+def kind_of(v):
+    t = type(v)
+    if t is _NDARRAY:
+        return "a"
+    if t is float:
+        return "f"
+    if t is complex:
+        return "z"
+    if t is int or t is bool or v is None or t is str:
+        return "i"
+    if t is tuple or t is list or t is dict:
+        return "c"
+    if _is_array(v):
+        return "a"
+    if isinstance(v, (tuple, list, dict)):
+        return "c"
+    if class_has_operators(t):
+        return "o"                      # an object whose class defines __add__... in Python
+    return "?"
+
+
+def differentiable(v):
+    """True for values that carry a derivative: real/complex floats and arrays, containers of them,
+    object arrays holding any of them."""
+    t = type(v)
+    if t is _NDARRAY:
+        k = v.dtype.kind
+        return k in "fc" or k == "O" and _object_array_differentiable(v)
+    if t is float or t is complex:
+        return True
+    if t is tuple or t is list or isinstance(v, (tuple, list)):
+        return any(differentiable(x) for x in v)
+    if t is dict or isinstance(v, dict):
+        return any(differentiable(x) for x in v.values())
+    if t is _ModuleType:
+        return False
+    dt = getattr(v, "dtype", None)
+    if dt is not None and hasattr(v, "shape"):
+        return dt.kind in "fc" or dt.kind == "O" and _object_array_differentiable(v)
+    if t is _FunctionType:
+        inner = getattr(v, "__s2sad_transform__", None)     # s2sad.grad(f): as f
+        return _closure_differentiable(v) or (inner is not None and differentiable(inner[1]))
+    if t is _partial:
+        return differentiable(v.args) or differentiable(v.keywords)
+    if t in _DICT_VIEWS:
+        return any(differentiable(x) for x in v)     # d.values(), d.items() over floats
+    if isinstance(v, Iter):
+        # s2sad's own iterator: what it has yet to yield is not known, and a callee that
+        # captures it or is given it may consume it (its adjoint goes back to its values)
+        return True
+    if t is _types.MethodType:
+        return differentiable(v.__func__) or differentiable(v.__self__)
+    if isinstance(v, np.ufunc):
+        # np.frompyfunc(f, ...): the ufunc holds f (a closure may carry a derivative); NumPy shows
+        # it only to the garbage collector
+        import gc
+        return _frompyfunc(v) and any(type(r) is _FunctionType and differentiable(r)
+                                      for r in gc.get_referents(v))
+    return _object_differentiable(v)
+
+
+_DICT_VIEWS = (type({}.values()), type({}.items()), type({}.keys()))
+
+
+def _object_array_differentiable(a):
+    """An object array (``np.frompyfunc``, ``dtype=object``) carries a derivative when one of its
+    elements does.  Only object arrays are scanned; numeric arrays are decided by their dtype."""
+    return any(differentiable(x) for x in a.flat)
+
+
+def _closure_differentiable(fn, depth=0):
+    """A closure carries a derivative when a value it captured does."""
+    if not fn.__closure__ or depth > 4:
+        return False
+    for c in fn.__closure__:
+        try:
+            x = c.cell_contents
+        except ValueError:
+            continue
+        if type(x) is _FunctionType:
+            if x is not fn and _closure_differentiable(x, depth + 1):
+                return True
+        elif differentiable(x):
+            return True
+    return False
+
+
+def _object_differentiable(v, depth=0):
+    """A user object carries a derivative when one of its attributes does."""
+    import types
+    d = getattr(v, "__dict__", None)
+    if d is None or depth > 3 or isinstance(v, (type, types.ModuleType, types.FunctionType,
+                                                  types.MethodType)):
+        return False
+    for x in list(d.values()):
+        t = type(x)
+        if t is float or t is complex:
+            return True
+        if t is _FunctionType or t is _partial or t is _types.MethodType:
+            # (np.vectorize(f).pyfunc, o.f = lambda: y)
+            if differentiable(x):
+                return True
+            continue
+        if t in (tuple, list, dict):
+            if differentiable(x):
+                return True
+            continue
+        dt = getattr(x, "dtype", None)
+        if dt is not None and hasattr(x, "shape"):
+            if differentiable(x):
+                return True
+        elif hasattr(x, "__dict__") and _object_differentiable(x, depth + 1):
+            return True
+    return False
+
+
+def _frompyfunc(fn):
+    """A ufunc made by ``np.frompyfunc(f, nin, nout)`` (object loops only), or its method."""
+    u = fn if isinstance(fn, np.ufunc) else getattr(fn, "__self__", None)
+    return isinstance(u, np.ufunc) and all(set(t.replace("->", "")) == {"O"} for t in u.types)
+
+
+_DUNDERS = {_operator.add: ("__add__", "__radd__"), _operator.sub: ("__sub__", "__rsub__"),
+            _operator.mul: ("__mul__", "__rmul__"), _operator.truediv: ("__truediv__", "__rtruediv__"),
+            _operator.floordiv: ("__floordiv__", "__rfloordiv__"), _operator.mod: ("__mod__", "__rmod__"),
+            _operator.pow: ("__pow__", "__rpow__"), _operator.matmul: ("__matmul__", "__rmatmul__"),
+            _operator.neg: ("__neg__",), _operator.pos: ("__pos__",), abs: ("__abs__",),
+            _operator.getitem: ("__getitem__",)}
+
+
+def python_dunder(obj, name):
+    """``type(obj).name`` when it is a Python function s2sad may derive (a user class's
+    ``__add__``...), else None."""
+    f = getattr(type(obj), name, None)
+    return f if _is_python(f) else None
+
+
+_OPERATOR_CLASSES = {}
+
+
+def class_has_operators(cls):
+    """True for a user class that defines arithmetic operators or ``__getitem__`` in Python."""
+    known = _OPERATOR_CLASSES.get(cls)
+    if known is None:
+        known = _OPERATOR_CLASSES[cls] = any(
+            _is_python(getattr(cls, n, None)) for names in _DUNDERS.values() for n in names)
+    return known
+
+
+_USER_CACHE = {}
+
+
+def _is_python(fn):
+    """A Python function s2sad may derive: user code, not s2sad, the standard library or an
+    installed package (those need rules)."""
+    import inspect
+    if not inspect.isfunction(fn):
+        return False
+    code = fn.__code__
+    r = _USER_CACHE.get(code)
+    if r is None:
+        r = _USER_CACHE[code] = is_user_code(fn)
+    return r
+
+
+def is_user_code(fn):
+    import os
+    mod = fn.__module__ or ""
+    if mod.startswith("s2sad.") and not mod.startswith("s2sad_generated"):
+        return False
+    f = fn.__code__.co_filename
+    if f.startswith("<s2sad-generated"):
+        return True
+    if f.startswith("<"):
+        return False
+    f = os.path.realpath(f)
+    for p in _library_dirs():
+        if f.startswith(p):
+            return False
+    return "site-packages" not in f and "dist-packages" not in f
+
+
+_LIBRARY_DIRS = []
+_LIBRARY_LOCK = _threading.Lock()
+
+
+def _library_dirs():
+    """The standard library's and installed packages' folders, computed once (sysconfig fills
+    its own tables on first use, which is not safe from several threads at once: "dictionary
+    changed size during iteration")."""
+    if not _LIBRARY_DIRS:
+        import os
+        import sysconfig
+        with _LIBRARY_LOCK:
+            if not _LIBRARY_DIRS:
+                paths = sysconfig.get_paths()
+                _LIBRARY_DIRS[:] = [os.path.realpath(paths[k]) + os.sep for k in
+                                    ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k)]
+    return _LIBRARY_DIRS
