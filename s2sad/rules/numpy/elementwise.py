@@ -53,6 +53,8 @@ _each(_np("fabs"), UNARY, vjp={"x": "g * np.sign(x)"}, jvp={"x": "t * np.sign(x)
 _each(_np("conj", "conjugate"), UNARY, vjp={"x": "_rt.cj(g)"}, jvp={"x": "_rt.cj(t)"},
       forbid=UFUNC)
 defrule(np.real, "val", vjp={"val": "_adj.like(g, val)"}, jvp={"val": "np.real(t)"}, ns=A)
+defrule(np.real_if_close, "a, tol=100", vjp={"a": "_adj.like(g, a)"},
+        jvp={"a": "np.real(t) if np.result_type(ans).kind != 'c' else t"}, ns=A)
 defrule(np.imag, "val", vjp={"val": "_adj.imag(g, val)"}, jvp={"val": "np.imag(t)"}, ns=A)
 defrule(np.angle, "z, deg=False", vjp={"z": "_adj.angle(g, z, deg)"}, ns=A)
 defrule(np.sinc, "x", vjp={"x": "g * _adj.sinc(x)"}, jvp={"x": "t * _adj.sinc(x)"}, ns=A)

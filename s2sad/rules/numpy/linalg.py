@@ -24,6 +24,10 @@ defrule(np.linalg.cholesky, "a, /, *, upper=False", vjp={"a": "_adj.cholesky(g, 
         ns=A)
 defrule(np.linalg.eigh, "a, UPLO='L'", vjp={"a": "_adj.eigh(g, ans, a, UPLO)"}, kind="any", ns=A)
 defrule(np.linalg.eigvalsh, "a, UPLO='L'", vjp={"a": "_adj.eigvalsh(g, ans, a, UPLO)"}, ns=A)
+defrule(np.linalg.eig, "a", vjp={"a": "_adj.eig(g, ans, a)"}, jvp={"a": "_adj.eig_tangent(t, ans, a)"},
+        kind="any", ns=A)
+defrule(np.linalg.eigvals, "a", vjp={"a": "_adj.eigvals(g, ans, a)"},
+        jvp={"a": "_adj.eigvals_tangent(t, ans, a)"}, ns=A)
 defrule(np.linalg.qr, "a, mode='reduced'", vjp={"a": "_adj.qr(g, ans, a, mode)"}, kind="any",
         ns=A)
 defrule(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False",
@@ -180,6 +184,109 @@ def eigvalsh(g, ans, a, UPLO="L"):
     S = (v * m.asarray(g)[..., None, :]) @ _mH(v)
     S = 0.5 * (S + _mH(S))
     return like(_from_hermitian(S, UPLO), a)
+
+
+# -- eig / eigvals: general matrices ---------------------------------------------------------------
+# A = V diag(w) V^-1, each column of V of unit 2-norm with its largest component real (LAPACK's
+# geev).  With M = V^-1 dA V: dw = diag(M); dV = V (F o M) + V diag(c), F_ij = 1/(w_j - w_i) off the
+# diagonal, and c_j the multiple of v_j that keeps |v_j| = 1 (real part) and the largest component
+# real (imaginary part).
+
+
+def _eig_checks(w, V, need_gaps):
+    """Refuse where the derivative would divide by ~0: eigenvalues that coincide (eigenvectors
+    asked for) or a defective matrix (eigenvectors that are not independent)."""
+    m = xp(w)
+    eps = float(np.finfo(np.result_type(w).type(0).real.dtype).eps)
+    scale = max(1.0, float(m.abs(w).max())) if w.size else 1.0
+    n = w.shape[-1]
+    if need_gaps and n > 1:
+        diff = m.abs(w[..., None, :] - w[..., :, None]) + m.eye(n) * scale
+        if float(diff.min()) <= 64 * eps * scale:
+            raise RuleError("np.linalg.eig: the matrix has repeated eigenvalues; the derivative "
+                            "of its eigenvectors divides by their difference (~0) and does not "
+                            "exist", fix="use np.linalg.eigvals when only the eigenvalues are "
+                                         "needed, or perturb the matrix so its eigenvalues differ")
+    if n and float(m.max(m.asarray(np.linalg.cond(V)))) * eps > 1e-2:
+        raise RuleError("np.linalg.eig/eigvals: the matrix is defective (its eigenvectors are not "
+                        "independent): the eigenvalues are not differentiable there",
+                        fix="perturb the matrix, or use np.linalg.eigh for Hermitian matrices")
+
+
+def _eig_F(w):
+    m = xp(w)
+    n = w.shape[-1]
+    eye = m.eye(n, dtype=bool)
+    diff = w[..., None, :] - w[..., :, None]
+    return m.where(eye, 0, 1 / m.where(eye, 1, diff))
+
+
+def _eig_top(V):
+    """Row of each column's largest component (the one LAPACK makes real)."""
+    m = xp(V)
+    return m.argmax(m.abs(V), axis=-2)[..., None, :]
+
+
+def eig_tangent(t, ans, a):
+    m = xp(a)
+    w, V = ans
+    _eig_checks(w, V, True)
+    T = asarray(t, like=V)
+    Vi = m.linalg.inv(V)
+    Mt = Vi @ T @ V
+    dw = m.diagonal(Mt, axis1=-2, axis2=-1)
+    dV = V @ (_eig_F(w) * Mt)
+    dV = dV - V * (cj(V) * dV).sum(axis=-2, keepdims=True).real
+    if dV.dtype.kind == "c":
+        k = _eig_top(V)
+        vk = m.take_along_axis(V, k, axis=-2)
+        dk = m.take_along_axis(dV, k, axis=-2)
+        dV = dV - 1j * V * (dk / vk).imag
+    if w.dtype.kind != "c":
+        dw, dV = dw.real, dV.real
+    return dw, dV
+
+
+def eig(g, ans, a):
+    """Adjoint of ``np.linalg.eig`` (the transpose of :func:`eig_tangent`)."""
+    m = xp(a)
+    w, V = ans
+    gw, gV = g if isinstance(g, (tuple, list)) else (g, None)
+    _eig_checks(w, V, not is_zero(gV))
+    n = w.shape[-1]
+    dt = np.result_type(V.dtype, np.complex64 if V.dtype == np.float32 else np.float64)
+    inner = m.zeros(V.shape, dtype=np.result_type(dt, w.dtype))
+    if not is_zero(gw):
+        inner = inner + m.asarray(gw)[..., None, :] * m.eye(n, dtype=inner.dtype)
+    if not is_zero(gV):
+        gY = m.asarray(gV)
+        gY = gY - V * (cj(V) * gY).sum(axis=-2, keepdims=True).real
+        if V.dtype.kind == "c":
+            k = _eig_top(V)
+            vk = m.take_along_axis(V, k, axis=-2).real
+            b = -(cj(m.asarray(gV)) * V).sum(axis=-2, keepdims=True).imag
+            Z = m.zeros(V.shape, dtype=V.dtype)
+            m.put_along_axis(Z, k, -1j * b / vk, axis=-2)
+            gY = gY + Z
+        inner = inner + cj(_eig_F(w)) * (_mH(V) @ gY)
+    Vi = m.linalg.inv(V)
+    return like(_mH(Vi) @ inner @ _mH(V), a)
+
+
+def eigvals(g, ans, a):
+    m = xp(a)
+    w, V = m.linalg.eig(asarray(a))
+    _eig_checks(w, V, False)
+    return eig(g, (w, V), a)
+
+
+def eigvals_tangent(t, ans, a):
+    m = xp(a)
+    w, V = m.linalg.eig(asarray(a))
+    _eig_checks(w, V, False)
+    Vi = m.linalg.inv(V)
+    dw = m.diagonal(Vi @ asarray(t, like=V) @ V, axis1=-2, axis2=-1)
+    return dw if w.dtype.kind == "c" else dw.real
 
 
 def _copyltu(M):

@@ -292,8 +292,14 @@ def einsum(g, operands, which, **kwargs):
     subscripts string).  Handles implicit output, ellipses, repeated indices (diagonals), and
     indices summed within a single operand."""
     if not isinstance(operands[0], str):
-        raise RuleError("np.einsum: only the subscripts-string form is differentiable",
-                        fix="write the subscripts as a string: np.einsum('ij,jk->ik', a, b)")
+        subs, ops, where = _einsum_sublists(operands)
+        r = einsum(g, (subs,) + tuple(ops), which, **kwargs)
+        if which is not None:
+            return r
+        out = [None] * len(operands)
+        for k, pos in enumerate(where):
+            out[pos] = r[k + 1]
+        return tuple(out)
     subs, *ops = operands
     ops_ = [asarray(o) for o in ops]
     m = xp(*ops_)
@@ -382,7 +388,40 @@ def _einsum_parse(subs, ndims):
     return res, out
 
 
+def _einsum_sublists(operands):
+    """``np.einsum(op0, sub0, op1, sub1, ..., [out])`` (the sublist form) as a subscripts string,
+    the operands, and each operand's position in ``operands``."""
+    if len(operands) < 2:
+        raise RuleError("np.einsum: subscripts missing", fix="np.einsum('ij,jk->ik', a, b)")
+
+    def letters(sub):
+        s = ""
+        for v in sub:
+            if v is Ellipsis:
+                s += "..."
+            else:
+                v = operator.index(v)
+                if not 0 <= v < len(_LETTERS):
+                    raise RuleError(f"np.einsum: subscript {v} out of range",
+                                    fix="use subscripts 0..51")
+                s += _LETTERS[v]
+        return s
+    n = len(operands) // 2
+    ins, ops, where = [], [], []
+    for k in range(n):
+        ops.append(operands[2 * k])
+        ins.append(letters(operands[2 * k + 1]))
+        where.append(2 * k)
+    subs = ",".join(ins)
+    if len(operands) % 2:
+        subs += "->" + letters(operands[-1])
+    return subs, ops, where
+
+
 def einsum_tangent(t, operands, **kwargs):
+    if not isinstance(operands[0], str):
+        subs, ops, where = _einsum_sublists(operands)
+        return einsum_tangent((None,) + tuple(t[p] for p in where), (subs,) + tuple(ops))
     subs, *ops = operands
     m = xp(*ops)
     out = None

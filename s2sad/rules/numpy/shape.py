@@ -36,8 +36,8 @@ defrule(np.roll, "a, shift, axis=None", vjp={"a": "_adj.roll(g, a, shift, axis)"
 defrule(np.rot90, "m, k=1, axes=(0, 1)", vjp={"m": "np.rot90(g, -k, axes)"},
         jvp={"m": "np.rot90(t, k, axes)"}, view=True)
 defrule(np.pad, "array, pad_width, mode='constant', **kwargs",
-        vjp={"array": "_adj.pad(g, array, pad_width, mode)"},
-        jvp={"array": "np.pad(t, pad_width, mode)"}, ns=A)
+        vjp={"array": "_adj.pad(g, array, pad_width, mode, kwargs)"},
+        jvp={"array": "_adj.pad_tangent(t, array, pad_width, mode, kwargs)"}, ns=A)
 defrule(np.split, "ary, indices_or_sections, axis=0",
         vjp={"ary": "_adj.split(g, ary, indices_or_sections, axis)"}, kind="any", view=True, ns=A)
 defrule(np.array_split, "ary, indices_or_sections, axis=0",
@@ -55,6 +55,15 @@ defrule(np.take_along_axis, "arr, indices, axis=-1",
         jvp={"arr": "np.take_along_axis(t, indices, axis)"}, ns=A)
 defrule(np.sort, "a, axis=-1, kind=None, order=None, *, stable=None",
         vjp={"a": "_adj.sort(g, a, axis)"}, jvp={"a": "_adj.sort_tangent(t, a, axis)"}, forbid={"order": None}, ns=A)
+defrule(np.partition, "a, kth, axis=-1, kind='introselect', order=None",
+        vjp={"a": "_adj.partition(g, ans, a, axis)"},
+        jvp={"a": "_adj.partition_tangent(t, ans, a, axis)"}, forbid={"order": None}, ns=A)
+defrule(np.gradient, "f, *varargs, axis=None, edge_order=1",
+        vjp={"f": "_adj.gradient(g, f, varargs, axis, edge_order)",
+             "varargs": "_adj.gradient_spacing(g, f, varargs, axis, edge_order)"},
+        jvp={"f": "_adj.gradient_tangent(t, f, varargs, axis, edge_order)",
+             "varargs": "_adj.gradient_spacing_tangent(t, f, varargs, axis, edge_order)"},
+        kind="any", ns=A)
 defrule(np.diff, "a, n=1, axis=-1, prepend=None, append=None",
         vjp={"a": "_adj.diff(g, a, n, axis)"}, jvp={"a": "np.diff(t, n, axis)"},
         forbid={"prepend": None, "append": None}, ns=A)
@@ -186,24 +195,73 @@ def roll(g, a, shift, axis=None):
     return like(m.roll(asarray(g, like=a), neg, axis), a)
 
 
-def pad(g, array, pad_width, mode="constant"):
-    """Adjoint of ``np.pad`` for modes constant, edge, reflect, symmetric, wrap, empty."""
+_PAD_LINEAR = ("constant", "empty", "edge", "reflect", "symmetric", "wrap", "linear_ramp", "mean")
+
+
+def _pad_axes(array, pad_width, mode, kwargs):
+    """``np.pad`` of an array as one linear map per axis (the array's constant offsets --
+    ``constant_values``, ``end_values`` -- left out): a list of (axis, P) with P of shape
+    (n + before + after, n), P[:, j] the padded unit vector e_j.  NumPy pads axis after axis and each
+    axis's padding reads the padded earlier axes, so the whole map is the product of these (they
+    commute: each acts along its own axis).  Every ``pad_width`` form NumPy takes (int, (n,),
+    (before, after), ((before, after),), one pair per axis) is read the way np.pad reads it."""
+    if callable(mode) or mode not in _PAD_LINEAR:
+        name = getattr(mode, "__name__", mode)
+        raise RuleError(f"np.pad(mode={name!r}) is not differentiable (its padding is not a "
+                        f"fixed linear function of the array)",
+                        fix="use mode='constant', 'edge', 'reflect', 'symmetric', 'wrap', "
+                            "'linear_ramp' or 'mean'")
+    nd = len(shape(array))
+    pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (nd, 2))
+    kw = dict(kwargs or {})
+    kw.pop("constant_values", None)          # offsets, not part of the linear map
+    kw.pop("end_values", None)
+    if mode == "linear_ramp":
+        kw["end_values"] = 0
+    stat = kw.pop("stat_length", None)
+    stat = None if stat is None else np.broadcast_to(np.asarray(stat, dtype=np.int64), (nd, 2))
+    out = []
+    for ax, n in enumerate(shape(array)):
+        lo, hi = int(pw[ax, 0]), int(pw[ax, 1])
+        if lo == 0 and hi == 0:
+            continue
+        k = dict(kw)
+        if stat is not None:
+            k["stat_length"] = (tuple(int(v) for v in stat[ax]),)
+        P = np.pad(np.eye(n), ((lo, hi), (0, 0)), mode="constant" if mode == "empty" else mode,
+                   **k)
+        out.append((ax, P))
+    return out
+
+
+def _apply_axis(m, x, P, ax):
+    """P applied along axis ``ax`` of ``x``."""
+    P = m.asarray(P) if m is not np else P
+    r = m.tensordot(P.astype(x.real.dtype if x.dtype.kind == "c" else x.dtype, copy=False), x,
+                    axes=([1], [ax]))
+    return m.moveaxis(r, 0, ax)
+
+
+def pad(g, array, pad_width, mode="constant", kwargs=None):
+    """Adjoint of ``np.pad``: the transpose of its per-axis linear maps (modes constant, empty,
+    edge, reflect and symmetric -- even or odd --, wrap, linear_ramp, mean)."""
     a_ = asarray(array)
     m = xp(a_)
     g = m.asarray(g)
-    if mode in ("constant", "empty"):
-        pw = np.broadcast_to(np.asarray(pad_width, dtype=int).reshape(-1, 2)
-                             if np.ndim(pad_width) else np.asarray([[pad_width, pad_width]]),
-                             (a_.ndim, 2))
-        sl = tuple(slice(int(lo), int(lo) + n) for (lo, _), n in zip(pw, a_.shape))
-        return like(g[sl].copy(), array)
-    if mode not in ("edge", "reflect", "symmetric", "wrap"):
-        raise RuleError(f"np.pad(mode={mode!r}) is not differentiable",
-                        fix="use mode='constant', 'edge', 'reflect', 'symmetric' or 'wrap'")
-    idx = np.pad(np.arange(a_.size).reshape(a_.shape), pad_width, mode=mode)
-    flat = m.zeros(a_.size, dtype=g.dtype)
-    _rt.scatter_add(flat, m.asarray(idx.ravel()) if m is not np else idx.ravel(), g.ravel())
-    return like(flat.reshape(a_.shape), array)
+    for ax, P in _pad_axes(a_, pad_width, mode, kwargs):
+        g = _apply_axis(m, g, P.T, ax)
+    return like(m.ascontiguousarray(g), array)
+
+
+def pad_tangent(t, array, pad_width, mode="constant", kwargs=None):
+    a_ = asarray(array)
+    m = xp(a_)
+    t = m.asarray(t)
+    if t.shape != a_.shape:
+        t = m.broadcast_to(t, a_.shape)
+    for ax, P in _pad_axes(a_, pad_width, mode, kwargs):
+        t = _apply_axis(m, t, P, ax)
+    return t
 
 
 def split(g, ary, indices_or_sections, axis=0, kind="split"):
@@ -290,6 +348,202 @@ def sort(g, a, axis=-1):
     out = m.zeros(a_.shape, dtype=a_.dtype)
     m.put_along_axis(out, perm, g, axis=axis)
     return like(out, a)
+
+
+def _partition_perm(ans, a, axis):
+    """The permutation ``idx`` with take_along_axis(a, idx, axis) == ans (``ans`` the partitioned
+    array, found by matching the stable sort orders of both: exact whatever order the partition
+    left the other elements in; ties, where no derivative exists, matched in order)."""
+    m = xp(a)
+    idx = m.empty(a.shape, dtype=np.intp)
+    m.put_along_axis(idx, m.argsort(ans, axis=axis, kind="stable"),
+                     m.argsort(a, axis=axis, kind="stable"), axis=axis)
+    return idx
+
+
+def partition(g, ans, a, axis=-1):
+    """Adjoint of ``np.partition``: g sent back through the permutation it applied."""
+    a_ = asarray(a)
+    m = xp(a_)
+    g = m.asarray(g)
+    if axis is None:
+        return like(partition(g.ravel(), ans, a_.ravel(), 0).reshape(a_.shape), a)
+    idx = _partition_perm(asarray(ans, like=a_), a_, axis)
+    out = m.zeros(a_.shape, dtype=np.result_type(a_.dtype, g.dtype))
+    m.put_along_axis(out, idx, m.broadcast_to(g, a_.shape), axis=axis)
+    return like(out, a)
+
+
+def partition_tangent(t, ans, a, axis=-1):
+    a_ = asarray(a)
+    m = xp(a_)
+    t = m.broadcast_to(asarray(t, like=a_), a_.shape)
+    if axis is None:
+        return partition_tangent(t.ravel(), ans, a_.ravel(), 0)
+    return m.take_along_axis(t, _partition_perm(asarray(ans, like=a_), a_, axis), axis)
+
+
+# -- np.gradient -----------------------------------------------------------------------------------
+# Along each axis the result is a linear map of f (second-order central differences inside, one-
+# or two-sided differences of order edge_order at the ends), whose coefficients depend on the
+# spacing: a scalar h (the map is D/h) or the coordinates x (rational functions of their
+# differences).  Derivatives in f apply the map (or its transpose, a matrix built by running
+# np.gradient on the identity); derivatives in the coordinates are taken by a complex step on
+# np.gradient itself (exact: its formulas are rational in x), three coordinates at a time (each
+# result depends on at most three neighbouring coordinates).
+
+def _gradient_axes(f, varargs, axis):
+    """[(axis, spacing)] in the order np.gradient returns its results, and whether it returns one
+    array."""
+    nd = len(shape(f))
+    axes = tuple(range(nd)) if axis is None else \
+        tuple(int(a) % nd for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+    if len(varargs) == 0:
+        sp = [1.0] * len(axes)
+    elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
+        sp = [varargs[0]] * len(axes)
+    elif len(varargs) == len(axes):
+        sp = list(varargs)
+    else:
+        raise TypeError("np.gradient: invalid number of spacing arguments")
+    return list(zip(axes, sp)), len(axes) == 1
+
+
+def _gradient_parts(g, n):
+    if n == 1 and not isinstance(g, (tuple, list)):
+        return [g]
+    return list(g)
+
+
+def _coord_sp(s):
+    return np.ndim(s) != 0
+
+
+def _gradient_matrix(n, sp, edge_order):
+    """The (n, n) matrix of np.gradient along one axis (column j: the gradient of e_j); for a
+    scalar spacing, that of spacing 1."""
+    return np.gradient(np.eye(n), sp if _coord_sp(sp) else 1.0, axis=0, edge_order=edge_order)
+
+
+def gradient(g, f, varargs, axis=None, edge_order=1):
+    """Adjoint of ``np.gradient`` w.r.t. ``f``: the transposed per-axis maps, summed."""
+    f_ = asarray(f)
+    m = xp(f_)
+    pairs, _ = _gradient_axes(f_, varargs, axis)
+    out = None
+    for (ax, sp), gk in zip(pairs, _gradient_parts(g, len(pairs))):
+        if is_zero(gk):
+            continue
+        D = _gradient_matrix(f_.shape[ax], _real_spacing(sp), edge_order)
+        if not _coord_sp(sp):
+            D = D / _as_np(sp)
+        r = _apply_axis(m, m.broadcast_to(m.asarray(gk), f_.shape), _mat_like(D, m).conj().T, ax)
+        out = r if out is None else out + r
+    if out is None:
+        return m.zeros(f_.shape, dtype=f_.dtype)
+    return like(out, f)
+
+
+def _as_np(x):
+    return x.get() if hasattr(x, "get") else np.asarray(x)
+
+
+def _real_spacing(sp):
+    return _as_np(sp)
+
+
+def _mat_like(D, m):
+    return D if m is np else m.asarray(D)
+
+
+def gradient_tangent(t, f, varargs, axis=None, edge_order=1):
+    f_ = asarray(f)
+    m = xp(f_)
+    t = m.broadcast_to(asarray(t, like=f_), f_.shape)
+    pairs, single = _gradient_axes(f_, varargs, axis)
+    outs = tuple(m.gradient(t, sp, axis=ax, edge_order=edge_order) for ax, sp in pairs)
+    return outs[0] if single else outs
+
+
+def _coord_step(f, x, ax, edge_order, dx):
+    """d/ds np.gradient(f, x + s dx) along ``ax`` at s = 0 (complex step, f real or complex)."""
+    xa = _as_np(x).astype(np.float64)
+    h = 1e-20 * max(1.0, float(np.abs(xa).max()))
+    xc = xa + 1j * h * dx
+
+    def part(v):
+        return np.gradient(v.astype(np.complex128), xc, axis=ax, edge_order=edge_order).imag / h
+    fa = _as_np(f)
+    if fa.dtype.kind == "c":
+        return part(fa.real) + 1j * part(fa.imag)
+    return part(fa)
+
+
+def gradient_spacing(g, f, varargs, axis=None, edge_order=1):
+    """Adjoints of ``np.gradient``'s spacings: a scalar h scales its axis's result by 1/h; a
+    coordinate array through the complex-step derivatives of the result (three colours)."""
+    f_ = asarray(f)
+    pairs, _ = _gradient_axes(f_, varargs, axis)
+    gs = _gradient_parts(g, len(pairs))
+    shared = len(varargs) == 1 and len(pairs) > 1
+    res = [None] * len(varargs)
+    for k, ((ax, sp), gk) in enumerate(zip(pairs, gs)):
+        slot = 0 if shared else k
+        if is_zero(gk) or not varargs or not _is_float_value(varargs[slot]):
+            continue
+        gk = np.broadcast_to(_as_np(gk), f_.shape)
+        if not _coord_sp(sp):
+            val = np.gradient(_as_np(f_), _as_np(sp), axis=ax, edge_order=edge_order)
+            r = -(gk * np.conj(val / _as_np(sp))).sum()
+            r = like(r, sp) if not hasattr(sp, "shape") or isinstance(sp, np.generic) else \
+                like(xp(sp).asarray(r).reshape(()), sp)
+        else:
+            n = f_.shape[ax]
+            acc = np.zeros(n)
+            i = np.arange(n)
+            base = np.clip(i - 1, 0, max(n - 3, 0))
+            for c in range(3):
+                dx = (np.arange(n) % 3 == c).astype(float)
+                J = _coord_step(f_, sp, ax, edge_order, dx)
+                # the coordinate (of colour c) each result depends on
+                mi = base + (c - base) % 3
+                ok = mi < n
+                contrib = np.moveaxis((np.conj(gk) * J).real, ax, 0)
+                contrib = contrib.reshape(n, -1).sum(axis=1)
+                np.add.at(acc, mi[ok], contrib[ok])
+            r = like(xp(sp).asarray(acc) if xp(sp) is not np else acc, sp)
+        res[slot] = r if res[slot] is None else res[slot] + r
+    return tuple(res)
+
+
+def _is_float_value(v):
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, (float, complex)):
+        return True
+    dt = getattr(v, "dtype", None)
+    return dt is not None and dt.kind in "fc"
+
+
+def gradient_spacing_tangent(t, f, varargs, axis=None, edge_order=1):
+    f_ = asarray(f)
+    m = xp(f_)
+    pairs, single = _gradient_axes(f_, varargs, axis)
+    shared = len(varargs) == 1 and len(pairs) > 1
+    outs = []
+    for k, (ax, sp) in enumerate(pairs):
+        tk = t[0 if shared else k] if varargs else None
+        if tk is None or is_zero(tk):
+            outs.append(m.zeros(f_.shape, dtype=np.result_type(f_.dtype, float)))
+            continue
+        if not _coord_sp(sp):
+            val = m.gradient(f_, sp, axis=ax, edge_order=edge_order)
+            outs.append(-val * (asarray(tk, like=f_) / sp))
+        else:
+            r = _coord_step(f_, sp, ax, edge_order, _as_np(tk).astype(np.float64)
+                            if np.ndim(tk) else np.full(f_.shape[ax], float(tk)))
+            outs.append(m.asarray(r) if m is not np else r)
+    return outs[0] if single else tuple(outs)
 
 
 def diff(g, a, n=1, axis=-1):

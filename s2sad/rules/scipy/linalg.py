@@ -14,6 +14,10 @@ from ..registry import defrule
 A = dict(A, _sl=_sl)
 
 _NOWRITE = {"overwrite_a": False, "overwrite_b": False}
+_NOWRITE_B = {"overwrite_ab": False, "overwrite_b": False}
+# the default of logm/sqrtm's deprecated disp= and blocksize= (a sentinel in recent SciPy)
+_sl_unset = _sl.logm.__defaults__[0] if _sl.logm.__defaults__ else True
+A["_sl_unset"] = _sl_unset
 defrule(_sl.solve_triangular, "a, b, trans=0, lower=False, unit_diagonal=False, "
         "overwrite_b=False, check_finite=True",
         joint=(("a", "b"), "_adj.solve_triangular(g, ans, a, b, trans, lower, unit_diagonal)"),
@@ -38,6 +42,25 @@ defrule(_sl.solve, "a, b, lower=False, overwrite_a=False, overwrite_b=False, che
         forbid={"overwrite_a": False, "overwrite_b": False, "transposed": False,
                 "assume_a": None}, ns=A)
 defrule(_sl.expm, "A", vjp={"A": "_adj.expm(g, A)"}, jvp={"A": "_adj.expm_tangent(t, A)"}, ns=A)
+# disp=False makes logm/sqrtm return (result, error estimate): the helpers take either form
+defrule(_sl.logm, "A, disp=_sl_unset", vjp={"A": "_adj.logm(g, ans, A)"},
+        jvp={"A": "_adj.logm_tangent(t, ans, A)"}, kind="any", ns=A)
+defrule(_sl.sqrtm, "A, disp=_sl_unset, blocksize=_sl_unset", vjp={"A": "_adj.sqrtm(g, ans, A)"},
+        jvp={"A": "_adj.sqrtm_tangent(t, ans, A)"}, kind="any", ns=A)
+defrule(_sl.solve_sylvester, "a, b, q",
+        joint=(("a", "b", "q"), "_adj.solve_sylvester(g, ans, a, b, q)"),
+        jvp={"a": "_adj.sylvester_tangent(t, ans, a, b, 'a')",
+             "b": "_adj.sylvester_tangent(t, ans, a, b, 'b')",
+             "q": "_adj.sylvester_tangent(t, ans, a, b, 'q')"}, ns=A)
+defrule(_sl.solve_continuous_lyapunov, "a, q",
+        joint=(("a", "q"), "_adj.solve_continuous_lyapunov(g, ans, a, q)"),
+        jvp={"a": "_adj.lyapunov_tangent(t, ans, a, 'a')",
+             "q": "_adj.lyapunov_tangent(t, ans, a, 'q')"}, ns=A)
+defrule(_sl.solve_banded, "l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, "
+        "check_finite=True", joint=(("ab", "b"), "_adj.solve_banded(g, ans, l_and_u, ab, b)"),
+        jvp={"ab": "_adj.solve_banded_tangent(t, ans, l_and_u, ab, b, 'ab')",
+             "b": "_adj.solve_banded_tangent(t, ans, l_and_u, ab, b, 'b')"},
+        forbid=_NOWRITE_B, ns=A)
 
 
 # -- helpers the templates call --------------------------------------------------------------------
@@ -159,6 +182,162 @@ def expm_tangent(t, A):
     M[..., n:, n:] = A_
     M[..., :n, n:] = T
     return sl.expm(M)[..., :n, n:]
+
+
+# -- logm, sqrtm: Frechet derivatives -------------------------------------------------------------
+def _batched(fn, *arrays):
+    """``fn`` on the trailing (n, n) matrices of same-batch arrays, stacked back."""
+    first = arrays[0]
+    if first.ndim == 2:
+        return fn(*arrays)
+    batch = first.shape[:-2]
+    out = None
+    for idx in np.ndindex(*batch):
+        r = fn(*[x[idx] for x in arrays])
+        if out is None:
+            out = np.empty(batch + r.shape, dtype=r.dtype)
+        out[idx] = r
+    return out
+
+
+def _result(ans):
+    return ans[0] if isinstance(ans, tuple) else ans
+
+
+def _block_upper(f, X, E):
+    """The upper-right block of f([[X, E], [0, X]]): the Frechet derivative L_f(X, E)."""
+    n = X.shape[-1]
+    dt = np.result_type(X.dtype, E.dtype)
+    M = np.zeros((2 * n, 2 * n), dtype=dt)
+    M[:n, :n] = X
+    M[n:, n:] = X
+    M[:n, n:] = E
+    return f(M)[:n, n:]
+
+
+def _logm(M):
+    """logm of the block matrix; its "result may be inaccurate" warning, an estimate for the whole
+    non-normal block matrix, is not about the block we read (accurate to ~1e-15 in tests)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _sl.logm(M)
+
+
+def logm(g, ans, A):
+    """Adjoint of ``logm``: L_log(A^H, G) (the log has real Taylor coefficients, so the adjoint of
+    its Frechet derivative at A is the derivative at A^H)."""
+    A_ = asarray(A)
+    G = asarray(g[0] if isinstance(g, (tuple, list)) else g)
+    G = np.broadcast_to(G, A_.shape)
+    return like(_batched(lambda X, E: _block_upper(_logm, X, E), _mH(A_), G), A)
+
+
+def logm_tangent(t, ans, A):
+    A_ = asarray(A)
+    T = np.broadcast_to(asarray(t), A_.shape)
+    r = _batched(lambda X, E: _block_upper(_logm, X, E), A_, T)
+    res = _result(ans)
+    if np.result_type(res).kind != "c" and r.dtype.kind == "c":
+        r = r.real
+    return (r, 0.0) if isinstance(ans, tuple) else r
+
+
+def sqrtm(g, ans, A):
+    """Adjoint of ``sqrtm``: with S = sqrtm(A), dS solves S dS + dS S = dA, so gA solves
+    S^H Y + Y S^H = G."""
+    S = asarray(_result(ans))
+    G = asarray(g[0] if isinstance(g, (tuple, list)) else g)
+    G = np.broadcast_to(G, S.shape)
+    Sh = _mH(S)
+    return like(_batched(lambda X, E: _sl.solve_sylvester(X, X, E), Sh, G), A)
+
+
+def sqrtm_tangent(t, ans, A):
+    S = asarray(_result(ans))
+    T = np.broadcast_to(asarray(t), S.shape)
+    r = _batched(lambda X, E: _sl.solve_sylvester(X, X, E), S, T)
+    return (r, 0.0) if isinstance(ans, tuple) else r
+
+
+# -- Sylvester, Lyapunov, banded solves -----------------------------------------------------------
+def solve_sylvester(g, ans, a, b, q):
+    """Adjoints of ``solve_sylvester`` (A X + X B = Q), all at once: Y solves A^H Y + Y B^H = G;
+    gQ = Y, gA = -Y X^H, gB = -X^H Y."""
+    A_, B_, X = asarray(a), asarray(b), asarray(ans)
+    Y = _sl.solve_sylvester(_mH(A_), _mH(B_), asarray(g))
+    return like(-(Y @ _mH(X)), a), like(-(_mH(X) @ Y), b), like(Y, q)
+
+
+def sylvester_tangent(t, ans, a, b, which):
+    A_, B_, X = asarray(a), asarray(b), asarray(ans)
+    T = asarray(t)
+    rhs = T if which == "q" else (-(T @ X) if which == "a" else -(X @ T))
+    return _sl.solve_sylvester(A_, B_, rhs)
+
+
+def solve_continuous_lyapunov(g, ans, a, q):
+    """Adjoints of ``solve_continuous_lyapunov`` (A X + X A^H = Q): Y solves A^H Y + Y A = G;
+    gQ = Y, gA = -(Y X^H + Y^H X)."""
+    A_, X = asarray(a), asarray(ans)
+    Y = _sl.solve_continuous_lyapunov(_mH(A_), asarray(g))
+    return like(-(Y @ _mH(X) + _mH(Y) @ X), a), like(Y, q)
+
+
+def lyapunov_tangent(t, ans, a, which):
+    A_, X = asarray(a), asarray(ans)
+    T = asarray(t)
+    rhs = T if which == "q" else -(T @ X + X @ _mH(T))
+    return _sl.solve_continuous_lyapunov(A_, rhs)
+
+
+def _band_index(l, u, n):
+    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    r = u + i - j
+    ok = (r >= 0) & (r < l + u + 1)
+    return r, j, ok
+
+
+def _band_to_dense(ab, l, u, n):
+    """The (n, n) matrix whose band ``ab`` holds: A[i, j] = ab[u + i - j, j]."""
+    r, j, ok = _band_index(l, u, n)
+    A_ = np.zeros((n, n), dtype=ab.dtype)
+    A_[ok] = ab[r[ok], j[ok]]
+    return A_
+
+
+def _dense_to_band(M, l, u, n):
+    r, j, ok = _band_index(l, u, n)
+    ab = np.zeros((l + u + 1, n), dtype=M.dtype)
+    ab[r[ok], j[ok]] = M[ok]
+    return ab
+
+
+def solve_banded(g, ans, l_and_u, ab, b):
+    """Adjoints of ``solve_banded((l, u), ab, b)`` (both at once): gb = A^-H g solved in band form
+    (A^H has bands (u, l)), gA = -gb x^H kept on the band (the unused corners of ``ab`` get 0)."""
+    l, u = (int(v) for v in l_and_u)
+    AB = asarray(ab)
+    n = AB.shape[-1]
+    A_ = _band_to_dense(AB, l, u, n)
+    abh = _dense_to_band(_mH(A_), u, l, n)
+    G = asarray(g)
+    X = asarray(ans)
+    gb = _sl.solve_banded((u, l), abh, G)
+    gb2, X2 = (gb[:, None], X[:, None]) if X.ndim == 1 else (gb, X)
+    gA = -(gb2 @ _mH(X2))
+    return like(_dense_to_band(gA, l, u, n), ab), like(gb, b)
+
+
+def solve_banded_tangent(t, ans, l_and_u, ab, b, which):
+    l, u = (int(v) for v in l_and_u)
+    T = asarray(t)
+    if which == "b":
+        return _sl.solve_banded((l, u), asarray(ab), T)
+    X = asarray(ans)
+    n = asarray(ab).shape[-1]
+    dA = _band_to_dense(T, l, u, n)
+    return _sl.solve_banded((l, u), asarray(ab), -(dA @ X))
 
 
 export(globals())
