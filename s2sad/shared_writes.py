@@ -247,7 +247,7 @@ def check_writes_shared(fn, pos, varied, guards, objs=None):
     write runs (:func:`runtime.share_guard`) refuses when it really does.  Names bound again after
     the write (:func:`rederive_views`) see the write.  ``a op= v`` is
     classify._check_augmented_shared's."""
-    from .classify import _changed_in_place, _made_again_before
+    from .frontend.analysis import _changed_in_place, _made_again_before
     from .frontend.analysis import may_run_after
     kinds = getattr(fn, "kinds", {}) or {}
     stmts = list(ir.walk(fn.body))

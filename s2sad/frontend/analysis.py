@@ -353,3 +353,47 @@ def read_in(block):
         if isinstance(s, (ir.SetItem, ir.Mutate, ir.DelItem)) and isinstance(s.obj, str):
             out.add(s.obj)
     return out
+
+
+# -- in-place changes and re-made iterators (classify.py, shared_writes.py, closures.py) ---------
+def _made_again_before(chains, made, s, t):
+    """Whether every way from statement ``s`` to ``t`` runs ``made`` first (``t`` comes after
+    ``made`` in the block that holds ``made``, and ``s`` is not between them there): then ``t``
+    reads an iterator made after ``s`` (in a loop, the next round's)."""
+    block, k_made = chains[id(made)][-1]
+    k_t = next((k for b, k in chains[id(t)] if b == block), None)
+    if k_t is None or k_t <= k_made:
+        return False
+    k_s = next((k for b, k in chains[id(s)] if b == block), None)
+    return k_s is None or k_s > k_t or k_s < k_made
+
+
+# methods that leave their object as it is (on lists, dicts, arrays)
+_READ_ONLY_METHODS = {"copy", "index", "count", "get", "keys", "values", "items", "astype", "item",
+                      "tolist", "sum", "mean", "prod", "max", "min", "argmax", "argmin", "argsort",
+                      "all", "any", "cumsum", "cumprod", "std", "var", "dot", "conj", "conjugate",
+                      "round", "reshape", "ravel", "flatten", "transpose", "swapaxes", "squeeze",
+                      "diagonal", "trace", "nonzero", "searchsorted", "view", "repeat", "take",
+                      "ptp", "__len__", "__getitem__", "__contains__", "__iter__", "__reversed__"}
+
+
+def _changed_in_place(fn, s):
+    """(the operand statement ``s`` may change in place, how) or (None, None): an item or
+    attribute write, ``del``, a method that changes its object, ``a op= v`` on a value that
+    may be an array or a list (s2sad rebinds the name; Python changes the object)."""
+    if isinstance(s, (ir.SetItem, ir.Mutate, ir.DelItem)):
+        return s.obj, "write"
+    m = _mutated(s)
+    if m is not None:
+        call = s.value if isinstance(s, ir.Assign) else s.call
+        if isinstance(call.fn, ir.Method) and call.fn.name in _READ_ONLY_METHODS:
+            return None, None
+        # (a method of a user class that changes what its object holds, ``self.items.sort()``,
+        # is refused where the method itself is differentiated: a write into an argument)
+        return m, "method"
+    call = s.value if isinstance(s, ir.Assign) else None
+    if isinstance(call, ir.Call) and "augmented" in call.extra and call.args and \
+            isinstance(call.args[0], str) and \
+            getattr(fn, "kinds", {}).get(call.args[0]) not in ("f", "i", "z"):
+        return call.args[0], "augmented"
+    return None, None
