@@ -87,7 +87,10 @@ def star_args(*segments):
 
 
 def star_args_adjoint(g, segments):
-    if is_zero(g):
+    """Adjoint of :func:`star_args`: ``g`` (the adjoint of the joined tuple) cut into the
+    segments.  A call that had no derivative record (``np.floor(*xs)`` on Python floats) gives back
+    the zeros marker of unknown length (``dispatch._Zeros``): zero for every segment."""
+    if is_zero(g) or getattr(g, "zeros", False) is True:
         return (0.0,) * len(segments)
     out, k = [], 0
     for seg in segments:

@@ -517,6 +517,9 @@ class _ZeroPull(tuple):
 
 
 class _Zeros:
+    """Zero adjoints of positional arguments of unknown number (a call whose record is None)."""
+    zeros = True                       # star_args_adjoint reads it: every segment's adjoint is zero
+
     def __getitem__(self, i):
         return 0.0
 

@@ -1032,7 +1032,6 @@ def test_augmented_assignment_of_x_into_its_own_view():
     """)
 
 
-@pytest.mark.xfail(strict=False, reason="lazy zip over an array changed by an augmented assignment")
 def test_zip_over_array_copy_changed_by_augmented_assignment():
     judge("""
         import numpy as np
@@ -1904,15 +1903,13 @@ def test_map_of_lambda_reading_array_written_after_lambda():
         a[1:] = y
         return sum(map(g, [y, 1.0]))
     """,
-    pytest.param("""
+    """
         inner = [x[0]]
         outer = [inner]
         g = lambda t: outer[0][0] * t
         inner[0] = y
         return sum(map(g, x))
-    """, marks=pytest.mark.xfail(strict=False, reason="a list written in place while a list that "
-                                 "holds it is read afterwards (without closures too: outer = "
-                                 "[inner]; inner[0] = y; return outer[0][0])")),
+    """,
     # closures reading closures; two closures over one list; two changes
     """
         a = x[0]

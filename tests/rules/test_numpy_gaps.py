@@ -183,3 +183,22 @@ def test_pad_nonlinear_modes_refused():
     for mode in ("rev", "fwd"):
         with pytest.raises(S2SADError, match="maximum"):
             check_grads(pad_max, (np.arange(3.0),), modes=(mode,))
+
+
+# -- star-argument calls to zero-derivative callees -----------------------------------------------
+def star_floor(x, y):
+    a = [x, y]
+    return np.floor(*a[:1]) + x * y + np.maximum(*a) + np.sign(*(x,)) * y
+
+
+def star_floor_arrays(x, y):
+    return np.sum(np.floor(*[x]) * y + np.rint(*(y,)) + x * y)
+
+
+def test_star_args_to_zero_derivative_callees():
+    """``np.floor(*a)`` on Python floats crashed in runtime.star_args_adjoint: the call has no
+    derivative record and its arguments' adjoints came back as a zeros marker of unknown length."""
+    check_grads(star_floor, (1.5, 2.25), modes=("rev", "fwd"))
+    check_grads(star_floor_arrays, (RNG.standard_normal(3) + 0.1, RNG.standard_normal(3) + 0.2),
+                modes=("rev", "fwd"))
+    assert s2sad.grad(star_floor, wrt=(0, 1))(1.5, 2.25) == (2.25, 1.5 + 1.0 + 1.0)
