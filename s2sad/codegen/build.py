@@ -2,7 +2,7 @@
 import numpy as np
 
 from .. import classify as C
-from .. import closures
+from ..classify import closures
 from .. import ir, runtime
 from ..frontend import analysis, jumps
 from ..frontend.lower import lower

@@ -3,7 +3,7 @@ emit -> load.  The cache (:func:`s2sad.cache.forward_derivative`) calls :func:`b
 import numpy as np
 
 from .. import classify as C
-from .. import closures
+from ..classify import closures
 from .. import runtime
 from ..frontend.analysis import written_arrays
 from ..rules import registry

@@ -32,11 +32,9 @@ LAYERS = {
     "s2sad.rules": 3,
     # 4 -- source, lowering, analyses
     "s2sad.frontend": 4,
-    "s2sad.objects": 4,
-    # 5 -- classification
+    # 5 -- classification and the checks that run with it (the package ``s2sad/classify/``: call
+    # sites, the may-point-to analysis, in-place writes, iterators, deferred readers, closures)
     "s2sad.classify": 5,
-    "s2sad.closures": 5,
-    "s2sad.shared_writes": 5,
     # 6 -- code generation: emitters, builders, loading
     "s2sad.codegen": 6,
     # 7 -- the derivative cache, which calls the builders on a miss

@@ -10,8 +10,8 @@ import s2sad
 from s2sad import runtime
 from s2sad.runtime import hooks
 
-_ABOVE = ("api", "cache", "cli", "classify", "codegen", "frontend", "rules", "transforms", "objects",
-          "testing", "kernels")
+_ABOVE = ("api", "cache", "cli", "classify", "codegen", "frontend", "rules", "transforms", "testing",
+          "kernels")
 
 
 def test_every_hook_is_set():

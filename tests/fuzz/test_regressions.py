@@ -1470,7 +1470,7 @@ def test_map_consumed_before_what_it_reads_changes_agrees():
 # -- writes into an array or list while a name sharing its memory is read afterwards -------------
 # (a view that certainly shares the array's memory, from operands unchanged at the write, is bound
 # again after the write, so both sweeps follow the write into it; any other name that may share
-# the memory or hold the object gets a check when the write runs: shared_writes.py)
+# the memory or hold the object gets a check when the write runs: classify/writes.py)
 
 def test_item_write_into_array_then_its_slice_view_read():
     # seed 6066:13596, rev wrong (the view's adjoint went to the array before the write)
@@ -1681,7 +1681,7 @@ def test_write_into_object_not_shared_agrees(body):
         assert res.outcome == "agree", res.report()
 
 
-# -- closures whose captured state changes after they are made (s2sad/closures.py) ------------
+# -- closures whose captured state changes after they are made (s2sad/classify/closures.py) ---
 # A closure reads its cells when it is called; its value carried the derivative of what it
 # captured where it was made, so calls through an alias, map, sorted(key=)... (not by its own
 # name) followed the cells' old bindings.  Now the definition is repeated after each change of

@@ -19,7 +19,7 @@ value made from it) and used after it, and a change the definition cannot be rep
 closure is bound in several places, has default values, or the change may run where the
 definition has not).
 """
-from . import ir, runtime
+from .. import ir, runtime
 
 _NUMBER_KINDS = ("f", "i", "z")
 
@@ -47,8 +47,8 @@ def _has_defaults(s):
 def _changes(fn, s, objs):
     """(statement, name) for each statement that may change what the closure made by ``s``
     reads: rebinding one of its cells, or changing in place an object a cell may hold."""
-    from .classify import _changed_in_place
-    from .frontend.analysis import bound_names
+    from ..frontend.analysis import _changed_in_place
+    from ..frontend.analysis import bound_names
     cells = _cells(s)
     if not cells:
         return []
@@ -64,7 +64,7 @@ def _changes(fn, s, objs):
         if hit is None:
             changed, how = _changed_in_place(fn, t)
             # (``a op= v``: s2sad rebinds ``a`` on the next line, which counts; another name of
-            # the object is classify._check_augmented_shared's)
+            # the object is writes._check_augmented_shared's)
             if isinstance(changed, str) and how != "augmented":
                 if changed in cells:
                     hit = changed
@@ -111,7 +111,7 @@ def _dominates(chains, s, t):
 
 
 def _binders(fn, g):
-    from .frontend.analysis import bound_names
+    from ..frontend.analysis import bound_names
     return [t for t in ir.walk(fn.body) if g in bound_names(t) and not
             (isinstance(t, ir.Assign) and _is_make(t.value) and t.value.extra.get("remade"))]
 
@@ -134,9 +134,11 @@ def remake(fn, kinds):
     repeated there (see the module's docstring).  The builders run it after classification (it
     needs the value kinds and which calls change their object) and before activity analysis;
     names bound again are recorded in ``fn.rederived`` (id(change) -> names), which the checks
-    of writes into shared objects (shared_writes, classify._check_augmented_shared) leave out."""
-    from .classify import _block_chains, classify_call
-    from .frontend.analysis import positions, may_run_after
+    of writes into shared objects (writes.py: check_writes_shared, _check_augmented_shared) leave
+    out."""
+    from .common import _block_chains
+    from .sites import classify_call
+    from ..frontend.analysis import positions, may_run_after
     defs = _defs(fn)
     if not defs:
         return
@@ -175,7 +177,7 @@ def remake(fn, kinds):
                 k = next(i for i, u in enumerate(block) if u is t)
                 block.insert(k + 1, ir.Assign(g, again, t.origin))
                 added = True
-                # (shared_writes: a name bound again after a write sees the write)
+                # (writes.rederive_views: a name bound again after a write sees the write)
                 rederived.setdefault(id(t), set()).add(g)
                 if isinstance(t, ir.Assign) and isinstance(t.value, str) and t.value in aug:
                     rederived.setdefault(id(aug[t.value]), set()).add(g)
@@ -248,9 +250,9 @@ def _holders(fn, g, kinds):
 def check(fn, varied):
     """Refuse a closure whose captured state changes while a value of it made before the change
     is used after it (see the module's docstring).  The builders run it after classify.finish."""
-    from .classify import _remade_between
-    from .errors import UnsupportedSyntaxError
-    from .frontend.analysis import positions, may_run_after
+    from .common import _remade_between
+    from ..errors import UnsupportedSyntaxError
+    from ..frontend.analysis import positions, may_run_after
     defs = _defs(fn)
     if not defs:
         return

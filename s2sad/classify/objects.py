@@ -18,7 +18,7 @@ took to the iterator.
 import copy
 import operator
 
-from . import ir, runtime
+from .. import ir, runtime
 
 _ITER_MAKERS = {runtime.izip, runtime.ienumerate, runtime.ireversed, runtime.iiter,
                 zip, enumerate, reversed, iter}

@@ -13,12 +13,20 @@ afterwards would go to ``a`` as it was before the write.
 * :func:`check_writes_shared` (with the other in-place checks): any other name read afterwards
   that may share the written object's memory or hold it (objects.Objects) gets a check when the
   write runs (:func:`runtime.share_guard`), which refuses when it really does.
+
+``a op= v`` on an array or list (:func:`_check_augmented`, :func:`_check_augmented_shared`, with
+the other in-place checks): Python changes the object, s2sad makes a new value and rebinds ``a``;
+refused while another name of the object is read afterwards, or guarded when one may be
+(:func:`runtime.inplace_guard`).
 """
 import operator
 
 import numpy as np
 
-from . import ir, runtime
+from .. import ir, runtime
+from ..errors import UnsupportedSyntaxError
+from .aliases import _copy_aliases, _is_view_call, _read_via_copies
+from .common import _opname_of
 
 _NUMBER_KINDS = ("f", "i", "z")
 _VIEW_ATTRS = {"T", "mT", "real", "imag"}
@@ -139,7 +147,7 @@ def surely_bound(fn):
 def rederive_views(fn, kinds):
     """Bind certain views of an array again right after each write into the array (see the
     module's docstring); records ``fn.rederived``: id(write) -> the names bound again."""
-    from .frontend.analysis import may_run_after, positions
+    from ..frontend.analysis import may_run_after, positions
     fn.rederived = {}
     binders = {}
     for s in ir.walk(fn.body):
@@ -246,9 +254,9 @@ def check_writes_shared(fn, pos, varied, guards, objs=None):
     share ``w``'s memory or hold it is read afterwards (and was bound before): a check when the
     write runs (:func:`runtime.share_guard`) refuses when it really does.  Names bound again after
     the write (:func:`rederive_views`) see the write.  ``a op= v`` is
-    classify._check_augmented_shared's."""
-    from .frontend.analysis import _changed_in_place, _made_again_before
-    from .frontend.analysis import may_run_after
+    _check_augmented_shared's (below)."""
+    from ..frontend.analysis import _changed_in_place, _made_again_before
+    from ..frontend.analysis import may_run_after
     kinds = getattr(fn, "kinds", {}) or {}
     stmts = list(ir.walk(fn.body))
     writes = []
@@ -312,3 +320,160 @@ def check_writes_shared(fn, pos, varied, guards, objs=None):
             ir.Static(runtime.share_guard, "_rt.share_guard"),
             [w, ir.Const(w), ir.Const(tuple(others)), ir.Const(fix), ir.Const(s.origin)] + sure),
             s.origin)))
+
+
+def _check_augmented(fn, s, pos, reads):
+    """``a *= y`` / ``xs += [v]`` change an array or list in place in Python; s2sad rebinds the
+    name.  Refused while another name refers to the same object (``a = x`` before)."""
+    call = s.value if isinstance(s, ir.Assign) else None
+    if not isinstance(call, ir.Call) or "augmented" not in call.extra:
+        return
+    var = call.args[0] if isinstance(call.args[0], str) else s.target
+    kind = getattr(fn, "kinds", {}).get(var)
+    if kind in ("f", "i", "z"):
+        return                                 # numbers: rebinding is what Python does
+    group = _copy_aliases(fn, s, pos).get(var, {var})
+    others = sorted(v for v in group if v != var and _read_via_copies(fn, v, var, reads))
+    if others:
+        name = call.extra["augmented"]
+        other = f"`{others[0]}`" if not others[0].startswith("_") else "another name"
+        raise UnsupportedSyntaxError(
+            f"`{name} {_opname_of(call)}= ...` changes `{name}` in place (for an array or a list) "
+            f"while {other} refers to the same object; s2sad does not follow derivatives through "
+            f"such aliases", origin=s.origin,
+            fix=f"write `{name} = {name} {_opname_of(call)} ...` to make a new value, or copy "
+                f"first (`{name} = {name}.copy()`)")
+
+
+def _check_augmented_shared(fn, s, pos, guards):
+    """``a *= y`` on an array or list changes the object in place; s2sad makes a new value and
+    rebinds ``a``.  That is right only while nothing else that holds the object (or shares its
+    memory: a view ``a = x[1:]``, ``x.T``, ``np.asarray(x)``..., the array it is a view of, a list
+    holding it) is read afterwards.  A sure view read afterwards is refused here; a name that may
+    share the object (``r = m[0]``: a row of a matrix, or a number; a function's result) gets a
+    check at run time (:func:`runtime.inplace_guard`) that refuses when the object is one that
+    ``op=`` changes in place."""
+    from ..frontend.analysis import may_run_after
+    call = s.value if isinstance(s, ir.Assign) else None
+    if not isinstance(call, ir.Call) or "augmented" not in call.extra or \
+            not isinstance(call.args[0], str):
+        return
+    var = call.args[0]
+    kinds = getattr(fn, "kinds", {})
+    if kinds.get(var) in ("f", "i", "z"):
+        return
+    # who sees a change of ``var``'s object: SYM links (aliases, views: both see each other's
+    # changes), PART links a -> b (a is held by b: an element, a list item), ELEM links (two
+    # containers holding the same elements: ``list(v)``, ``zip(...)``)
+    adj = {}
+
+    def link(a, b, kind, certain=False):
+        if not isinstance(a, str) or not isinstance(b, str) or a == b or \
+                kinds.get(b) in ("f", "i", "z") or kinds.get(a) in ("f", "i", "z"):
+            return
+        adj.setdefault(a, []).append((b, kind, certain))
+        if kind != "part":
+            adj.setdefault(b, []).append((a, kind, certain))
+    for t in ir.walk(fn.body):
+        if t is not s and not may_run_after(pos, t, s):
+            continue
+        if isinstance(t, ir.Assign) and isinstance(t.value, str):
+            link(t.target, t.value, "sym", True)
+        elif isinstance(t, ir.Assign) and isinstance(t.value, ir.Call):
+            c = t.value
+            names = [a for a in c.args if isinstance(a, str)] + \
+                [v for _, v in c.kwargs if isinstance(v, str)]
+            f = c.fn.obj if isinstance(c.fn, ir.Static) else None
+            if "augmented" in c.extra:
+                link(t.target, c.args[0], "sym", True)   # (Python's result is the same object)
+            elif _is_view_call(c) or f in _MAY_RETURN_ARGUMENT:
+                getitem = f in (operator.getitem, runtime.subscript)
+                idx = c.args[1] if getitem and len(c.args) > 1 else None
+                sliced = isinstance(idx, ir.Index) and any(
+                    isinstance(p, ir.Slice) or isinstance(p, ir.Const) and
+                    (p.value is Ellipsis or p.value is None) for p in idx.parts)
+                src = kinds.get(c.args[0]) if c.args else None
+                if getitem and src == "c":
+                    if not sliced:                       # an item of a list: held by the list
+                        link(t.target, c.args[0], "part")
+                    continue                             # (a slice of a list is a new list)
+                for a in (names[:1] if getitem or isinstance(c.fn, (ir.Attr, ir.Method))
+                          else names):
+                    # x[i] of an array: a row (a view) or a number
+                    link(t.target, a, "sym", not getitem or sliced)
+            elif f is np.array:
+                if any(k == "copy" for k, _ in c.kwargs):     # copy=False/None: maybe the same
+                    for a in names[:1]:
+                        link(t.target, a, "sym")
+            elif f in (runtime.build_list, runtime.build_tuple, runtime.build_dict):
+                for a in names:
+                    link(a, t.target, "part")
+            elif c.cls == "primitive" and c.rule is not None and \
+                    c.rule.kind not in ("any", "container", "getitem"):
+                continue                                 # arithmetic: a new array or number
+            elif c.cls == "primitive" and c.rule is not None:
+                for a in names:                          # list(v), zip(v, w)...: v's elements
+                    link(t.target, a, "elem")
+            else:
+                # functions s2sad has no rule for, user functions: the result may be an argument
+                for a in names + list(c.extra.get("captured", ())):
+                    link(t.target, a, "sym")
+        elif isinstance(t, ir.SetItem) and isinstance(t.obj, str):
+            for a in ir.operand_vars(t.value):
+                link(a, t.obj, "part")
+        elif isinstance(t, ir.Mutate) and isinstance(t.obj, str):
+            for a in t.call.reads()[1:]:
+                link(a, t.obj, "part")
+
+    def seen_by(certain_only, container=False):
+        # (name, whether the object itself changed or one it holds); a list extended in place
+        # does not change the elements it shares with another container
+        todo, done = [(var, "self")], set()
+        while todo:
+            n, state = todo.pop()
+            if (n, state) in done:
+                continue
+            done.add((n, state))
+            for m, kind, certain in adj.get(n, ()):
+                if certain_only and not certain:
+                    continue
+                if kind == "elem" and state == "self" and (container or kinds.get(n) == "c"):
+                    continue
+                todo.append((m, state if kind == "sym" else "part"))
+        return {n for n, _ in done}
+    own = {var, s.target}
+    later = set()
+    for t in ir.walk(fn.body):
+        if t is not s and may_run_after(pos, s, t):
+            later.update(v for v in t.reads() if v not in own)
+    later -= getattr(fn, "rederived", {}).get(id(s), set())    # (views bound again after s)
+    hit = sorted(later & seen_by(True))
+    name = call.extra["augmented"]
+    op = _opname_of(call)
+    fix = (f"write `{name} = {name} {op} ...` to make a new value, or make `{name}` a copy "
+           f"(`.copy()`, `list(...)`) before changing it")
+    if hit:
+        w = next((v for v in hit if not v.startswith("_")), hit[0])
+        other = f"`{w}`" if not w.startswith("_") else "another value"
+        raise UnsupportedSyntaxError(
+            f"`{name} {op}= ...` changes `{name}` in place, and `{name}` shares memory with "
+            f"{other} (a view, e.g. a slice, `.T`, `.reshape`, `np.asarray`), which is read "
+            f"afterwards; s2sad makes a new value for `{name}` and does not follow the change "
+            f"into {other}", origin=s.origin, fix=fix)
+    hit = sorted(later & seen_by(False))
+    if hit:
+        # (a list changed in place (``l += [v]``) changes no element it shares with another)
+        arrays_only = not (later & seen_by(False, container=True))
+        w = next((v for v in hit if not v.startswith("_")), hit[0])
+        other = f"`{w}`" if not w.startswith("_") else "another value"
+        # (when all of them are bound here, the guard looks at what they hold: ``list(zip(a,
+        # x))`` of a vector holds numbers, not views)
+        seen = hit if set(hit) <= surely_bound(fn).get(id(s), frozenset()) else []
+        guards.append((id(s), ir.ExprStmt(ir.Call(
+            ir.Static(runtime.inplace_guard, "_rt.inplace_guard"),
+            [var, ir.Const(getattr(call.fn, "obj", None)), ir.Const(name), ir.Const(other),
+             ir.Const(fix), ir.Const(s.origin), ir.Const(arrays_only)] + seen), s.origin)))
+
+
+# functions that may return their argument's memory
+_MAY_RETURN_ARGUMENT = {np.real, np.imag, np.asarray, np.asanyarray}

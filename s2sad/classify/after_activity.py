@@ -1,0 +1,136 @@
+"""After activity analysis (:func:`finish`): the in-place checks (:mod:`.mutation`), writes of
+values that carry a derivative through ``global``/``nonlocal``, keywords and parameters a rule
+has no derivative for, and sites with no argument that carries one marked ``inactive``; then the
+key-read guards (:mod:`.keys`)."""
+import operator
+
+from .. import ir
+from ..errors import RuleError, UnsupportedSyntaxError
+from .keys import _guard_key_reads
+from .mutation import check_mutation
+
+
+def finish(fn, active, varied):
+    """After activity analysis: mark sites with no active argument ``inactive``, check that
+    rules support the keywords given on active calls, and refuse writes of values that carry a
+    derivative through ``global``/``nonlocal``, into arguments, or through aliases."""
+    check_mutation(fn, varied)
+    for names, origin in getattr(fn, "nonlocal_writers", ()):
+        hot = sorted(n for n in names if n in varied)
+        if hot:
+            raise UnsupportedSyntaxError(
+                f"a nested function writes `nonlocal {', '.join(hot)}`, a value that carries a "
+                f"derivative", origin=origin,
+                fix="return the new value from the nested function instead of assigning it")
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.SetItem) and isinstance(s.obj, ir.Const) and \
+                any(v in varied for v in ir.operand_vars(s.value)):
+            text = s.obj.text or ""
+            if s.attr is not None and text.startswith("_cell_"):
+                what = f"a write through `nonlocal {text[len('_cell_'):]}`"
+            elif s.attr is None and text == "_globals":
+                what = f"a write through `global {s.index.parts[0].value}`"
+            else:
+                what = f"a write into the module-level `{text or 'object'}`"
+            raise UnsupportedSyntaxError(
+                f"{what} of a value that carries a derivative", origin=s.origin,
+                fix="return the value instead of storing it in a global/nonlocal variable")
+        if isinstance(s, ir.Mutate) and isinstance(s.obj, ir.Const) and \
+                any(v in varied for v in s.call.reads()):
+            raise UnsupportedSyntaxError(
+                f"`.{s.call.fn.name}(...)` changes the module-level `{s.obj.text or 'object'}` with "
+                f"a value that carries a derivative; s2sad does not follow values kept outside the "
+                f"function", origin=s.origin,
+                fix="build the list or dict inside the function and return it (or pass it in and "
+                    "return the new one)")
+        call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) else None
+        if not isinstance(call, ir.Call):
+            continue
+        varied_args = [v for v in call.reads() if v in varied]
+        call.info["varied_args"] = varied_args
+        if call.cls == "dynamic" and call.info.get("operator") and \
+                call.fn.obj is operator.getitem and isinstance(call.args[1], ir.Index) and \
+                any(v in varied for v in ir.operand_vars(call.args[1])):
+            # obj[a, b] / obj[a:b] on a class with a Python __getitem__: the key's parts would
+            # get no derivative back (o[k] with one value k does)
+            raise UnsupportedSyntaxError(
+                "a subscript with several parts or a slice, on an object whose class defines "
+                "__getitem__ in Python, with a key part that carries a derivative",
+                origin=s.origin,
+                fix="build the key as one value first (`key = (a, b)`) and write `obj[key]`")
+        if call.cls == "primitive" and call.rule.forbid and varied_args:
+            _check_forbid(call, s.origin)
+        if call.cls == "primitive" and varied_args:
+            _check_nondifferentiable(call, varied, s.origin)
+        if isinstance(s, ir.ExprStmt) and call.cls == "opaque" and varied_args:
+            name = call.fn.text if isinstance(call.fn, ir.Static) else f".{call.fn.name}" \
+                if isinstance(call.fn, (ir.Method, ir.Attr)) else "this call"
+            raise UnsupportedSyntaxError(
+                f"`{name}(...)` is called for its effect on values that carry a derivative, and "
+                f"s2sad has no rule for it (it may change an array in place, which s2sad cannot "
+                f"see)", origin=s.origin,
+                fix="compute the new value with an expression and assign it (e.g. `y = np.where(...)`"
+                    ", `y[idx] = v`), or declare a rule with s2sad.defrule")
+        if call.cls == "opaque" and not varied_args:
+            call.info["base_cls"] = call.cls
+            call.cls = "inactive"
+            continue
+        if call.info.get("mutates") and call.cls == "dynamic":
+            target = s.target if isinstance(s, ir.Assign) else None
+            if any(v in active for v in call.info["diff_vars"]) and \
+                    (call.info["mutates"] in active or (target is not None and target in active)):
+                continue
+        if isinstance(s, ir.ExprStmt) and call.cls in ("derived", "dynamic") and varied_args:
+            # called for its effect with values that carry a derivative: run it through the
+            # runtime, which builds its derivative (and so refuses writes into its arguments)
+            call.info["effect"] = True
+            continue
+        if call.cls in ("primitive", "derived", "dynamic"):
+            target = s.target if isinstance(s, ir.Assign) else None
+            if not any(v in active for v in call.info.get("diff_vars", [])) or \
+                    (target is not None and target not in active):
+                call.info["base_cls"] = call.cls
+                call.cls = "inactive"
+                continue
+    _guard_key_reads(fn)
+
+
+def _check_nondifferentiable(call, varied, origin):
+    """A value that carries a derivative must not reach a parameter the rule has no derivative
+    for (it would silently get none)."""
+    rule = call.rule
+    if (getattr(rule.fn, "__module__", None) or "").startswith("s2sad."):
+        return          # helpers of generated code: their other parameters are shapes and flags
+    diff = set(rule.differentiable) | set(rule.constant)
+    for p, op in call.info["bound"].items():
+        if p in diff:
+            continue
+        ops = op.values() if isinstance(op, dict) else op if isinstance(op, tuple) else (op,)
+        hot = [v for o in ops for v in ir.operand_vars(o) if v in varied]
+        if hot:
+            why = getattr(rule, "why", {}).get(p)
+            raise RuleError(
+                f"`{hot[0]}` carries a derivative into parameter `{p}` of {rule.name}, which has no "
+                f"derivative rule for it" + (f" ({why})" if why else ""), origin=origin,
+                fix=f"pass a constant for `{p}`, or declare the derivative with s2sad.defrule("
+                    f"..., vjp={{{p!r}: ...}})")
+
+
+def _check_forbid(call, origin):
+    bound = call.info["bound"]
+    for p, allowed in call.rule.forbid.items():
+        v = bound.get(p)
+        if isinstance(v, (str, ir.Index, tuple, dict)):
+            ok = False
+        else:
+            val = v.value if isinstance(v, ir.Const) else v
+            try:
+                ok = val is allowed or bool(val == allowed)
+            except Exception:
+                ok = False
+        if not ok:
+            raise RuleError(
+                f"{call.rule.name}(..., {p}=...) is not supported on a value that carries "
+                f"a derivative", origin=origin,
+                fix=f"drop {p}= (s2sad supports only {p}={allowed!r} here) and write the "
+                    f"computation without it")

@@ -1,0 +1,135 @@
+"""Iterators that see an in-place change: an object changed while an iterator over it is still
+to be used (:func:`_check_pending_iterators`), and a ``for`` loop whose body changes what it
+walks (:func:`_check_loop_sources`).  Both follow the object through any name
+(:class:`.objects.Objects`)."""
+from .. import ir, runtime
+from ..errors import UnsupportedSyntaxError
+from ..frontend.analysis import _changed_in_place, _made_again_before
+from .common import _block_chains, _opname_of
+
+
+def _check_pending_iterators(fn, pos, varied):
+    """An object changed in place while an iterator over it (zip, enumerate, iter, reversed, map,
+    filter, a generator, a dict view) has yet to be used up: Python's iterator then yields the
+    changed object's values, whose adjoints s2sad would send to the positions the object had
+    when the iterator was made (and ``a *= y`` on an array, which s2sad rebinds, would not even
+    give Python's values).  Refused, whatever name the change goes through: another name bound
+    to the same object, a join of branches, a container or attribute it was put in, a function
+    that returned it (objects.Objects follows these)."""
+    from ..frontend.analysis import may_run_after
+    from .objects import Objects, iterator_sources
+    makers = [(s, made) for s in ir.walk(fn.body) if (made := iterator_sources(s)) is not None]
+    if not makers:
+        return
+    objs = Objects(fn)
+    stmts = list(ir.walk(fn.body))
+    chains = _block_chains(fn)
+    for s in stmts:
+        changed, how = _changed_in_place(fn, s)
+        rebound = s.target if isinstance(s, ir.Assign) else None
+        if changed is None and rebound is None:
+            continue
+        hit = objs.of(changed) if changed is not None else set()
+        for made, (call, names, late) in makers:
+            if s is made or not may_run_after(pos, made, s):
+                continue
+            it = made.target
+            rebinds = False
+            if hit & objs.sources.get(("s", id(made)), set()):
+                name = changed
+            elif late and rebound in names:
+                # (a generator reads its names when it runs: rebinding counts)
+                name, rebinds = rebound, True
+            else:
+                continue
+            if not (how == "augmented" or it in varied or name in varied or
+                    any(n in varied for n in names)):
+                continue          # (nothing carries a derivative: Python's values are s2sad's)
+            i_s, loops_s = pos[id(s)]
+            if isinstance(name, str) and i_s < pos[id(made)][0] and any(
+                    isinstance(t, ir.Assign) and t.target == name and
+                    pos[id(t)][0] < i_s and pos[id(t)][1] <= loops_s and
+                    pos[id(t)][1] <= pos[id(made)][1] for t in stmts):
+                continue          # (in a loop, rebound to a new object before it is changed)
+            me = ("s", id(made))
+            later = [t for t in stmts if t is not s and may_run_after(pos, s, t) and
+                     any(objs.holds(v, me) for v in t.reads()) and
+                     not _made_again_before(chains, made, s, t)]
+            if later:
+                user = isinstance(name, str) and not name.startswith("_")
+                what = f"`{name}`" if user else "a list, array or dict"
+                if rebinds:
+                    raise UnsupportedSyntaxError(
+                        f"this line binds {what} anew while a generator expression made on line "
+                        f"{made.origin.line}, which reads {what}, is still to be used: Python runs "
+                        f"the generator when its values are taken, with the new value; s2sad "
+                        f"computes its values where it is made", origin=s.origin,
+                        fix=f"use the generator up before binding {what} again (e.g. `vals = "
+                            f"list(...)`), or use another name")
+                if how == "augmented":
+                    op = f"{name} {_opname_of(s.value)}= ..."
+                    raise UnsupportedSyntaxError(
+                        f"`{op}` changes {what} in place (an array or a list) while an iterator or "
+                        f"dict view made on line {made.origin.line} over the same object is still "
+                        f"to be used: Python's iterator then yields the changed values",
+                        origin=s.origin,
+                        fix=f"write `{name} = {name} {_opname_of(s.value)} ...` (a new value), or use "
+                            f"the iterator up first (e.g. `pairs = list(zip(...))`)")
+                raise UnsupportedSyntaxError(
+                    f"this line changes {what} in place while an iterator or dict view made on "
+                    f"line {made.origin.line} over the same object (under this or another name) "
+                    f"is still to be used: Python's iterator then yields the changed values, and "
+                    f"s2sad cannot tell which of them they are", origin=s.origin,
+                    fix=f"use the iterator up before changing `{name}` (e.g. `pairs = list(zip("
+                        f"...))`), or change a copy (`{name} = {name}.copy()`, `list(...)`)"
+                    if user else "use the iterator up before the change (e.g. `pairs = "
+                                 "list(zip(...))`), or change a copy")
+
+
+def _check_loop_sources(fn):
+    """A ``for`` loop over a list or array whose body changes it in place: s2sad walks the values
+    by index as the loop starts, Python's iterator (zip, enumerate...) sees the changes.  Refused,
+    whatever name the change goes through (objects.Objects: another name, a container holding
+    the object, a join of branches...)."""
+    seqs = (runtime.seq, runtime.loop_seq, runtime.zip_seq, runtime.loop_zip_seq)
+    objs = None
+
+    def block(stmts):
+        nonlocal objs
+        for k, s in enumerate(stmts):
+            v = s.value if isinstance(s, ir.Assign) else None
+            if isinstance(v, ir.Call) and isinstance(v.fn, ir.Static) and v.fn.obj in seqs:
+                srcs = {a for a in v.args if isinstance(a, str)}
+                loop = next((t for t in stmts[k + 1:] if isinstance(t, ir.For)), None)
+                if loop is not None and srcs:
+                    if objs is None:
+                        from .objects import Objects
+                        objs = Objects(fn)
+                    walked = set().union(*(objs.of(a) for a in srcs))
+                    for o in walked & objs.iters:
+                        walked |= objs.sources.get(o, set())
+                    for t in ir.walk(loop.body):
+                        # (item writes under a one-sequence loop read back live, as in Python;
+                        # under zip(...) the values were taken first; growing, shrinking,
+                        # reordering and ``a op= v`` (which s2sad rebinds) always)
+                        changed, how = _changed_in_place(fn, t)
+                        if changed is None or getattr(t, "attr", None) or \
+                                isinstance(t, ir.SetItem) and v.fn.obj in seqs[:2]:
+                            continue
+                        hit = objs.of(changed)
+                        if not hit & walked:
+                            continue
+                        name = changed if isinstance(changed, str) and \
+                            not changed.startswith("_") else None
+                        what = f"`{name}`" if name else "a list or array the loop walks"
+                        raise UnsupportedSyntaxError(
+                            f"this line changes {what} in place while a `for` loop walks it (under "
+                            f"this or another name); s2sad takes the loop's values as it starts, "
+                            f"Python's iterator sees the change", origin=t.origin,
+                            fix=(f"loop over a copy (`for ... in list({name})`) or build a new "
+                                 f"list instead of changing `{name}` inside the loop") if name
+                            else "loop over a copy (`for ... in list(...)`) or build a new list "
+                                 "instead of changing it inside the loop")
+            for b in ir.children(s):
+                block(b)
+    block(fn.body)

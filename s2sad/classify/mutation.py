@@ -1,0 +1,246 @@
+"""In-place writes: :func:`check_mutation` refuses writes of values that carry a derivative into
+arguments (the caller's objects), through views, and through another name of the same object.
+It also runs the other checks of in-place changes: pending iterators and loop sources
+(:mod:`.iterators`), deferred readers (:mod:`.lazy`), shared and augmented writes
+(:mod:`.writes`)."""
+import operator
+
+from .. import ir, runtime
+from ..errors import ArgumentWriteError, UnsupportedSyntaxError
+from ..frontend.analysis import positions as _positions
+from .aliases import _copy_aliases, _is_view_call, _read_via_copies, _shares_memory_call, \
+    defining_call
+from .common import _hashable, _insert_guards
+from .iterators import _check_loop_sources, _check_pending_iterators
+from .lazy import _check_bound_methods, _check_lazy
+from .writes import _check_augmented, _check_augmented_shared
+
+
+def check_mutation(fn, varied):
+    """Refuse in-place writes s2sad cannot differentiate correctly: writes of values that carry a
+    derivative into a parameter (the caller's object), and writes through one name into a list or
+    array that another name still refers to."""
+    pos = _positions(fn)
+    all_aliases = _copy_aliases(fn)
+    reads = {}
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign) and isinstance(s.value, str):
+            continue                              # a copy only passes the object on
+        for v in s.reads():
+            reads[v] = reads.get(v, 0) + 1
+    views = _view_sources(fn)
+    all_params = set(fn.params) - {getattr(fn, "constructed", None)}
+    rebound = _rebound_params(fn, all_params)
+    from ..frontend.analysis import _mutated
+    _check_pending_iterators(fn, pos, varied)
+    _check_loop_sources(fn)
+    _check_lazy(fn, pos)
+    _check_bound_methods(fn, pos)
+    guards = []
+    from .writes import check_writes_shared
+    check_writes_shared(fn, pos, varied, guards)
+    for s in ir.walk(fn.body):
+        # a parameter rebound to a new object (``args = list(args)``) is no longer the caller's
+        rb = rebound.get(id(s), set())
+        m = _mutated(s)
+        params = all_params - ({m} & rb)
+        if m is not None:
+            call = s.value if isinstance(s, ir.Assign) else s.call
+            group = all_aliases.get(m, {m})
+            if group & params and any(v in varied for v in call.reads()):
+                # whether the method changes the caller's object is known only when it runs
+                call.info["argument"] = sorted(group & params)[0]
+        permutes = False
+        _check_augmented(fn, s, pos, reads)
+        _check_augmented_shared(fn, s, pos, guards)
+        if isinstance(s, ir.SetItem) and isinstance(s.obj, str):
+            hot = any(v in varied for v in ir.operand_vars(s.value))
+            obj = s.obj
+        elif isinstance(s, ir.Mutate):
+            hot = any(v in varied for v in s.call.reads()[1:])
+            obj = s.obj
+        elif m is not None and isinstance(call.fn, ir.Method) and call.fn.name in _PERMUTING:
+            # xs.sort() / xs.reverse(): every other name of xs sees the new order (the caller's
+            # too, for an argument)
+            hot, obj, permutes = m in varied, m, True
+        else:
+            continue
+        params = all_params - ({obj} & rb)
+        group = all_aliases.get(obj, {obj})
+        if not hot:
+            # a constant written in place: harmless, unless another name for the same object
+            # carries derivatives (the reverse sweep would read the changed object through it),
+            # or the object is a view of one that does
+            cold_view = any(isinstance(t, ir.Assign) and t.target in group and
+                            isinstance(t.value, ir.Call) and _is_view_call(t.value) and
+                            any(isinstance(a, str) and a in varied for a in t.value.args)
+                            for t in ir.walk(fn.body)) and isinstance(s, ir.SetItem) and \
+                not getattr(s, "attr", None)
+            if not cold_view and (len(group) < 2 or not any(v in varied for v in group)):
+                continue
+            if not cold_view and obj not in params and group & params:
+                p = sorted(group & params)[0]
+                raise ArgumentWriteError(
+                    f"this line writes into `{obj}`, which is the argument `{p}` (an object the "
+                    f"caller passed in, that carries a derivative); s2sad does not follow writes "
+                    f"into an argument through another name", origin=s.origin, param=p,
+                    fix=f"work on a copy (`{obj} = {p}.copy()`, `list({p})`) and return the result "
+                        f"if the caller needs it")
+        if permutes and group & params:
+            p = sorted(group & params)[0]
+            raise ArgumentWriteError(
+                f"this line reorders `{p}`, a list the caller passed in, in place; s2sad does not "
+                f"follow such changes back to the caller", origin=s.origin, param=p,
+                fix=f"sort a new list instead (`{p} = sorted({p}, ...)`, `{p} = {p}[::-1]`), and "
+                    f"return it if the caller needs it")
+        root = _taken_from_param(fn, obj, set(fn.params)) if permutes else None
+        if root is not None:        # (self.items.sort() in a method: not an update s2sad follows)
+            raise UnsupportedSyntaxError(
+                f"this line reorders `{root[1]}`, a list taken from `{root[0]}` (an argument), in "
+                f"place; s2sad does not follow such changes back to the caller", origin=s.origin,
+                fix=f"sort a new list and store that (`{root[1]} = sorted({root[1]}, ...)`), or "
+                    f"return it")
+        if group & params:
+            p = sorted(group & params)[0]
+            what = f"`{p}.{s.attr}`" if getattr(s, "attr", None) else f"the argument `{p}`"
+            raise ArgumentWriteError(
+                f"this line writes a value that carries a derivative into {what}, an object the "
+                f"caller passed in; s2sad does not differentiate writes into arguments",
+                origin=s.origin, param=p,
+                fix=(f"return the new value instead of storing it on `{p}`" if getattr(s, "attr", None)
+                     else f"work on a copy (e.g. `{p} = {p}.copy()` or `list({p})`) and return the "
+                          f"result, or return the new value instead of storing it"))
+        group = _copy_aliases(fn, s, pos).get(obj, {obj})
+        others = sorted(v for v in group if v != obj and _read_via_copies(fn, v, obj, reads))
+        made = defining_call(fn, obj)
+        if made is not None and isinstance(made.fn, ir.Attr) and isinstance(made.args[0], str):
+            owner, name = made.args[0], made.fn.name
+            again = [t for t in ir.walk(fn.body) if isinstance(t, ir.Assign) and
+                     isinstance(t.value, ir.Call) and t.value is not made and
+                     isinstance(t.value.fn, ir.Attr) and t.value.fn.name == name and
+                     t.value.args[0] == owner]
+            if again:
+                raise UnsupportedSyntaxError(
+                    f"this line changes `{owner}.{name}` in place with a value that carries a "
+                    f"derivative, and the function reads `{owner}.{name}` again; s2sad does not "
+                    f"follow derivatives through state kept on objects", origin=s.origin,
+                    fix="keep the values in a local list and read them from there")
+        is_view = made is not None and _shares_memory_call(fn, made)
+        if not is_view:
+            # bound in several places (branches): a view on any of them is enough
+            made = next((t.value for t in ir.walk(fn.body) if isinstance(t, ir.Assign) and
+                         t.target in all_aliases.get(obj, {obj}) and isinstance(t.value, ir.Call)
+                         and _shares_memory_call(fn, t.value) and any(isinstance(a, str)
+                                                                      for a in t.value.args)), made)
+            is_view = made is not None and _shares_memory_call(fn, made)
+        if is_view and not getattr(s, "attr", None) and any(isinstance(a, str) for a in made.args):
+            src = next(a for a in made.args if isinstance(a, str))
+            how = made.rule.name if made.rule is not None else f".{made.fn.name}"
+            what = f"`{obj}`, a view of `{src}` (made by {how})" if not obj.startswith("_") else \
+                f"a value taken from `{src}` (by {how}) that shares memory with it"
+            raise UnsupportedSyntaxError(
+                f"this line writes into {what}; s2sad does not follow writes through views",
+                origin=s.origin,
+                fix=f"write into `{src}` itself with one index (e.g. `{src}[i, j] = ...` for an "
+                    f"array), or build the nested values as new lists/arrays" if obj.startswith("_")
+                else f"write into `{src}` itself with an index (e.g. `{src}[...] = ...`), or make "
+                     f"`{obj}` a copy")
+        if getattr(s, "attr", None):
+            # an object taken out of a container and changed: the container still holds it
+            others += sorted(c for c in views.get(obj, ()) if reads.get(c) and c not in others)
+        if others:
+            other = f"`{others[0]}`" if not others[0].startswith("_") else \
+                "the list, tuple or dict it was taken from"
+            what = f"`{obj}`" if not obj.startswith("_") else "an object taken from a container"
+            raise UnsupportedSyntaxError(
+                f"{what} is changed in place while {other} refers to the same object; "
+                f"s2sad does not follow derivatives through such aliases", origin=s.origin,
+                fix=f"make a copy (`{obj} = {obj}.copy()`, `list(...)`, `copy.copy(...)`) before "
+                    f"changing it, or build a new object" if not obj.startswith("_") else
+                    "take the object into a local variable, copy it (`copy.copy(...)`), change the "
+                    "copy and put it back, or build a new object")
+
+    _insert_guards(fn.body, dict(guards))
+
+
+_PERMUTING = {"sort", "reverse"}      # in-place list methods s2sad follows (rules.python_rules)
+
+
+def _taken_from_param(fn, var, params):
+    """(parameter, expression) when ``var`` was read out of a parameter (``var = p.items``,
+    ``var = p[0]``, chains of those), else None."""
+    seen, path = set(), ""
+    while var not in params and var not in seen:
+        seen.add(var)
+        made = defining_call(fn, var)
+        if made is None or not made.args or not isinstance(made.args[0], str):
+            return None
+        if isinstance(made.fn, ir.Attr):
+            path = f".{made.fn.name}{path}"
+        elif isinstance(made.fn, ir.Static) and made.fn.obj is operator.getitem:
+            path = f"[...]{path}"
+        else:
+            return None
+        var = made.args[0]
+    return (var, var + path) if var in params else None
+
+
+_NEW_OBJECT_MAKERS = {list, dict, tuple, set, runtime.build_list, runtime.build_dict,
+                      runtime.build_tuple}
+
+
+def _new_object(value):
+    """True for a call that certainly returns a new object (a copy or a fresh container)."""
+    import copy
+    if not isinstance(value, ir.Call):
+        return False
+    f = value.fn
+    if isinstance(f, ir.Method):
+        return f.name == "copy"
+    if isinstance(f, ir.Static):
+        return _hashable(f.obj) and f.obj in _NEW_OBJECT_MAKERS or \
+            f.obj in (copy.copy, copy.deepcopy)
+    return False
+
+
+def _rebound_params(fn, params):
+    """id(statement) -> parameters that, on every path to it, were rebound to a new object."""
+    out = {}
+    new_tmps = {s.target for s in ir.walk(fn.body) if isinstance(s, ir.Assign) and
+                s.target.startswith("_") and _new_object(s.value)}
+
+    def block(stmts, fresh):
+        fresh = set(fresh)
+        for s in stmts:
+            out[id(s)] = fresh
+            for b in ir.children(s):
+                block(b, fresh)
+            if isinstance(s, ir.Assign) and s.target in params:
+                new = _new_object(s.value) or isinstance(s.value, str) and s.value in new_tmps
+                fresh = fresh | {s.target} if new else fresh - {s.target}
+            elif isinstance(s, (ir.For, ir.While, ir.If, ir.Try, ir.With)):
+                # a parameter rebound inside a nested block may still be the caller's after it
+                inner = {t for b in ir.children(s) for st in ir.walk(b)
+                         if isinstance(st, ir.Assign) and (t := st.target) in params}
+                fresh = fresh - inner
+    block(fn.body, set())
+    return out
+
+
+def _view_sources(fn):
+    """var -> containers it was read out of (``p = ps[i]``), following copies."""
+    src = {}
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign) and isinstance(s.value, ir.Call) and \
+                isinstance(s.value.fn, ir.Static) and s.value.fn.obj is operator.getitem and \
+                isinstance(s.value.args[0], str):
+            src.setdefault(s.target, set()).add(s.value.args[0])
+    changed = True
+    while changed:
+        changed = False
+        for s in ir.walk(fn.body):
+            if isinstance(s, ir.Assign) and isinstance(s.value, str) and s.value in src:
+                before = len(src.get(s.target, ()))
+                src.setdefault(s.target, set()).update(src[s.value])
+                changed |= len(src[s.target]) != before
+    return src
