@@ -398,9 +398,9 @@ def _hashable(fn):
 # -- loading the built-in tables -------------------------------------------------------------
 # The table modules of this package, imported by name (they import this module, not the reverse).
 # SciPy rules are loaded only once SciPy is imported (by the user's code); CuPy callees map to the
-# NumPy rules (see :mod:`.cupy_rules`).
-_TABLES = ["python_rules", "numpy", "runtime_rules", "transform_rules"]
-_OPTIONAL = {"scipy": "scipy", "cupy": "cupy_rules"}
+# NumPy rules (see :mod:`.cupy`).
+_TABLES = ["python", "numpy", "runtime_helpers", "transforms"]
+_OPTIONAL = {"scipy": "scipy", "cupy": "cupy"}
 _optional_loaded = set()
 
 

@@ -82,7 +82,7 @@ _IN_PLACE_METHODS = {"sort", "reverse", "popitem", "update", "setdefault", "remo
                      # (module-level, inside a dict...), which s2sad does not follow
                      "append", "extend", "insert", "pop"}
 # (type, method name) -> handler(obj, args, kwargs) -> (value, ("custom", pull_fn)) for in-place
-# methods s2sad does follow (list.sort, list.reverse); filled by rules.python_rules.  pull_fn(g,
+# methods s2sad does follow (list.sort, list.reverse); filled by rules.python.  pull_fn(g,
 # g_self) gives (adjoint of the object before, adjoints of args, of kwargs).
 IN_PLACE_RULES = {}
 

@@ -63,7 +63,7 @@ def bcast(t, ans):
     return xp.broadcast_to(t, shape).copy() if hasattr(t, "shape") or shape else t
 
 
-# -- tangents of Python's builtins over sequences (the ``jvp=`` templates of python_rules) -----------
+# -- tangents of Python's builtins over sequences (the ``jvp=`` templates of rules.python) ----------
 # A lazy iterator's tangent (zip, enumerate, reversed, dict views) is the eager list of its
 # elements' tangents: every consumer walks the primal iterator once, and the list alongside it.
 def _elems(t, x):

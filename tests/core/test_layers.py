@@ -45,7 +45,7 @@ LAYERS = {
     "s2sad.transforms": 8,
     # the rules for s2sad's own API (grad inside a differentiated function) name the API's
     # functions: a table above the API, loaded by name by the registry, imported by no module
-    "s2sad.rules.transform_rules": 8,
+    "s2sad.rules.transforms": 8,
     # 9 -- tools and the package's public names
     "s2sad.cli": 9,
     "s2sad.testing": 9,

@@ -1,5 +1,5 @@
 """The scipy.special rules of issue 15 (part 2) on ``cupyx.scipy.special``: each function CuPy
-has gets SciPy's rule (s2sad/rules/cupy_rules.py maps them by name), differentiated on the GPU
+has gets SciPy's rule (s2sad/rules/cupy.py maps them by name), differentiated on the GPU
 and compared with the same function on NumPy arrays.  Skipped without CuPy and a GPU."""
 import numpy as np
 import pytest

@@ -20,7 +20,7 @@ import numpy as np
 import cupy
 
 from . import adjoints as _adjoints
-from . import numpy as _numpy_tables, python_rules  # noqa: F401  (the rules this table gives to CuPy)
+from . import numpy as _numpy_tables, python  # noqa: F401  (the rules this table gives to CuPy)
 from .registry import _RULES, _key, defalias, defrule, defzero
 
 A = {"_adj": _adjoints, "_cpx": sys.modules[__name__]}
