@@ -355,7 +355,7 @@ def read_in(block):
     return out
 
 
-# -- in-place changes and re-made iterators (classify.py, shared_writes.py, closures.py) ---------
+# -- in-place changes and re-made iterators (classify/: mutation, iterators, writes, closures) --
 def _made_again_before(chains, made, s, t):
     """Whether every way from statement ``s`` to ``t`` runs ``made`` first (``t`` comes after
     ``made`` in the block that holds ``made``, and ``s`` is not between them there): then ``t``

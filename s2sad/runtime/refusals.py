@@ -17,7 +17,7 @@ from .containers import _ITEMS_VIEW, _KEYS_VIEW
 
 def keys_read(origin, *xs):
     """Before a dict's keys are read as values (``sorted(d)``, ``for k in d``, ``d.keys()``,
-    ``d.items()``...; classify._guard_key_reads): refuse keys that are floats (or tuples holding
+    ``d.items()``...; classify/keys.py): refuse keys that are floats (or tuples holding
     floats).  s2sad keeps a dict's derivative per key and drops the keys' own derivatives, which
     is right for values read by key but not for keys that come back out as values."""
     for x in xs:
@@ -216,7 +216,7 @@ def not_alias(value, args, origin):
 
 
 def inplace_guard(value, op, name, other, fix, origin, arrays_only=False, *seen):
-    """Before ``name op= ...`` (see classify._check_augmented_shared): refuse when ``value`` is an
+    """Before ``name op= ...`` (see classify/writes.py): refuse when ``value`` is an
     object that ``op=`` changes in place (an array, a list), because ``other``, read afterwards,
     may hold it or share its memory and s2sad makes a new value instead.  ``arrays_only``: other
     only shares elements with ``value``, which a list changed in place keeps.  ``seen``: the
@@ -291,7 +291,7 @@ def _cell_full(c):
 
 def share_guard(value, name, others, fix, origin, *seen):
     """Before a write into ``value`` (the object of ``name``: an item or slice write, an in-place
-    method; see classify._check_writes_shared): refuse when one of ``seen`` (the values of the
+    method; see classify/writes.py): refuse when one of ``seen`` (the values of the
     names ``others``, read afterwards) holds it or shares its memory; s2sad's reverse sweep would
     give their adjoints to the object as it was before the write."""
     import sys
