@@ -652,6 +652,54 @@ class ReverseEmitter:
                 else:
                     self.mode[v] = "stack"
 
+    def check_read_then_changed(self, call, s, o):
+        """A call whose derivative is made apart (a user function, a closure, a call resolved when
+        it runs) keeps what it read for its own reverse sweep: the objects themselves, not copies.
+        An array, list or dict it reads (an argument, or a variable a local closure captured) that
+        is changed in place after the call would be read changed when that reverse sweep runs, so
+        the derivative would be silently wrong: refused (fuzz 8088:2130, 8088:15017)."""
+        if self.site_names.get(id(s)) is None or isinstance(call.fn, ir.Attr):
+            return      # the reverse sweep never pulls this call; an attribute read keeps no object
+        args = call.info["callargs"] if call.cls == "derived" else \
+            list(call.args[1:] if isinstance(call.fn, ir.Method) else call.args)
+        if call.cls == "dynamic" and isinstance(call.fn, ir.Dynamic):
+            args = args + [call.fn.var]
+        seen = set()
+        for v in args:
+            if not isinstance(v, str) or v in seen:
+                continue
+            seen.add(v)
+            for w in [v] + self._closure_cells(v):
+                if self.kinds.get(w) not in ("a", "c") or w in self.synthetic:
+                    continue
+                if w in self.classes and self.changed_later(s, w):
+                    via = "" if w == v else (" (through a closure that reads it)" if
+                                             v.startswith("_") else
+                                             f" (through the closure `{v}`, which reads it)")
+                    raise UnsupportedSyntaxError(
+                        f"`{w}` is read by a call{via} whose derivative keeps it for its reverse "
+                        f"sweep, and `{w}` is changed in place afterwards; that sweep would read "
+                        f"the changed value",
+                        origin=o,
+                        fix=f"pass a copy to the call (`{w}.copy()`, `list({w})`), or make the later "
+                            f"change on a copy (`{w} = {w}.copy()` before it)")
+
+    def _closure_cells(self, v):
+        """The variables a local closure bound to ``v`` captured (none when ``v`` is not one)."""
+        cells = self._cells_cache.get(v) if hasattr(self, "_cells_cache") else None
+        if cells is not None:
+            return cells
+        if not hasattr(self, "_cells_cache"):
+            self._cells_cache = {}
+        cells = []
+        for t in ir.walk(self.fn.body):
+            if isinstance(t, ir.Assign) and t.target == v and isinstance(t.value, ir.Call) and \
+                    isinstance(t.value.fn, ir.Static) and t.value.fn.obj is runtime.make_closure:
+                cells += [w for k, w in zip(t.value.args[0].value, t.value.args[1:])
+                          if not k.endswith("=") and isinstance(w, str)]
+        self._cells_cache[v] = cells
+        return cells
+
     def changed_later(self, s, v):
         """Whether an in-place change of ``v``'s memory can follow statement ``s`` (then a saved
         array or list must be a copy: the reverse sweep needs it as it was when ``s`` read it)."""
@@ -829,6 +877,8 @@ class ReverseEmitter:
     def fwd_call(self, target, call, s, o):
         c = self.consts
         cls = call.cls
+        if cls in ("derived", "dynamic"):
+            self.check_read_then_changed(call, s, o)
         if isinstance(call.fn, ir.Static) and call.fn.obj is runtime.make_closure:
             src = call.extra["source"]
             if call.extra.get("lambda"):

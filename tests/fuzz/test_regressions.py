@@ -2008,3 +2008,117 @@ def test_map_of_lambda_reading_array_written_after_lambda():
 def test_closure_state_changed_after_it_is_made_variants(body):
     judge("import functools\nimport types\n\nimport numpy as np\n\n\ndef f(x, y):\n" +
           textwrap.indent(textwrap.dedent(body), "    "))
+
+
+# -- seed 8088 (20,000 programs at 9934819, H200 host: wrong 2, crash 1), shrunk there ---------
+
+def test_list_read_by_immediately_called_lambda_then_written():
+    # rev: wrong derivative (the lambda's own reverse sweep read l2 after l2[-3] = ...): refused
+    judge("""
+        import numpy as np
+
+        def f(x, y):
+            l2 = list(x)
+            l2.insert(0, y)
+            l2.pop()
+            s3 = (lambda t: sorted(l2)[-2])(y)
+            l2[-3] = np.r_[y, x][1]
+            return s3
+    """)
+
+
+def test_array_read_by_closure_then_written_by_its_result():
+    judge("""
+        import numpy as np
+
+        def f(x, y):
+            a1 = np.sort(x)
+            g6 = lambda t: np.sum(a1 * y)
+            a1[1] = g6(y)
+            return g6(y)
+    """)
+
+
+@pytest.mark.parametrize("body", [
+    # a user function keeps its argument for its reverse sweep; the caller changes it afterwards
+    """
+        def h(l):
+            return sorted(l)[-2]
+
+        def f(x, y):
+            l2 = list(x)
+            l2.insert(0, y)
+            s3 = h(l2)
+            l2[-3] = y * 0.5
+            return s3
+    """,
+    """
+        import numpy as np
+
+        def h(a):
+            return np.max(a) * np.prod(a)
+
+        def f(x, y):
+            a = x * 1.0
+            s = h(a)
+            a[0] = y * 0.5
+            a[1] = -y
+            return s
+    """,
+    """
+        def f(x, y):
+            l2 = list(x)
+            l2.insert(0, y)
+
+            def h():
+                return sorted(l2)[-2]
+            s3 = h()
+            l2[-3] = y * 0.5
+            return s3
+    """,
+    """
+        import numpy as np
+
+        def h(a):
+            return np.max(a)
+
+        def f(x, y):
+            a = x * 1.0
+            acc = 0.0
+            for i in range(2):
+                acc = acc + h(a)
+                a[i] = -y
+            return acc
+    """,
+])
+def test_argument_or_capture_changed_after_a_call_that_keeps_it(body):
+    judge(body)
+
+
+def test_argument_changed_after_a_call_on_a_copy_agrees():
+    src = """
+        import numpy as np
+
+        def h(a):
+            return np.max(a) * np.prod(a)
+
+        def f(x, y):
+            a = x * 1.0
+            s = h(a.copy())
+            a[0] = y * 0.5
+            return s + a[0]
+    """
+    judge(src)
+    assert check_source(textwrap.dedent(src), seed=0, modes=("rev", "fwd")).outcome == "agree"
+
+
+def test_nested_np_array_of_ints_and_floats():
+    # rev: crash (the inner np.array's adjoint is the symbolic 0.0 of an int array; reshaping it
+    # for the outer one raised)
+    judge("""
+        import numpy as np
+
+        def f(x, y):
+            a1 = np.array(np.array([sum(filter(lambda t: t > y, [v])) for v in [y, y, y]]))
+            return np.sum(a1) + y
+    """)

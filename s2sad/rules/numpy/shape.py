@@ -7,7 +7,7 @@ import numpy as np
 
 from ... import runtime as _rt
 from ...errors import RuleError
-from ..adjoints import A, _each, _np, asarray, export, is_zero, like, shape, tmap_zero, xp
+from ..adjoints import A, _each, _np, array_adjoint, asarray, export, is_zero, like, shape, tmap_zero, xp
 from ..registry import defmethod, defrule
 
 _each(_np("reshape"), "a, /, shape=None, order='C', *, newshape=None, copy=None",
@@ -71,13 +71,12 @@ defrule(np.copy, "a, order='K', subok=False", vjp={"a": "g"}, jvp={"a": "np.copy
 _each(_np("ascontiguousarray", "asfortranarray"), "a, dtype=None, *, like=None",
       vjp={"a": "_adj.like(g, a)"}, jvp={"a": "_adj.array_tangent(t, ans, a)"}, view=True, ns=A)
 defrule(np.array, "object, dtype=None, *, copy=True, order='K', subok=False, ndmin=0, ndmax=0, "
-        "like=None", vjp={"object": "_rt.dtype_guard(dtype, _adj.array_adjoint(np.reshape(g, "
-                                    "np.shape(object)), object))"},
+        "like=None", vjp={"object": "_rt.dtype_guard(dtype, _adj.array_adjoint_of(g, object))"},
         jvp={"object": "_adj.array_tangent(t, ans, object)"},
         ns=A)
 _each(_np("asarray", "asanyarray"), "a, dtype=None, order=None, *, device=None, copy=None, "
-      "like=None", vjp={"a": "_rt.dtype_guard(dtype, _adj.array_adjoint(np.reshape(g, np.shape(a)), "
-                             "a))"}, jvp={"a": "_adj.array_tangent(t, ans, a)"}, view=True,
+      "like=None", vjp={"a": "_rt.dtype_guard(dtype, _adj.array_adjoint_of(g, a))"},
+      jvp={"a": "_adj.array_tangent(t, ans, a)"}, view=True,
       ns=A)
 defrule(np.broadcast_arrays, "*args, subok=False",
         vjp={"args": "_adj.broadcast_arrays(g, args)"}, kind="any", view=True, ns=A)
@@ -137,6 +136,12 @@ def _order(order, a):
                             fix="use order='C' (or copy the array first)")
         return "C"
     raise RuleError(f"order={order!r} is not supported", fix="use order='C', 'F', 'A' or 'K'")
+
+
+def array_adjoint_of(g, obj):
+    """Adjoint of ``np.array(obj)`` / ``np.asarray(obj)`` (zero-guarded: an adjoint that is the
+    symbolic 0.0, e.g. of an integer array that carries none, is not reshaped)."""
+    return array_adjoint(np.reshape(g, np.shape(obj)), obj)
 
 
 def reshape_back(g, a, order="C"):
