@@ -219,7 +219,7 @@ def _primitive_wrapper(fn, rule, args, kwargs):
     if w is None:
         _check_keywords(kw, rule.name)
         try:
-            rule.signature.bind(*args, **kwargs)
+            rule.bind_signature(*args, **kwargs)
         except TypeError as e:
             raise ArgumentError(f"{rule.name}{rule.signature}: {e}", origin=caller_origin(),
                                 fix="pass the arguments its rule declares (s2sad differentiates "

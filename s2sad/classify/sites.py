@@ -41,10 +41,11 @@ def _bind_rule(rule, call, origin):
     if getattr(rule, "receiver", False) and isinstance(call.fn, ir.Static):
         recv = (ir.Const(call.fn.obj.__self__),)    # a bound method's object (rule's ``self``)
     try:
-        ba = rule.signature.bind(*recv, *call.args, **dict(call.kwargs))
+        ba = rule.bind_signature(*recv, *call.args, **dict(call.kwargs))
     except TypeError as e:
         raise RuleError(f"the call to {rule.name} does not match its rule's parameters "
-                        f"({', '.join(rule.signature.parameters)}): {e}", origin=origin,
+                        f"({', '.join(map(rule.public_name, rule.signature.parameters))}): {e}",
+                        origin=origin,
                         fix="check the call's arguments against the function's documentation")
     bound = dict(ba.arguments)
     for name, p in rule.signature.parameters.items():

@@ -66,8 +66,9 @@ class Entry:
         params = list(rule.signature.parameters)
         rev = set(rule.joint[0]) if rule.joint else set(rule.vjp)
         fwd = {p for p, text in rule.jvp.items() if text.replace(" ", "") != "0.0*ans"}
-        self.reverse = [p for p in params if p in rev]
-        self.forward = [p if p in fwd else p + FORWARD_BY_ADJOINT for p in params
+        name = rule.public_name                  # the callee's own names (odeint's t, not times)
+        self.reverse = [name(p) for p in params if p in rev]
+        self.forward = [name(p) if p in fwd else name(p) + FORWARD_BY_ADJOINT for p in params
                         if p in fwd or p in rev]
 
     def as_dict(self):

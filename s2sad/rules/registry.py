@@ -30,6 +30,10 @@ A rule reads like a line of a derivative table::
   (unknown) -- the kind of value the primitive returns, used to pick ``+`` or ``_rt.add`` for
   accumulation and to resolve methods on the result at build time.
 * ``n_<param>`` in a template is the number of arguments bound to a ``*param``.
+* ``aliases`` maps a keyword the callee takes to the rule parameter that receives it, for a
+  public parameter whose name templates reserve (``odeint(func, y0, t=ts)``: ``{"t": "times"}``);
+  calls are bound through :meth:`Rule.bind_signature`, which renames those keywords (and refuses
+  the internal name as a keyword, which the callee itself would not take).
 
 ``defzero(fn)`` declares a callee whose output carries no derivative (``np.floor``, ``np.argmax``).
 ``defmethod(name, ...)`` declares a rule for ``x.name(...)`` on an array ``x`` (NumPy or CuPy); its
@@ -69,8 +73,9 @@ class Rule:
 
     def __init__(self, fn, params, vjp=None, joint=None, jvp=None, forbid=None, view=False,
                  kind="array", ns=None, name=None, zero=False, broadcast=False, constant=(),
-                 receiver=False, why=None):
+                 receiver=False, why=None, aliases=None):
         self.fn = fn
+        self.aliases = dict(aliases or {})   # the callee's keyword -> the parameter taking it
         self.receiver = receiver     # a bound method's rule: its first parameter is the object
         self.why = dict(why or {})   # parameter -> why it has no derivative (for refusals)
         self.name = name or _callee_name(fn)
@@ -97,7 +102,15 @@ class Rule:
                             f"template names g (output adjoint), ans (output), t (tangent)",
                             origin=caller_origin(),
                             fix="rename them in params= (the names are yours: params=\"x, /\" "
-                                "binds the callee's first argument to x)")
+                                "binds the callee's first argument to x; a keyword the callee "
+                                "takes by that name: aliases={\"t\": \"times\"})")
+        for public, p in self.aliases.items():
+            if p not in names or public in names:
+                raise RuleError(f"rule for {self.name}: aliases= maps the keyword {public!r} to "
+                                f"{p!r}, which must be a parameter of ({params}) and {public!r} "
+                                f"not one", origin=caller_origin(),
+                                fix="key aliases= by the callee's own keyword and give the "
+                                    "parameter of params= that takes it")
         for p in list(self.vjp) + list(self.jvp) + list((joint or ((), ""))[0]) + list(self.forbid):
             if p not in names:
                 raise RuleError(f"rule for {self.name}: {p!r} is not a parameter of ({params})",
@@ -186,12 +199,38 @@ class Rule:
             fn = self._compiled[which] = glb["_adjoint"]
         return fn
 
+    def keyword(self, name):
+        """The parameter a call's keyword ``name`` binds to (``aliases``)."""
+        return self.aliases.get(name, name)
+
+    def public_name(self, param):
+        """The callee's own name of the parameter ``param`` (for messages and listings)."""
+        for public, p in self.aliases.items():
+            if p == param:
+                return public
+        return param
+
+    def bind_signature(self, *args, **kwargs):
+        """``self.signature.bind(*args, **kwargs)`` with the call's keywords renamed by
+        ``aliases``: every binding of a call to the rule goes through here.  Raises TypeError
+        when the call does not match (also for a parameter's internal name used as a keyword
+        where the callee's own keyword is another: the callee would refuse it)."""
+        if self.aliases:
+            inner = set(self.aliases.values())
+            for k in kwargs:
+                if k in inner:
+                    raise TypeError(f"got an unexpected keyword argument {k!r} (the callee's "
+                                    f"keyword is " + " or ".join(
+                                        repr(a) for a, p in self.aliases.items() if p == k) + ")")
+            kwargs = {self.keyword(k): v for k, v in kwargs.items()}
+        return self.signature.bind(*args, **kwargs)
+
     def bind(self, args, kwargs):
         """Bind call arguments to the rule's parameters: returns an ordered dict, defaults applied.
 
         ``*args`` parameters are bound to a tuple, ``**kwargs`` to a dict.  Raises TypeError when
         the call does not match the signature."""
-        ba = self.signature.bind(*args, **kwargs)
+        ba = self.bind_signature(*args, **kwargs)
         ba.apply_defaults()
         return ba.arguments
 
@@ -261,13 +300,15 @@ def _key(fn):
 
 # -- declaring rules -------------------------------------------------------------------------
 def defrule(fn, params=None, *, vjp=None, joint=None, jvp=None, forbid=None, view=False,
-            kind="array", ns=None, name=None, broadcast=False, constant=()):
+            kind="array", ns=None, name=None, broadcast=False, constant=(), aliases=None):
     """Declare the derivative rule of a primitive callee ``fn``; returns the :class:`Rule`.
 
-    ``broadcast=True`` marks an elementwise operation that broadcasts its array operands."""
+    ``broadcast=True`` marks an elementwise operation that broadcasts its array operands;
+    ``aliases={"t": "times"}`` binds the callee's keyword ``t=`` to the parameter ``times`` (for
+    a keyword named like a template name: ``g``, ``ans``, ``t``)."""
     _before_user_declaration()
     rule = Rule(fn, params, vjp=vjp, joint=joint, jvp=jvp, forbid=forbid, view=view, kind=kind,
-                ns=ns, name=name, broadcast=broadcast, constant=constant)
+                ns=ns, name=name, broadcast=broadcast, constant=constant, aliases=aliases)
     _RULES[_key(fn)] = rule
     return rule
 

@@ -278,7 +278,10 @@ def _check_rule_params(rule, bound):
     if (getattr(rule.fn, "__module__", None) or "").startswith("s2sad."):
         return
     skip = set(rule.differentiable) | set(rule.constant)
+    params = rule.signature.parameters
     for p, v in bound.items():
+        if p in params and v is params[p].default:
+            continue            # the rule's own default (h0=0.0): not the caller's value
         if p not in skip and v is not None and differentiable(v):
             from ..errors import RuleError
             why = rule.why.get(p)
@@ -379,7 +382,7 @@ def pull(rec, g, g_self=_NOTHING):
             kp = rule.signature.parameters[p].kind
             if kp == kp.VAR_POSITIONAL:
                 pos.extend(adj.get(p, (0.0,) * len(bound.get(p, ()))))
-            elif kp == kp.VAR_KEYWORD or p in kwnames:
+            elif kp == kp.VAR_KEYWORD or p in {rule.keyword(k) for k in kwnames}:
                 continue
             else:
                 pos.append(adj.get(p, 0.0))
@@ -387,7 +390,8 @@ def pull(rec, g, g_self=_NOTHING):
         sig = rule.signature.parameters
         var_kw = [adj.get(p) for p in params if sig[p].kind == sig[p].VAR_KEYWORD]    # **kwargs
         var_kw = var_kw[0] if var_kw and isinstance(var_kw[0], dict) else {}
-        kw = {k: _z(adj.get(k, 0.0) if k in sig else var_kw.get(k, 0.0)) for k in kwnames}
+        kw = {k: _z(adj.get(rule.keyword(k), 0.0) if rule.keyword(k) in sig else
+                    var_kw.get(k, 0.0)) for k in kwnames}
         if is_method:
             return _z(pos[0]), tuple(_z(v) for v in pos[1:]), kw
         return 0.0, tuple(_z(v) for v in pos), kw

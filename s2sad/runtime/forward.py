@@ -313,8 +313,8 @@ def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None, _bound=False
     if self_ is not None and not inspect.ismodule(self_) and hasattr(fn, "__name__") and not _bound:
         return jvp_method(self_, ftan if isinstance(ftan, dict) else None, fn.__name__, args,
                           targs, kwargs, tkwargs)
-    if _is_python(fn):
-        return _jvp_python(fn, args, targs, kwargs, tkwargs, ftan=ftan)
+    if _is_python(fn) and hooks.lookup(fn) is None:     # (a rule wins over the source, as in
+        return _jvp_python(fn, args, targs, kwargs, tkwargs, ftan=ftan)   # reverse mode)
     if isinstance(fn, functools.partial):
         pa, pk = ftan if isinstance(ftan, tuple) and len(ftan) == 2 else (None, None)
         pa = tuple(pa) if pa is not None else (None,) * len(fn.args)
@@ -399,7 +399,7 @@ def _param_tangents(rule, args, targs, kwargs, tkwargs, self_=None, tself=None):
     """Rule parameter -> tangent, for the active arguments of a call bound to the rule."""
     allargs = ((self_,) if self_ is not None else ()) + tuple(args)
     alltans = ((tself,) if self_ is not None else ()) + tuple(targs)
-    ba = rule.signature.bind(*[("__pos__", i) for i in range(len(allargs))],
+    ba = rule.bind_signature(*[("__pos__", i) for i in range(len(allargs))],
                              **{k: ("__kw__", k) for k in kwargs})
     out = {}
     for p, marker in ba.arguments.items():

@@ -60,6 +60,38 @@ def test_scipy_callees():
     assert {e.table for e in entries.values()} == {"scipy"}
 
 
+def test_scipy_stats_rules_made_by_the_resolver_are_listed(capsys):
+    """scipy.stats's rules come from a resolver (no table holds them): the listing asks it about
+    each distribution's methods, as generated code would, and lists them per distribution."""
+    pytest.importorskip("scipy")
+    entries = {e.callee: e for e in listing.collect(["scipy"])}
+    assert entries["scipy.stats.norm.logpdf"].reverse == ["x", "loc", "scale"]
+    assert entries["scipy.stats.gamma.cdf"].forward == ["x", "a", "loc", "scale"]
+    assert entries["scipy.stats.t.ppf"].reverse == ["q", "df", "loc", "scale"]
+    assert entries["scipy.stats.poisson.logpmf"].reverse == ["mu"]        # k carries none
+    assert entries["scipy.stats.multivariate_normal.logpdf"].reverse == ["x", "mean", "cov"]
+    assert entries["scipy.stats.dirichlet.pdf"].reverse == ["x", "alpha"]
+    assert "freezing" in entries["scipy.stats.norm"].note        # norm(loc, scale).logpdf(x)
+    for dist in ("norm", "t", "gamma", "beta", "chi2", "expon", "laplace", "cauchy", "logistic",
+                 "lognorm", "uniform", "invgamma", "weibull_min", "halfnorm"):
+        for m in ("logpdf", "pdf", "logcdf", "cdf", "logsf", "sf"):
+            assert entries[f"scipy.stats.{dist}.{m}"].topic == "scipy.stats", (dist, m)
+    for dist in ("poisson", "binom", "nbinom", "geom"):
+        assert f"scipy.stats.{dist}.pmf" in entries and f"scipy.stats.{dist}.logpmf" in entries
+    out = rules("--grep", r"scipy\.stats\.norm\.", capsys=capsys)
+    assert out.startswith("scipy.stats [scipy]: ")
+    assert re.search(r"reverse: x, loc, scale\s+forward: x, loc, scale$",
+                     row(out, "scipy.stats.norm.logpdf"))
+
+
+def test_renamed_parameters_are_listed_under_the_callee_s_names():
+    """odeint's times are the rule's parameter ``times`` (``t`` is the tangent in templates),
+    bound from the keyword ``t=``: listed as ``t``."""
+    pytest.importorskip("scipy")
+    entries = {e.callee: e for e in listing.collect(["scipy"])}
+    assert entries["scipy.integrate.odeint"].reverse == ["func", "y0", "t", "args"]
+
+
 def test_grep(capsys):
     out = rules("--grep", r"linalg\.eig", capsys=capsys)
     listed = re.findall(r"^  (\S+)", out, re.M)

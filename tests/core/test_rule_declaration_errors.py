@@ -11,9 +11,10 @@ def _bad_calls():
     yield lambda: s2sad.defrule(abs, "x, /", vjp={"y": "g"})                # not a parameter
     yield lambda: s2sad.defrule(abs, "x, /", vjp={"x": "g *"}).adjoint_function("x")   # template
     yield lambda: s2sad.defrule(abs, "x, y=, /", vjp={"x": "g"})            # params do not parse
+    yield lambda: s2sad.defrule(abs, "x, /", vjp={"x": "g"}, aliases={"t": "y"})   # no such param
 
 
-@pytest.mark.parametrize("k", range(4))
+@pytest.mark.parametrize("k", range(5))
 def test_rule_declaration_errors(k):
     call = list(_bad_calls())[k]
     with pytest.raises(RuleError) as e:

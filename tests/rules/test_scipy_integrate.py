@@ -62,6 +62,51 @@ def test_odeint_exponential_decay_closed_form(mode):
     np.testing.assert_allclose(gts, want_t, rtol=1e-7, atol=1e-10)
 
 
+
+def decay_loss_keyword(y0, k, ts):
+    ys = si.odeint(decay, y0, t=ts, args=(k,), rtol=1e-11, atol=1e-12)     # odeint's own t=
+    return np.sum(ys * ys)
+
+
+def decay_loss_keywords_only(y0, k, ts):
+    ys = si.odeint(func=decay, y0=y0, t=ts, args=(k,), rtol=1e-11, atol=1e-12)
+    return np.sum(ys * ys)
+
+
+def decay_loss_dict(y0, k, ts):
+    opts = {"t": ts, "args": (k,)}                 # the call is bound at run time
+    ys = si.odeint(decay, y0, rtol=1e-11, atol=1e-12, **opts)
+    return np.sum(ys * ys)
+
+
+def decay_loss_partial(y0, k, ts):
+    solve = functools.partial(si.odeint, t=ts, rtol=1e-11, atol=1e-12)
+    return np.sum(solve(decay, y0, args=(k,)) ** 2)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("f", [decay_loss_keyword, decay_loss_keywords_only, decay_loss_dict,
+                               decay_loss_partial])
+def test_odeint_times_by_keyword(f, mode):
+    """``t=`` binds to the rule's ``times`` (its alias), also when the call is resolved at run
+    time; the tolerances, floats the caller computes, carry no derivative."""
+    args = (np.array([1.0, -2.0]), 0.7, TS.copy())
+    want = s2sad.grad(decay_loss, wrt=(0, 1, 2))(*args)
+    got = grads(f, args, (0, 1, 2), mode)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9)
+
+
+def decay_loss_internal_name(y0, k, ts):
+    return np.sum(si.odeint(decay, y0, times=ts, args=(k,)))
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_odeint_internal_name_is_refused(mode):
+    e = _refused(decay_loss_internal_name, np.array([1.0, -2.0]), 0.7, TS.copy(),
+                 match="unexpected keyword argument 'times'", mode=mode)
+    assert "func, y0, t, args" in str(e)
+
 # -- Lotka-Volterra: 4 parameters and the initial state ----------------------------------------------
 def lotka_volterra(z, t, a, b, c, d):
     x, y = z[0], z[1]

@@ -21,7 +21,9 @@ and tangents like the ``args=`` entries).
 Each differentiable input has its own template, so that only the inputs that carry derivatives
 are followed (and checked); the reverse templates of one call share one adjoint sweep
 (:func:`_sweep_once`).  ``odeint``'s times are the rule's parameter ``times`` (``t`` names the
-tangent in templates): pass them positionally.  Refused: ``dense_output``, ``events``,
+tangent in templates); the keyword ``t=`` binds to it (``aliases=``).  Tolerances and step
+controls (``rtol``, ``atol``, ``hmax``..., ``solve_ivp``'s ``**options``, ``quad``'s ``epsabs``
+and ``epsrel``) carry no derivative: the exact solution does not depend on them.  Refused: ``dense_output``, ``events``,
 ``vectorized``, ``solve_ivp`` without ``t_eval``, ``full_output``, ``quad``'s ``weight`` and
 ``complex_func``, values other than floats and float arrays that carry derivatives into the
 function, and functions s2sad cannot differentiate when their derivatives are needed.
@@ -42,6 +44,9 @@ from ..registry import defrule
 A = dict(A, _si=_si)
 
 _ODEINT_OPTS = "rtol, atol, tcrit, hmax, hmin, mxstep, mxordn, mxords, tfirst"
+# tolerances and step controls: the exact solution does not depend on them (floats computed by
+# the caller may reach them, as when the call is only resolved at run time)
+_STEP_CONTROLS = ("rtol", "atol", "tcrit", "hmax", "hmin")
 defrule(_si.odeint, "func, y0, times, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None, "
         "mu=None, rtol=None, atol=None, tcrit=None, h0=0.0, hmax=0.0, hmin=0.0, ixpr=0, "
         "mxstep=0, mxhnil=0, mxordn=12, mxords=5, printmessg=0, tfirst=False",
@@ -49,7 +54,8 @@ defrule(_si.odeint, "func, y0, times, args=(), Dfun=None, col_deriv=0, full_outp
              for p in ("func", "y0", "times", "args")},
         jvp={p: f"_adj.odeint_tangent({p!r}, t, ans, func, y0, times, args, {_ODEINT_OPTS})"
              for p in ("func", "y0", "times", "args")},
-        forbid={"full_output": 0}, kind="array", ns=A)
+        forbid={"full_output": 0}, kind="array", ns=A, aliases={"t": "times"},
+        constant=_STEP_CONTROLS + ("h0",))
 
 defrule(_si.solve_ivp, "fun, t_span, y0, method='RK45', t_eval=None, dense_output=False, "
         "events=None, vectorized=False, args=None, **options",
@@ -57,7 +63,8 @@ defrule(_si.solve_ivp, "fun, t_span, y0, method='RK45', t_eval=None, dense_outpu
              for p in ("fun", "t_span", "y0", "t_eval", "args")},
         jvp={p: f"_adj.solve_ivp_tangent({p!r}, t, ans, fun, t_span, y0, method, t_eval, args, "
                 f"options)" for p in ("fun", "t_span", "y0", "t_eval", "args")},
-        forbid={"dense_output": False, "events": None, "vectorized": False}, kind="any", ns=A)
+        forbid={"dense_output": False, "events": None, "vectorized": False}, kind="any", ns=A,
+        constant=("options",))
 
 _QUAD_OPTS = "epsabs, epsrel, limit, points"
 defrule(_si.quad, "func, a, b, args=(), full_output=0, epsabs=1.49e-08, epsrel=1.49e-08, "
@@ -69,7 +76,8 @@ defrule(_si.quad, "func, a, b, args=(), full_output=0, epsabs=1.49e-08, epsrel=1
              "func": f"_adj.quad('func', g, func, a, b, args, {_QUAD_OPTS})"},
         jvp={p: f"_adj.quad_tangent({p!r}, t, ans, func, a, b, args, {_QUAD_OPTS})"
              for p in ("func", "a", "b", "args")},
-        forbid={"full_output": 0, "weight": None, "complex_func": False}, kind="container", ns=A)
+        forbid={"full_output": 0, "weight": None, "complex_func": False}, kind="container", ns=A,
+        constant=("epsabs", "epsrel"))
 
 
 # -- values, their adjoints and tangents as flat vectors -------------------------------------------
