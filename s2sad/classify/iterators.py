@@ -114,7 +114,8 @@ def _check_loop_sources(fn):
                         # reordering and ``a op= v`` (which s2sad rebinds) always)
                         changed, how = _changed_in_place(fn, t)
                         if changed is None or getattr(t, "attr", None) or \
-                                isinstance(t, ir.SetItem) and v.fn.obj in seqs[:2]:
+                                isinstance(t, ir.SetItem) and v.fn.obj in seqs[:2] and \
+                                not _from_dict_view(fn, srcs):
                             continue
                         hit = objs.of(changed)
                         if not hit & walked:
@@ -133,3 +134,25 @@ def _check_loop_sources(fn):
             for b in ir.children(s):
                 block(b)
     block(fn.body)
+
+
+def _from_dict_view(fn, names):
+    """Whether a loop source may be a dict's ``.items()``/``.values()`` view: the loop takes its
+    pairs as it starts, while Python's view shows a value written into the dict later in the loop
+    (fuzz 9099:19866), so item writes in the body are not read back live as they are for lists."""
+    defs = {}
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign) and isinstance(s.value, ir.Call):
+            defs.setdefault(s.target, []).append(s.value)
+    seen, todo = set(), list(names)
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        for call in defs.get(n, ()):
+            if isinstance(call.fn, ir.Method) and call.fn.name in ("items", "values"):
+                return True
+            if isinstance(call.fn, ir.Static) and call.fn.obj in (runtime.here, runtime.iiter):
+                todo += [a for a in call.args if isinstance(a, str)]
+    return False

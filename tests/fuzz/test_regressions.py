@@ -2122,3 +2122,57 @@ def test_nested_np_array_of_ints_and_floats():
             a1 = np.array(np.array([sum(filter(lambda t: t > y, [v])) for v in [y, y, y]]))
             return np.sum(a1) + y
     """)
+
+
+# -- seed 9099 (20,000 programs at 9f175dc, H200 host: wrong 1, crash 1), shrunk ---------------
+
+def test_unused_generator_over_a_list_comprehension():
+    # both modes: crash (TypeError from next() on a dict view: Python never runs the body)
+    judge("""
+        def f(x, y):
+            it5 = (next({y: y, y: x, y: y}.values()) for t in [y for i, v in enumerate(x)])
+            return y
+    """)
+    judge("""
+        def f(x, y):
+            it5 = map(lambda t: next(iter([])), [y * v for i, v in enumerate(x)])
+            return y
+    """)
+
+
+def test_loop_over_dict_items_writing_another_key():
+    # both modes: wrong value (Python's items view shows d1['b'] written in the first trip)
+    judge("""
+        def f(x, y):
+            d1 = {n: c for n, c in zip(('a', 'b', y), {y: y, 'b': 0.25, y: y}.values())}
+            for k3, t4 in d1.items():
+                d1['b'] = t4
+            return sum(d1.values())
+    """)
+    judge("""
+        def f(x, y):
+            d = {"a": x[0], "b": x[1]}
+            acc = 0.0
+            for v in d.values():
+                acc = acc + v
+                d["b"] = y
+            return acc
+    """)
+
+
+def test_loop_over_dict_keys_or_a_copy_of_items_writing_agrees():
+    for src in ("""
+        def f(x, y):
+            d = {"a": x[0], "b": x[1]}
+            for k in d:
+                d[k] = d[k] * y
+            return d["a"] + d["b"]
+    """, """
+        def f(x, y):
+            d = {"a": x[0], "b": x[1]}
+            for k, v in list(d.items()):
+                d["b"] = v * y
+            return d["a"] + d["b"]
+    """):
+        judge(src)
+        assert check_source(textwrap.dedent(src), seed=0, modes=("rev", "fwd")).outcome == "agree"

@@ -146,8 +146,8 @@ def _pure_iterable(node, low):
     """True when evaluating ``node`` (what a map or generator walks) has no effect beyond
     making a value: names, constants, displays, attributes and zip/range/... of those."""
     for n in gast.walk(node):
-        if isinstance(n, (gast.Lambda, gast.NamedExpr, gast.GeneratorExp, gast.ListComp,
-                          gast.SetComp, gast.DictComp)):
+        # (a list/set/dict comprehension is as pure as what it calls: the walk sees its calls)
+        if isinstance(n, (gast.Lambda, gast.NamedExpr, gast.GeneratorExp)):
             return False
         if isinstance(n, gast.Call):
             f = n.func
