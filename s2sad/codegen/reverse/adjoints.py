@@ -1,0 +1,112 @@
+"""Contributions to adjoints (the first assigns, later ones add) and the text of a rule's
+template for one statement."""
+import ast as _ast
+
+from ... import ir
+from .. import text as T
+from .names import _ANS, b
+from .operands import _is_scalar_operand, _operand_vars_deep, _real_const
+
+
+class AdjointContributions:
+    """The part of :class:`~.emitter.ReverseEmitter` that writes contributions to adjoints."""
+
+    # -- contributions ----------------------------------------------------------------------
+    def contribute(self, var, expr, origin, out, st):
+        if not isinstance(var, str) or var not in self.active:
+            return
+        st.zero.discard(var)
+        bv = b(var)
+        if var in st.defined:
+            if self.kinds.get(var) in ("a", "f"):
+                out.append(T.Line(f"{bv} = {bv} + {expr}", origin))
+            else:
+                out.append(T.Line(f"{bv} = _rt.add({bv}, {expr})", origin))
+        else:
+            out.append(T.Line(f"{bv} = {expr}", origin))
+            st.defined.add(var)
+
+    def contribute_getitem(self, var, idx, s, o, out, st):
+        """``x[idx]`` read where x is only ever read by indexing: accumulate in place into an
+        adjoint buffer the derivative allocated (no O(n) zeros per element read in a loop)."""
+        bv = b(var)
+        it = T.operand_text(idx, self.consts)
+        self.read(s, "pre", var)
+        for v in ir.operand_vars(idx):
+            self.read(s, "pre", v)
+        st.zero.discard(var)
+        if var in st.defined:
+            out.append(T.Line(f"{bv} = _rt.acc_getitem({bv}, {var}, {it}, {b(s.target)})", o))
+        else:
+            out.append(T.Line(f"{bv} = _rt.getitem_adjoint({b(s.target)}, {var}, {it})", o))
+            st.defined.add(var)
+
+    def contribute_many(self, pairs, expr, origin, out, st):
+        """``expr`` evaluates to a tuple; ``pairs`` lists (position, var) of the parts to use."""
+        n = len(pairs)
+        live = [(i, v) for i, v in pairs if isinstance(v, str) and v in self.active]
+        if not live:
+            return
+        distinct = len({v for _, v in live}) == len(live)
+        if distinct and all(v not in st.defined for _, v in live):
+            names = ["_"] * n
+            for i, v in live:
+                names[i] = b(v)
+            lhs = ", ".join(names) + ("," if n == 1 else "")
+            out.append(T.Line(f"{lhs} = {expr}", origin))
+            st.defined.update(v for _, v in live)
+            return
+        tmp = self.fresh("g")
+        out.append(T.Line(f"{tmp} = {expr}", origin))
+        for i, v in live:
+            self.contribute(v, f"{tmp}[{i}]", origin, out, st)
+
+    # -- templates --------------------------------------------------------------------------
+    def operand_ast(self, op):
+        return T.parse_expr(T.operand_text(op, self.consts))
+
+    def template_text(self, rule, which, stmt, bound, target):
+        tree = rule.template(which)
+        names = {n.id for n in _ast.walk(tree) if isinstance(n, _ast.Name)}
+        mapping = {}
+        params = rule.signature.parameters
+        drop_ub = set()
+        candidates = set()
+        for p in params:
+            if p not in names:
+                continue
+            v = bound.get(p)
+            mapping[p] = self.operand_ast(v)
+            candidates.update(_operand_vars_deep(v))
+        for nm in names:
+            if nm.startswith("n_") and isinstance(bound.get(nm[2:]), tuple):
+                mapping[nm] = T.parse_expr(str(len(bound[nm[2:]])))
+        if "g" in names:
+            mapping["g"] = T.parse_expr(b(target))
+        if "ans" in names:
+            mapping["ans"] = T.parse_expr(_ANS)
+        # unbroadcast(e, v) is e when every operand is a Python scalar/constant and v is too
+        ops = [bound.get(p) for p in params]
+        scalar_ops = all(_is_scalar_operand(o, self.kinds) for o in ops
+                         if isinstance(o, (str, ir.Const)))
+        if scalar_ops:
+            drop_ub = {o for o in ops if isinstance(o, str)}
+        elif rule.broadcast:
+            # elementwise op with one array operand and constants: the array keeps its shape
+            # (an operand of unknown kind may be a list: `l * 2` repeats it, and unbroadcast
+            # refuses that at run time rather than give a list twice too long)
+            arrays = {o for o in ops if isinstance(o, str) and self.kinds.get(o) != "f"}
+            if len(arrays) == 1 and all(self.kinds.get(o) == "a" for o in arrays) and \
+                    all(_real_const(o) or o in self.real or o in arrays
+                        for o in ops if isinstance(o, (str, ir.Const))):
+                drop_ub = set(arrays)
+        tree = T.substitute(tree, mapping)
+        real = self.real | ({_ANS} if self.kinds.get(target) == "f" else set())
+        tree = T.simplify(tree, real_names=real, drop_unbroadcast_for=drop_ub)
+        used = {n.id for n in _ast.walk(tree) if isinstance(n, _ast.Name)}
+        for var in sorted(candidates & used):
+            self.read(stmt, "pre", var)
+        if _ANS in used:
+            self.read(stmt, "post", target)
+            tree = T.substitute(tree, {_ANS: T.parse_expr(target)})
+        return T.unparse(tree)

@@ -1,0 +1,101 @@
+"""The reverse-mode emitter: its state (the IR function, value kinds, activity, the reads each
+statement records, names of tapes, records and counters), fresh names, and ``emit``, which writes
+``f__fwd`` and ``f__bwd`` as a whole.  The sweeps, contributions and the save plan are in the
+modules of its parts, mixed in."""
+from ... import ir
+from ...frontend.analysis import bound_names, changed_in_place
+from .. import text as T
+from .adjoints import AdjointContributions
+from .forward_sweep import ForwardSweep
+from .names import _TAKEN, _State, b, stack
+from .operands import _index_only_vars
+from .reverse_calls import ReverseCalls
+from .reverse_sweep import ReverseSweep
+from .saves import SavePlan
+
+
+class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan, ForwardSweep):
+    def __init__(self, fn, kinds, active, varied, wrt, namespace, derived_namer):
+        self.fn = fn
+        self.kinds = kinds
+        self.active = active
+        self.varied = varied
+        self.wrt = list(wrt)                  # active parameter names, in order
+        self.namespace = namespace
+        self.consts = T.Consts(namespace)
+        self.derived_namer = derived_namer    # (pyfunc, mask) -> (fwd_name, bwd_name)
+        self.reads = {}                       # id(stmt) -> {"pre": [...], "post": [...]}
+        self.synthetic = {}                   # emitter-made var -> "name" | "stack"
+        self.site_names = {}                  # id(stmt) -> tape/record name
+        self.counters = {}                    # id(loop) -> counter name
+        self.provided = []                    # loop targets the reverse loops re-bind
+        self.depth = 0
+        self.n = 0
+        self.real = {v for v, k in kinds.items() if k in ("f", "i")}
+        self.index_only = _index_only_vars(fn)
+        self.changed = changed_in_place(fn)   # variables changed in place (identity checks)
+
+    def fresh(self, base):
+        taken = getattr(_TAKEN, "names", ())
+        while True:
+            self.n += 1
+            name = f"_{base}{self.n}"
+            if name not in taken:
+                return name
+
+    # -- reads ------------------------------------------------------------------------------
+    def read(self, stmt, when, var):
+        if not isinstance(var, str) or var in self.provided:
+            return
+        slot = self.reads.setdefault(id(stmt), {"pre": [], "post": []})
+        if var not in slot[when]:
+            slot[when].append(var)
+
+    # -- driver -----------------------------------------------------------------------------
+    def emit(self, fwd_name, bwd_name):
+        fn = self.fn
+        names = set(fn.params)
+        for st_ in ir.walk(fn.body):
+            names.update(bound_names(st_))
+        _TAKEN.names = names
+        ret = fn.body[-1]
+        assert isinstance(ret, ir.Return)
+        st = _State()
+        out_var = ret.value if isinstance(ret.value, str) and ret.value in self.active else None
+        if out_var is not None:
+            st.defined.add(out_var)
+        rev = self.rev_block(fn.body[:-1], st) if out_var is not None else []
+        self.plan_saves()
+        o = fn.origin
+        fwd = []
+        for v, m in self.mode.items():
+            if m == "stack":
+                fwd.append(T.Line(f"{stack(v)} = []", None))
+        fwd += self.fwd_block(fn.body)
+        grads = [b(p) if p in st.defined else "0.0" for p in self.wrt]
+        names = self.tape_names()
+        tape = "_tape"
+        while tape in _TAKEN.names:
+            tape = "_" + tape
+        head = []
+        if names:
+            head.append(T.Line(", ".join(names) + ("," if len(names) == 1 else "") + f" = {tape}", None))
+        bwd = head + rev + [T.Line("return (" + ", ".join(grads) + ("," if len(grads) == 1 else "")
+                                   + ")", None)]
+        out_name = out_var or "_r"
+        fwd_src = self.render_function(f"def {fwd_name}({', '.join(fn.params)}):", fwd, o)
+        bwd_src = self.render_function(f"def {bwd_name}({tape}, {b(out_name)}):", bwd, o)
+        return fwd_src, bwd_src
+
+    def expand(self, hook):
+        if hook.when == "discard":
+            # the statement raised after saving its inputs: drop what it pushed
+            slot = self.reads.get(hook.key) or {"pre": []}
+            return [T.Line(f"{stack(v)}.pop()", hook.origin) for v in slot["pre"]
+                    if self.mode.get(v) == "stack"]
+        return [T.Line(f"{v} = {stack(v)}.pop()", hook.origin) for v in self.pops(hook.key)]
+
+    def render_function(self, header, body, origin):
+        triples = [(0, header, None)]
+        T.render(body, self.expand, triples, 1)
+        return triples

@@ -1,0 +1,132 @@
+"""The save plan: per variable the reverse sweep reads, by name in the tape or on a stack; the
+pushes and pops; copies where an array is changed in place later, and the refusal where a call's
+own reverse sweep would read an object changed after it; the tape."""
+from ... import ir, runtime
+from ...errors import UnsupportedSyntaxError
+from ...frontend.analysis import (definitions, may_run_after, mutations, positions, top_level_defs,
+                                  written_arrays)
+from .. import text as T
+from .names import stack
+
+
+class SavePlan:
+    """The part of :class:`~.emitter.ReverseEmitter` that decides how values reach the reverse sweep."""
+
+    # -- saving -----------------------------------------------------------------------------
+    def plan_saves(self):
+        """Decide, per variable the reverse sweep reads, whether it travels by name or on a stack."""
+        defs = definitions(self.fn)
+        top = top_level_defs(self.fn)
+        written = written_arrays(self.fn)
+        self.written = written
+        self.positions = positions(self.fn)
+        self.mutations = mutations(self.fn)
+        self.classes = written_arrays(self.fn, classes=True)
+        self.mode = {}
+        for slot in self.reads.values():
+            for v in slot["pre"] + slot["post"]:
+                if v in self.mode:
+                    continue
+                if v in self.synthetic:
+                    self.mode[v] = self.synthetic[v]
+                elif v in written:
+                    self.mode[v] = "stack"
+                elif defs.get(v, 0) == 1 and (v in self.fn.params or v in top):
+                    self.mode[v] = "name"
+                else:
+                    self.mode[v] = "stack"
+
+    def check_read_then_changed(self, call, s, o):
+        """A call whose derivative is made apart (a user function, a closure, a call resolved when
+        it runs) keeps what it read for its own reverse sweep: the objects themselves, not copies.
+        An array, list or dict it reads (an argument, or a variable a local closure captured) that
+        is changed in place after the call would be read changed when that reverse sweep runs, so
+        the derivative would be silently wrong: refused (fuzz 8088:2130, 8088:15017)."""
+        if self.site_names.get(id(s)) is None or isinstance(call.fn, ir.Attr):
+            return      # the reverse sweep never pulls this call; an attribute read keeps no object
+        args = call.info["callargs"] if call.cls == "derived" else \
+            list(call.args[1:] if isinstance(call.fn, ir.Method) else call.args)
+        if call.cls == "dynamic" and isinstance(call.fn, ir.Dynamic):
+            args = args + [call.fn.var]
+        seen = set()
+        for v in args:
+            if not isinstance(v, str) or v in seen:
+                continue
+            seen.add(v)
+            for w in [v] + self._closure_cells(v):
+                if self.kinds.get(w) not in ("a", "c") or w in self.synthetic:
+                    continue
+                if w in self.classes and self.changed_later(s, w):
+                    via = "" if w == v else (" (through a closure that reads it)" if
+                                             v.startswith("_") else
+                                             f" (through the closure `{v}`, which reads it)")
+                    raise UnsupportedSyntaxError(
+                        f"`{w}` is read by a call{via} whose derivative keeps it for its reverse "
+                        f"sweep, and `{w}` is changed in place afterwards; that sweep would read "
+                        f"the changed value",
+                        origin=o,
+                        fix=f"pass a copy to the call (`{w}.copy()`, `list({w})`), or make the later "
+                            f"change on a copy (`{w} = {w}.copy()` before it)")
+
+    def _closure_cells(self, v):
+        """The variables a local closure bound to ``v`` captured (none when ``v`` is not one)."""
+        cells = self._cells_cache.get(v) if hasattr(self, "_cells_cache") else None
+        if cells is not None:
+            return cells
+        if not hasattr(self, "_cells_cache"):
+            self._cells_cache = {}
+        cells = []
+        for t in ir.walk(self.fn.body):
+            if isinstance(t, ir.Assign) and t.target == v and isinstance(t.value, ir.Call) and \
+                    isinstance(t.value.fn, ir.Static) and t.value.fn.obj is runtime.make_closure:
+                cells += [w for k, w in zip(t.value.args[0].value, t.value.args[1:])
+                          if not k.endswith("=") and isinstance(w, str)]
+        self._cells_cache[v] = cells
+        return cells
+
+    def changed_later(self, s, v):
+        """Whether an in-place change of ``v``'s memory can follow statement ``s`` (then a saved
+        array or list must be a copy: the reverse sweep needs it as it was when ``s`` read it)."""
+        cls = self.classes.get(v)
+        return any(may_run_after(self.positions, s, m) for m, obj in self.mutations
+                   if not isinstance(obj, str) or self.classes.get(obj, obj) == cls or cls is None)
+
+    def pushes(self, s, when, caps=None):
+        slot = self.reads.get(id(s))
+        if not slot:
+            return []
+        out = []
+        for v in slot[when]:
+            if self.mode.get(v) == "stack":
+                val = (caps or {}).get(v, v)
+                if v in self.written and self.changed_later(s, v):
+                    val = f"_rt.snap({val})"
+                out.append(T.Line(f"{stack(v)}.append({val})", s.origin))
+        return out
+
+    def pops(self, key):
+        slot = self.reads.get(key)
+        if not slot:
+            return []
+        out = []
+        for when in ("post", "pre"):
+            for v in slot[when]:
+                if self.mode.get(v) == "stack":
+                    out.append(v)
+        return out
+
+    def tape_text(self):
+        names = self.tape_names()
+        if not names:
+            return "()"
+        return "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
+
+    def tape_names(self):
+        out = []
+        for v, m in self.mode.items():
+            if m == "name" and v not in out:
+                out.append(v)
+        for v, m in self.mode.items():
+            if m == "stack":
+                out.append(stack(v))
+        return out
