@@ -4,12 +4,16 @@ Loaded only once the user's code has imported CuPy.  Every ``numpy.X`` / ``numpy
 ``numpy.fft.X`` callee that has a rule (or is declared zero-derivative) gives its rule to
 ``cupy.X`` / ``cupy.linalg.X`` / ``cupy.fft.X``;
 ``cupyx.scipy.special.X`` gets the rule of ``scipy.special.X`` with SciPy's special functions in
-the template replaced by CuPy's (``_sp.`` -> ``_csp.``), and ``cupyx.scipy.linalg.block_diag`` the
-rule of ``scipy.linalg.block_diag``.  The templates work on both kinds of arrays: they call NumPy
-functions that CuPy arrays dispatch through ``__array_ufunc__`` / ``__array_function__``, or
-``_adj``/``_rt`` helpers that allocate with the array module of their arguments, so the generated
-code of a function written with ``cupy`` (or ``xp = cupy.get_array_module(x)``) never moves data to
-the host.  ``ndarray`` methods and attributes are looked up by name for any array kind already.
+the template replaced by CuPy's (``_sp.`` -> ``_csp.``), and ``cupyx.scipy.linalg.X`` /
+``cupyx.scipy.signal.X`` the rule of ``scipy.linalg.X`` / ``scipy.signal.X`` (``block_diag``,
+``solve_triangular``, ``expm``; ``convolve``, ``correlate``, ``fftconvolve``, ``oaconvolve``,
+``convolve2d``, ``correlate2d``) where their parameters match.  ``cupy.linalg.eig`` and ``eigvals``
+(CuPy 14+) mirror NumPy's rules like every ``cupy.linalg`` callee; CuPy returns complex results
+for real matrices, which the helpers take as NumPy's complex case.  The templates work on both
+kinds of arrays: they call NumPy functions that CuPy arrays dispatch through ``__array_ufunc__`` /
+``__array_function__``, or ``_adj``/``_rt`` helpers that allocate with the array module of their
+arguments, so the generated code of a function written with ``cupy`` (or ``xp =
+cupy.get_array_module(x)``) never moves data to the host.  ``ndarray`` methods and attributes are looked up by name for any array kind already.
 
 CuPy-only callees: ``cupy.get_array_module`` carries no derivative; ``cupy.asnumpy`` and
 ``cupy.asarray`` of host data move data between devices, and their adjoints move the gradient back.
@@ -129,16 +133,51 @@ def _special():
         defalias(dst, rule, name=f"cupyx.scipy.special.{name}", subst={"_sp.": "_csp."})
 
 
-def _block_diag():
-    try:
-        import scipy.linalg as sl
-        from . import scipy as _scipy_tables  # noqa: F401
-        import cupyx.scipy.linalg as csl
-    except Exception:   # noqa: BLE001  (cuBLAS/cuSOLVER libraries missing on a CPU machine)
-        return
-    rule = _RULES.get(_key(sl.block_diag))
-    if rule is not None and getattr(csl, "block_diag", None) is not None:
-        defalias(csl.block_diag, rule, name="cupyx.scipy.linalg.block_diag")
+#: cupyx.scipy modules whose callees take the rules of their SciPy namesakes: the module, SciPy's,
+#: the template text to replace (SciPy's module in the templates -> CuPy's), and the callees whose
+#: keywords are named otherwise (``cupyx.scipy.linalg.expm(a)``, ``scipy.linalg.expm(A)``).
+_SCIPY_COUNTERPARTS = (
+    ("cupyx.scipy.linalg", "scipy.linalg", {}, {"expm": {"a": "A"}}),
+    ("cupyx.scipy.signal", "scipy.signal", {"_ssig.": "_cssig."}, {}),
+)
+
+
+def _scipy_counterparts():
+    """``cupyx.scipy.linalg.X`` / ``cupyx.scipy.signal.X`` get the rule of ``scipy.linalg.X`` /
+    ``scipy.signal.X`` when their parameters are the rule's, in the same order (the helpers the
+    templates call work on CuPy arrays with CuPy's own functions: ``_linalg_of``, ``_signal_of``).
+    A callee whose parameters differ is left out: declared apart, or not at all."""
+    import importlib
+    import inspect
+    from .registry import NAMESPACE
+    for cname, sname, subst, renamed in _SCIPY_COUNTERPARTS:
+        try:
+            smod = importlib.import_module(sname)
+            from . import scipy as _scipy_tables  # noqa: F401  (the SciPy rules mirrored)
+            cmod = importlib.import_module(cname)
+        except Exception:   # noqa: BLE001  (no SciPy, or cuBLAS/cuSOLVER missing on a CPU machine)
+            continue
+        for short in set(subst.values()):
+            NAMESPACE.setdefault(short.rstrip("."), cmod)
+        for name in dir(cmod):
+            if name.startswith("_"):
+                continue
+            src, dst = getattr(smod, name, None), getattr(cmod, name, None)
+            if src is None or dst is None or not callable(dst):
+                continue
+            try:
+                rule = _RULES.get(_key(src))
+                if rule is None or _RULES.get(_key(dst)) is not None:
+                    continue
+                own = list(inspect.signature(dst).parameters)
+            except (TypeError, ValueError):
+                continue
+            aliases = renamed.get(name, {})
+            if own != [next((k for k, v in aliases.items() if v == p), p)
+                       for p in rule.signature.parameters]:
+                continue
+            defalias(dst, rule, name=f"{cname}.{name}", subst=subst or None,
+                     aliases=aliases or None)
 
 
 # CuPy-only callees first (so the mirror does not overwrite them)
@@ -167,4 +206,4 @@ N_MIRRORED = _mirror(np, cupy, "cupy") + _mirror(np.linalg, cupy.linalg, "cupy.l
     _mirror(np.fft, cupy.fft, "cupy.fft")
 _ufunc_methods()
 _special()
-_block_diag()
+_scipy_counterparts()

@@ -313,14 +313,25 @@ def defrule(fn, params=None, *, vjp=None, joint=None, jvp=None, forbid=None, vie
     return rule
 
 
-def defalias(fn, rule, name=None, subst=None):
+def defalias(fn, rule, name=None, subst=None, aliases=None):
     """Declare that callee ``fn`` has the same derivative as ``rule`` (e.g. ``cupy.tanh`` and
     ``np.tanh``); returns the new :class:`Rule`.  ``subst`` maps template text to replace (e.g.
-    ``{"_sp.": "_csp."}`` to call CuPy's special functions instead of SciPy's)."""
+    ``{"_sp.": "_csp."}`` to call CuPy's special functions instead of SciPy's); ``aliases``
+    replaces the rule's (``fn``'s keyword -> the rule's parameter: ``cupyx.scipy.linalg.expm(a=)``
+    binds to the parameter ``A`` of ``scipy.linalg.expm``'s rule)."""
     import copy
     new = copy.copy(rule)
     new.fn = fn
     new.name = name or _callee_name(fn)
+    if aliases is not None:
+        params = new.signature.parameters
+        for public, p in aliases.items():
+            if p not in params or public in params:
+                raise RuleError(f"alias of {new.name}: aliases= maps {public!r} to {p!r}, which "
+                                f"must be a parameter of ({', '.join(params)}) and {public!r} "
+                                f"not one", origin=caller_origin(),
+                                fix="key aliases= by the callee's own keyword")
+        new.aliases = dict(aliases)
     if subst:
         def sub(text):
             for a, b in subst.items():

@@ -112,20 +112,22 @@ def jvp_by_vjp(rule, which, t, ans, args):
         return re + 1j * np.real(_inner(pull(_with_leaf(zero, path, basis_of(1j))), t))
     for path, leaf in _leaves(ans):
         complex_out = isinstance(leaf, complex) or np.iscomplexobj(leaf)
+        m = runtime.array_module(leaf)      # the basis and the tangent on the output's device
         if isinstance(leaf, (float, complex)) or np.ndim(leaf) == 0:
             scalar = isinstance(leaf, (float, complex))
             val = component(path, (lambda u: type(leaf)(u) if complex_out else type(leaf)(1))
-                            if scalar else (lambda u: np.ones_like(leaf) * u))
+                            if scalar else (lambda u: m.ones_like(leaf) * u))
             out = _with_leaf(out, path, type(leaf)(val) if scalar
-                             else np.asarray(val, dtype=leaf.dtype))
+                             else m.asarray(val, dtype=leaf.dtype))
             continue
-        res = np.zeros(leaf.shape, dtype=leaf.dtype)
+        res = m.zeros(leaf.shape, dtype=leaf.dtype)
+        flat = res.reshape(-1)                  # (a view: res is contiguous)
         for k in range(leaf.size):
             def basis_of(u, k=k):
-                b = np.zeros(leaf.shape, dtype=leaf.dtype)
-                b.flat[k] = u
+                b = m.zeros(leaf.shape, dtype=leaf.dtype)
+                b.reshape(-1)[k] = u
                 return b
-            res.flat[k] = component(path, basis_of)
+            flat[k] = component(path, basis_of)
         out = _with_leaf(out, path, res)
     return out
 

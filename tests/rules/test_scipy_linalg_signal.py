@@ -59,6 +59,22 @@ for mode in ("full", "same", "valid"):
     add(C(ss.fftconvolve, Arr(3, 7), Arr(3, 4), mode, kw={"axes": [1]}, id=mode + "-axes",
           cplx=True))
 
+# batches of triangular systems (SciPy >= 1.15 solves them): the adjoint of op(A) = A^T is a
+# transpose of each matrix, not of the whole batch (it was: wrong derivatives, or a crash)
+_tri_u = lambda x: np.triu(x) + 3 * np.eye(x.shape[-1])  # noqa: E731
+try:
+    sl.solve_triangular(np.ones((2, 1, 1)), np.ones((2, 1, 1)))
+    _BATCHES = (0, 1, 2)
+except ValueError:          # an older SciPy: no batches
+    _BATCHES = ()
+for trans in _BATCHES:
+    for bshape in ((3,), (3, 2), (4, 3, 2)):
+        add(C(sl.solve_triangular, Arr(4, 3, 3, f=_tri_u), Arr(*bshape), kw={"trans": trans},
+              id=f"batch-t{trans}-b{len(bshape)}", cplx=True))
+if _BATCHES:
+    add(C(sl.solve_triangular, Arr(2, 3, 3, f=_tri_u), Arr(2, 3, 2),
+          kw={"trans": 1, "unit_diagonal": True}, id="batch-unit", cplx=True))
+
 
 @pytest.mark.parametrize("case,dtype", rule_params(CASES))
 def test_rule(case, dtype):

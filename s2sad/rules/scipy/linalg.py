@@ -6,7 +6,7 @@ Loaded only once the user's code has imported SciPy.
 import numpy as np
 import scipy.linalg as _sl
 
-from ..adjoints import A, _mH, asarray, cj, export, is_zero, like, shape, xp
+from ..adjoints import A, _mH, _mT, asarray, cj, export, is_zero, like, shape, xp
 from ..numpy.concat_permute import _back
 from ..numpy.linalg import cholesky
 from ..registry import defrule
@@ -68,17 +68,28 @@ def _trans_code(trans):
     return {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2, "n": 0, "t": 1, "c": 2}[trans]
 
 
+def _linalg_of(m):
+    """The SciPy-like linalg module of array module ``m`` (SciPy's, or CuPy's for CuPy arrays)."""
+    if m is np:
+        return _sl
+    import cupyx.scipy.linalg as csl
+    return csl
+
+
 def solve_triangular(g, ans, a, b, trans=0, lower=False, unit_diagonal=False):
-    """Adjoints of ``scipy.linalg.solve_triangular`` (both at once)."""
-    import scipy.linalg as sl
+    """Adjoints of ``scipy.linalg.solve_triangular`` (both at once; ``cupyx.scipy.linalg``'s for
+    CuPy arrays).  Batches of matrices (``a`` of shape (..., n, n)) included: ``b`` is one
+    vector per matrix when it has one dimension, else matrices (SciPy's rule)."""
+    m = xp(a, b)
+    sl = _linalg_of(m)
     tr = _trans_code(trans)
-    a_ = asarray(a)
+    a_ = asarray(a, like=b)
     # op(A) x = b  =>  gb = op(A)^-H g
-    G = asarray(g)
+    G = m.asarray(g)
     X = asarray(ans)
-    vec = X.ndim == 1
+    vec = len(shape(b)) == 1
     if vec:
-        G, X = G[:, None], X[:, None]
+        G, X = G[..., None], X[..., None]
     if tr == 0:
         gb = sl.solve_triangular(a_, G, trans=2, lower=lower, unit_diagonal=unit_diagonal)
     elif tr == 2:
@@ -87,13 +98,12 @@ def solve_triangular(g, ans, a, b, trans=0, lower=False, unit_diagonal=False):
         gb = cj(sl.solve_triangular(a_, cj(G), trans=0, lower=lower,
                                     unit_diagonal=unit_diagonal))
     gop = -(gb @ _mH(X))                      # gradient w.r.t. op(A)
-    ga = gop if tr == 0 else (gop.T if tr == 1 else _mH(gop))
-    m = xp(a_)
+    ga = gop if tr == 0 else (_mT(gop) if tr == 1 else _mH(gop))
     ga = m.tril(ga) if lower else m.triu(ga)
     if unit_diagonal:
-        ga = ga - m.diag(m.diagonal(ga))
+        ga = ga * (1 - m.eye(ga.shape[-1], dtype=ga.real.dtype))
     if vec:
-        gb = gb[:, 0]
+        gb = gb[..., 0]
     return like(ga, a), like(gb, b)
 
 
@@ -158,30 +168,25 @@ def _has_derivative(a):
 
 
 def expm(g, A):
-    """Adjoint of ``expm``: the upper-right block of expm([[A^H, G], [0, A^H]])."""
-    import scipy.linalg as sl
-    A_ = asarray(A)
-    n = A_.shape[-1]
-    G = asarray(g)
-    dt = np.result_type(A_.dtype, G.dtype)
-    M = np.zeros(A_.shape[:-2] + (2 * n, 2 * n), dtype=dt)
-    M[..., :n, :n] = _mH(A_)
-    M[..., n:, n:] = _mH(A_)
-    M[..., :n, n:] = G
-    return like(sl.expm(M)[..., :n, n:], A)
+    """Adjoint of ``expm``: the upper-right block of expm([[A^H, G], [0, A^H]]) (for CuPy
+    arrays, with ``cupyx.scipy.linalg.expm``)."""
+    return like(_expm_block(_mH(asarray(A)), g), A)
 
 
 def expm_tangent(t, A):
-    import scipy.linalg as sl
-    A_ = asarray(A)
-    n = A_.shape[-1]
-    T = asarray(t)
-    dt = np.result_type(A_.dtype, T.dtype)
-    M = np.zeros(A_.shape[:-2] + (2 * n, 2 * n), dtype=dt)
-    M[..., :n, :n] = A_
-    M[..., n:, n:] = A_
-    M[..., :n, n:] = T
-    return sl.expm(M)[..., :n, n:]
+    return _expm_block(asarray(A), t)
+
+
+def _expm_block(X, E):
+    """The upper-right block of expm([[X, E], [0, X]]), in the array module of ``X``."""
+    m = xp(X)
+    n = X.shape[-1]
+    E = m.asarray(E)
+    M = m.zeros(X.shape[:-2] + (2 * n, 2 * n), dtype=np.result_type(X.dtype, E.dtype))
+    M[..., :n, :n] = X
+    M[..., n:, n:] = X
+    M[..., :n, n:] = E
+    return _linalg_of(m).expm(M)[..., :n, n:]
 
 
 # -- logm, sqrtm: Frechet derivatives -------------------------------------------------------------

@@ -5,7 +5,8 @@ Each is linear in each input.  With ``g`` the output's adjoint placed in the ful
 same/valid results are centred slices of it, as SciPy takes them), the adjoint of ``in1`` of a
 convolution is the valid-mode convolution of that full adjoint with ``in2`` reversed and
 conjugated, and likewise for ``in2``; a correlation is the convolution with ``in2`` reversed and
-conjugated (SciPy's own identity).  Tangents run the callee on the tangent.
+conjugated (SciPy's own identity).  Tangents run the callee on the tangent.  The helpers work on
+CuPy arrays too (with ``cupyx.scipy.signal``), for the CuPy table's mirrors of these rules.
 
 Loaded only once the user's code has imported SciPy.
 """
@@ -41,6 +42,14 @@ for _name, _adjoint in (("convolve2d", "signal_conv"), ("correlate2d", "signal_c
 
 
 # -- helpers the templates call --------------------------------------------------------------------
+def _signal_of(m):
+    """The signal module of array module ``m`` (SciPy's, or CuPy's for CuPy arrays)."""
+    if m is np:
+        return _ssig
+    import cupyx.scipy.signal as cssig
+    return cssig
+
+
 def _flipconj(v, axes):
     m = xp(v)
     return cj(m.flip(v, axis=axes))
@@ -92,11 +101,9 @@ def signal_conv(g, in1, in2, mode="full", which=0, axes=None, corr=False, up=Fal
             sl.append(slice(off, off + G.shape[i]))
         gf[tuple(sl)] = G
     other = v if which == 0 else a
-    r = _ssig.fftconvolve(gf, _flipconj(other, ax), mode="valid", axes=ax) \
+    r = _signal_of(m).fftconvolve(gf, _flipconj(other, ax), mode="valid", axes=ax) \
         if gf.size and other.size else m.zeros(a.shape if which == 0 else v.shape, dtype=G.dtype)
     target = a if which == 0 else v
-    if m is not np:
-        r = m.asarray(r)
     r = _rt.unbroadcast(r, target) if r.shape != target.shape else r
     if gf.dtype.kind != "c" and other.dtype.kind != "c" and r.dtype.kind == "c":
         r = r.real
