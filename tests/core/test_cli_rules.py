@@ -126,9 +126,12 @@ def test_bad_arguments(capsys):
     assert "Fix:" in capsys.readouterr().err
 
 
-def test_coverage_page_is_up_to_date():
-    """docs/coverage.md is `s2sad rules --format md --tables numpy,python,scipy`: whoever adds or
-    changes a rule regenerates it."""
+def test_coverage_page_is_true():
+    """docs/coverage.md is `s2sad rules --format md --tables numpy,python,scipy`, regenerated when
+    a release is made, so adding a rule touches one file (issue 11); `s2sad rules` is always
+    current.  What the page says must still hold: every row it lists is a row of the tables now,
+    with the same parameters (a rule removed, renamed or changed without regenerating the page
+    fails here; a rule added since only makes the page incomplete)."""
     pytest.importorskip("scipy")
     with open(COVERAGE) as f:
         page = f.read()
@@ -143,6 +146,8 @@ def test_coverage_page_is_up_to_date():
         # the public names differ between library versions: the page is made with one pair
         pytest.skip(f"docs/coverage.md was made with {there and there.group(0)}, this "
                     f"environment has {made}")
-    assert r.stdout == page, (
-        "docs/coverage.md is out of date with the rule tables: regenerate it with\n"
-        f"    {listing.REGENERATE}\n(from the repository root) and commit it with the rules")
+    rows = {ln for ln in r.stdout.splitlines() if ln.startswith("| `")}
+    stale = [ln for ln in page.splitlines() if ln.startswith("| `") and ln not in rows]
+    assert not stale, (
+        "docs/coverage.md lists rows the rule tables no longer have:\n  " + "\n  ".join(stale[:10]) +
+        f"\nregenerate it with\n    {listing.REGENERATE}\n(from the repository root)")
