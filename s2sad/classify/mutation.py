@@ -163,7 +163,7 @@ def check_mutation(fn, varied):
     _insert_guards(fn.body, dict(guards))
 
 
-_PERMUTING = {"sort", "reverse"}      # in-place list methods s2sad follows (rules.python_rules)
+_PERMUTING = {"sort", "reverse"}      # in-place list methods s2sad follows (rules.python)
 
 
 def _taken_from_param(fn, var, params):

@@ -213,9 +213,9 @@ defrule(_r.times_initial, "x, initial, /",
         vjp={"x": "_rt.times_initial(g, initial)", "initial": "_rt.unbroadcast(g * x, initial)"},
         jvp={"x": "_rt.times_initial(t, initial)", "initial": "t * x"}, kind="any")
 defzero(_r.dtype_of)
-defzero(_r.keys_read)       # a check (classify._guard_key_reads): no value, no derivative
-defzero(_r.inplace_guard)   # a check (classify._check_augmented_shared): no value, no derivative
-defzero(_r.share_guard)     # a check (classify._check_writes_shared): no value, no derivative
+defzero(_r.keys_read)       # a check (classify.keys._guard_key_reads): no value, no derivative
+defzero(_r.inplace_guard)   # a check (classify.writes._check_augmented_shared): no value, no derivative
+defzero(_r.share_guard)     # a check (classify.writes.check_writes_shared): no value, no derivative
 
 # -- dict(), copies, conversions, heapq, in-place list methods ---------------------------------------
 # Their helpers live here, next to the rules; templates reach them as ``_pr.*``.

@@ -50,7 +50,7 @@ class IteratorLowering:
     def _iterator(self, lst, sources=()):
         """map/filter/generator expressions are lowered to a list; Python gives an iterator (used
         up once).  ``sources``: the names of what it walks (a later in-place change of one while
-        the iterator is pending is refused: classify._check_pending_iterators)."""
+        the iterator is pending is refused: classify.iterators._check_pending_iterators)."""
         return ir.Call(ir.Static(runtime.iiter, "_rt.iiter"), [lst],
                        extra={"sources": [self.name(n) if n in self.locals else n
                                           for n in sources]})
@@ -61,7 +61,7 @@ class IteratorLowering:
         are taken.  ``extra["lazy"]``: the function it calls (``fn``, None for a generator), what
         the computation reads (``reads``: names; a generator's are its "sources") and its
         statements (``body``), so that :meth:`_drop_unused_lazy` can leave out the work of one
-        that is never used, and classify._check_lazy can refuse one whose function reads state
+        that is never used, and classify.lazy._check_lazy can refuse one whose function reads state
         that changes before its values are taken."""
         stmts = self.block[n0:]
         k = next(i for i, st in enumerate(stmts) if isinstance(st, ir.Assign) and
