@@ -26,7 +26,7 @@ import numpy as np
 from .. import ir, runtime
 from ..errors import UnsupportedSyntaxError
 from .aliases import _copy_aliases, _is_view_call, _read_via_copies
-from .common import _opname_of
+from .common import _block_chains, _opname_of
 
 _NUMBER_KINDS = ("f", "i", "z")
 _VIEW_ATTRS = {"T", "mT", "real", "imag"}
@@ -99,20 +99,6 @@ def _binds(s):
     return []
 
 
-def _chains(fn):
-    """id(statement) -> [(id(block), index in it)] for the blocks around it, outermost first."""
-    out = {}
-
-    def walk(block, chain):
-        for k, s in enumerate(block):
-            here = chain + [(id(block), k)]
-            out[id(s)] = here
-            for b in ir.children(s):
-                walk(b, here)
-    walk(fn.body, [])
-    return out
-
-
 def surely_bound(fn):
     """id(statement) -> names bound on every path that reaches it (parameters included)."""
     out = {}
@@ -162,7 +148,7 @@ def rederive_views(fn, kinds):
     if not views:
         return
     pos = positions(fn)
-    chains = _chains(fn)
+    chains = _block_chains(fn)
     stmts = list(ir.walk(fn.body))
     # ``a op= v`` is lowered to ``_t = a op v`` (marked augmented) and ``a = _t``
     aug_tmps = {s.target: v for s in stmts if (v := _augmented_var(s, kinds)) is not None}
@@ -278,7 +264,7 @@ def check_writes_shared(fn, pos, varied, guards, objs=None):
         for v in _binds(t):
             binders.setdefault(v, []).append(t)
     bound = None
-    chains = _chains(fn)
+    chains = _block_chains(fn)
     rederived = getattr(fn, "rederived", {})
     for s, w in writes:
         targets = objs.of(w)

@@ -1,7 +1,8 @@
 """The save plan: per variable the reverse sweep reads, by name in the tape or on a stack; the
 pushes and pops; copies where an array is changed in place later, and the refusal where a call's
 own reverse sweep would read an object changed after it; the tape."""
-from ... import ir, runtime
+from ... import ir
+from ...classify.closures import _cells, _is_make
 from ...errors import UnsupportedSyntaxError
 from ...frontend.analysis import (definitions, may_run_after, mutations, positions, top_level_defs,
                                   written_arrays)
@@ -22,6 +23,7 @@ class SavePlan:
         self.positions = positions(self.fn)
         self.mutations = mutations(self.fn)
         self.classes = written_arrays(self.fn, classes=True)
+        self.closure_cells = None          # built by _closure_cells when first needed
         self.mode = {}
         for slot in self.reads.values():
             for v in slot["pre"] + slot["post"]:
@@ -70,19 +72,12 @@ class SavePlan:
 
     def _closure_cells(self, v):
         """The variables a local closure bound to ``v`` captured (none when ``v`` is not one)."""
-        cells = self._cells_cache.get(v) if hasattr(self, "_cells_cache") else None
-        if cells is not None:
-            return cells
-        if not hasattr(self, "_cells_cache"):
-            self._cells_cache = {}
-        cells = []
-        for t in ir.walk(self.fn.body):
-            if isinstance(t, ir.Assign) and t.target == v and isinstance(t.value, ir.Call) and \
-                    isinstance(t.value.fn, ir.Static) and t.value.fn.obj is runtime.make_closure:
-                cells += [w for k, w in zip(t.value.args[0].value, t.value.args[1:])
-                          if not k.endswith("=") and isinstance(w, str)]
-        self._cells_cache[v] = cells
-        return cells
+        if self.closure_cells is None:
+            self.closure_cells = {}
+            for t in ir.walk(self.fn.body):
+                if isinstance(t, ir.Assign) and _is_make(t.value):
+                    self.closure_cells.setdefault(t.target, []).extend(_cells(t))
+        return self.closure_cells.get(v, [])
 
     def changed_later(self, s, v):
         """Whether an in-place change of ``v``'s memory can follow statement ``s`` (then a saved
