@@ -65,6 +65,20 @@ class ArgumentError(S2SADError, TypeError):
     a tuple, a tangent or cotangent whose shape or kind differs from its value's."""
 
 
+class MissingExtraError(S2SADError, ImportError):
+    """A feature needs a package of an optional extra that is not installed (``pip install
+    's2sad[gpu]'``); :meth:`of` builds the message from the failed import."""
+
+    __str__ = S2SADError.__str__            # not ImportError's (its msg: no origin, no Fix line)
+
+    @classmethod
+    def of(cls, exc, feature, extra, packages):
+        """The error for ``feature`` after ``exc`` (the ImportError of a package of ``extra``)."""
+        missing = getattr(exc, "name", None) or packages.split(",")[0]
+        return cls(f"{feature}: {missing} is not installed ({exc})",
+                   fix=f"pip install 's2sad[{extra}]' (it installs {packages})")
+
+
 class ArgumentWriteError(UnsupportedSyntaxError):
     """A function writes a value that carries a derivative into one of its arguments.
 

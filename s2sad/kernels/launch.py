@@ -20,6 +20,8 @@ import threading
 
 import numpy as np
 
+from ..errors import MissingExtraError
+
 CONFIG = {
     "tpb": 128,        # threads per block, segments kernel (tuned on H200: 128x8 best of 4)
     "ept": 8,          # elements per thread, segments kernel
@@ -96,7 +98,12 @@ def _nb():
     if cuda is None:
         if not hasattr(np, "row_stack"):      # numba-cuda 0.30 + NumPy 2.5
             np.row_stack = np.vstack
-        from numba import cuda as _c
+        try:
+            from numba import cuda as _c
+        except ImportError as e:
+            raise MissingExtraError.of(
+                e, "the concatenate and permute adjoints on CuPy arrays (Numba CUDA kernels)",
+                "gpu", "cupy, numba and numba-cuda") from None
         cuda = _c
     return cuda
 
