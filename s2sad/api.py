@@ -604,6 +604,13 @@ jvp.__s2sad_jvp__ = True        # inside a differentiated function: runtime.jvp_
 def forward_source(f, wrt=0, *example_args):
     """The generated forward-mode module for ``f`` with respect to ``wrt`` (an index, a name, or
     a tuple of them).  Built for array arguments unless example arguments are given."""
+    return forward_derivative_of(f, wrt, *example_args).source
+
+
+def forward_derivative_of(f, wrt=0, *example_args):
+    """The built forward-mode :class:`~s2sad.codegen.build.Derivative` whose source
+    :func:`forward_source` returns (its module's source map and call sites: ``s2sad dump
+    --html``)."""
     per = _per_call(f)
     if per == "grad" and not example_args:
         raise S2SADError("forward_source of a gradient function s2sad returned: give example "
@@ -626,7 +633,7 @@ def forward_source(f, wrt=0, *example_args):
         kinds = tuple(runtime.kind_of(a) for a in args) + ("a",) * (nparams - len(args))
     else:
         kinds = ("a",) * nparams
-    return forward_derivative(fn, mask, kinds).source
+    return forward_derivative(fn, mask, kinds)
 
 
 runtime.hooks.register(grad=grad)   # (runtime.dispatch: s2sad.grad(f) inside a derivative)

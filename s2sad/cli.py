@@ -1,6 +1,7 @@
 """The ``s2sad`` command line.
 
     s2sad dump FILE.py:FUNC [--wrt 0,x] [--mode reverse|forward]   print the generated source
+               [--html OUT.html]                                 (or write a side-by-side page)
     s2sad explain FILE.py:FUNC [--wrt 0,x]                          print every call site's class
     s2sad rules [--grep PATTERN] [--format text|md] [--json] [--tables numpy,python,scipy,cupy]
                                                                     list every supported callee
@@ -129,21 +130,41 @@ def _differentiable(obj, wrt):
 def cmd_dump(args):
     obj = resolve(args.target)
     wrt = _parse_wrt(args.wrt)
-    if args.mode == "forward":
-        try:
-            from . import transforms
-            forward_source = transforms.forward_source
-        except (ImportError, AttributeError):
-            raise CLIError("forward mode not available: this version of s2sad has no "
-                           "s2sad.transforms.forward_source", fix="use --mode reverse") from None
-        from .api import Differentiable
-        fn = obj._fn if isinstance(obj, Differentiable) else obj
+    from .api import Differentiable
+    fn = obj._fn if isinstance(obj, Differentiable) else obj
+    mode = args.mode or (obj._mode if isinstance(obj, Differentiable) else "reverse")
+    if mode == "forward":
+        from .api import forward_derivative_of
         if wrt is None:
             wrt = obj._wrt if isinstance(obj, Differentiable) else 0
-        print(forward_source(fn, wrt), end="")
+        d = forward_derivative_of(fn, wrt)
+    else:
+        d = _differentiable(obj, wrt).derivative()
+    if args.html:
+        _write_html(args.html, fn, d)
         return 0
-    print(_differentiable(obj, wrt).adjoint_source(), end="")
+    _print_source(d.source)
     return 0
+
+
+def _print_source(text):
+    """Generated source on stdout: highlighted on a terminal, plain text when piped."""
+    if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
+        from .htmlview import highlight_terminal
+        text = highlight_terminal(text)
+    print(text, end="")
+
+
+def _write_html(path, fn, d):
+    from .htmlview import render
+    page = render(fn, d)
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(page)
+    except OSError as e:
+        raise CLIError(f"cannot write {path}: {e.strerror or e}",
+                       fix="give --html a path in a directory that exists and is writable") from None
+    print(f"wrote {path}", file=sys.stderr)
 
 
 def cmd_explain(args):
@@ -191,7 +212,11 @@ def make_parser():
     d.add_argument("target", metavar="FILE.py:FUNC")
     d.add_argument("--wrt", help="arguments to differentiate by index or name, e.g. 0 or 0,x "
                                  "(default: the decorator's wrt, else 0)")
-    d.add_argument("--mode", choices=("reverse", "forward"), default="reverse")
+    d.add_argument("--mode", choices=("reverse", "forward"),
+                   help="default: the decorator's mode, else reverse")
+    d.add_argument("--html", metavar="OUT.html",
+                   help="write a self-contained page instead: your source beside the generated "
+                        "one, each generated line linked to its line, call sites annotated")
     d.set_defaults(run=cmd_dump)
     e = sub.add_parser("explain", help="print every call site of FILE.py:FUNC with its class")
     e.add_argument("target", metavar="FILE.py:FUNC")

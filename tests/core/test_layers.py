@@ -48,6 +48,7 @@ LAYERS = {
     "s2sad.rules.transforms": 8,
     # 9 -- tools and the package's public names
     "s2sad.cli": 9,
+    "s2sad.htmlview": 9,
     "s2sad.testing": 9,
     "s2sad.__main__": 9,
     "s2sad": 9,
