@@ -305,27 +305,53 @@ def _finish_grads(grads, args, wrt):
     return out
 
 
-def _value_and_grad(spec, args, kwargs, wrt):
-    """(value, gradients, the derivative used)."""
+def _value_and_grad(spec, args, kwargs, wrt, has_aux=False):
+    """(value, gradients, the derivative used); with ``has_aux`` the value is ``(value, aux)``,
+    and the output's adjoint seeds only ``value`` (``aux`` carries no derivative)."""
     args = spec.bind(args, kwargs)
     d, full = spec.derivative(args, wrt)
 
     def sweeps():
         value, tape = d.fwd(*full)
+        if has_aux:
+            _check_aux(value, spec.pyfunc)
+            seed = type(value)((_scalar_seed(value[0], spec.pyfunc), None))
+            return value, d.bwd(tape, seed)
         return value, d.bwd(tape, _scalar_seed(value, spec.pyfunc))
     value, grads = _run(sweeps)
     return value, _finish_grads(grads, args, wrt), d
 
 
+def _check_aux(out, pyfunc):
+    if type(out) not in (tuple, list) or len(out) != 2:
+        what = f"a {type(out).__name__} of {len(out)}" if isinstance(out, (tuple, list)) else \
+            _describe(out)
+        raise ArgumentError(f"has_aux=True, but {pyfunc.__qualname__} returned {what}, not a "
+                            f"pair (value, aux)", origin=_def_origin(pyfunc),
+                            fix="return (value, aux): the scalar to differentiate and anything "
+                                "else to pass out (it gets no derivative); or drop has_aux=True")
+
+
+def _wrt_or_argnums(wrt, argnums):
+    """``wrt``, or JAX's name for it, ``argnums`` (giving both is an error); 0 when neither."""
+    if argnums is None:
+        return 0 if wrt is None else wrt
+    if wrt is not None:
+        raise WrtError(f"wrt={wrt!r} and argnums={argnums!r} both given: argnums is another name "
+                       f"for wrt", origin=caller_origin(), fix="give only one of them")
+    return argnums
+
+
 class Differentiable:
     """What ``@differentiate`` returns: the original function, plus its derivatives."""
 
-    def __init__(self, fn, wrt=0, mode="reverse"):
+    def __init__(self, fn, wrt=0, mode="reverse", has_aux=False):
         self.__s2sad_function__ = fn
         functools.update_wrapper(self, fn)
         self._fn = fn
         self._wrt = wrt
         self._mode = mode
+        self._has_aux = has_aux
         self._specs = _Specs(fn, wrt)
         self._last = None
 
@@ -341,15 +367,18 @@ class Differentiable:
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
-        return Differentiable(self._fn.__get__(obj, objtype), self._wrt, self._mode)
+        return Differentiable(self._fn.__get__(obj, objtype), self._wrt, self._mode, self._has_aux)
 
     def value_and_grad(self, *args, **kwargs):
+        """``(value, gradient)``; with ``has_aux=True``, ``((value, aux), gradient)``."""
         spec = self._specs.get(args, kwargs)
-        v, g, self._last = _value_and_grad(spec, args, kwargs, spec.wrt)
+        v, g, self._last = _value_and_grad(spec, args, kwargs, spec.wrt, self._has_aux)
         return v, (g[0] if spec.single else tuple(g))
 
     def grad(self, *args, **kwargs):
-        return self.value_and_grad(*args, **kwargs)[1]
+        """The gradient; with ``has_aux=True``, ``(gradient, aux)``."""
+        v, g = self.value_and_grad(*args, **kwargs)
+        return (g, v[1]) if self._has_aux else g
 
     def vjp(self, *args, **kwargs):
         return vjp(self._fn, *args, **kwargs)
@@ -403,14 +432,17 @@ def explain_derivative(d):
     return "\n".join(lines)
 
 
-def differentiate(fn=None, *, wrt=0, mode="reverse"):
+def differentiate(fn=None, *, wrt=None, mode="reverse", has_aux=False, argnums=None):
     """Decorator: ``@differentiate`` or ``@differentiate(wrt=(0, "x"))``.
 
     The decorated function still runs as itself; it gains ``.value_and_grad``, ``.grad``,
-    ``.vjp``, ``.adjoint_source()`` and ``.explain()``."""
+    ``.vjp``, ``.adjoint_source()`` and ``.explain()``.  ``wrt`` defaults to 0; ``argnums`` is
+    another name for it (JAX's).  With ``has_aux=True`` the function returns ``(value, aux)``:
+    ``.grad`` returns ``(gradient, aux)`` and ``.value_and_grad`` ``((value, aux), gradient)``."""
+    wrt = _wrt_or_argnums(wrt, argnums)
     if fn is None:
-        return lambda f: Differentiable(f, wrt, mode)
-    return Differentiable(fn, wrt, mode)
+        return lambda f: Differentiable(f, wrt, mode, has_aux)
+    return Differentiable(fn, wrt, mode, has_aux)
 
 
 class _Specs:
@@ -504,7 +536,7 @@ def check_like(t, ref, what, label, fix, path=""):
                 check_like(a, getattr(ref, k), what, label, fix, f"{path}.{k}")
 
 
-def _mark(wrapper, fn, wrt, kind, specs=None):
+def _mark(wrapper, fn, wrt, kind, specs=None, has_aux=False):
     """Give a returned gradient function its name and docs, not ``__wrapped__`` (which would make
     s2sad differentiate ``fn`` instead of its gradient)."""
     try:
@@ -513,35 +545,49 @@ def _mark(wrapper, fn, wrt, kind, specs=None):
     except Exception:
         pass
     wrapper.__dict__.pop("__wrapped__", None)
-    wrapper.__s2sad_grad_of__ = (fn, wrt) if kind == "grad" else None
-    wrapper.__s2sad_transform__ = (kind, fn, wrt)      # differentiated again: runtime.transform_parts
+    # differentiated again (runtime.transform_parts; not with has_aux: refused as library code)
+    wrapper.__s2sad_grad_of__ = (fn, wrt) if kind == "grad" and not has_aux else None
+    wrapper.__s2sad_transform__ = (kind, fn, wrt) if not has_aux else None
     return wrapper
 
 
-def value_and_grad(fn, wrt=0):
-    """``value_and_grad(f, wrt)(*args) -> (value, gradient)``; a tuple of gradients for a tuple wrt."""
+def value_and_grad(fn, wrt=None, *, has_aux=False, argnums=None):
+    """``value_and_grad(f, wrt)(*args) -> (value, gradient)``; a tuple of gradients for a tuple wrt.
+
+    ``wrt`` defaults to 0; ``argnums`` is another name for it (JAX's).  ``has_aux=True``: ``f``
+    returns ``(value, aux)`` and the call ``((value, aux), gradient)``; ``aux`` carries no
+    derivative."""
+    wrt = _wrt_or_argnums(wrt, argnums)
     specs = _Specs(fn, wrt)
-    return _mark(_vg(specs), fn, wrt, "value_and_grad", specs)
+    return _mark(_vg(specs, has_aux), fn, wrt, "value_and_grad", specs, has_aux)
 
 
-def _vg(specs):
+def _vg(specs, has_aux=False):
     def vg(*args, **kwargs):
         s = specs.get(args, kwargs)
-        v, g, _ = _value_and_grad(s, args, kwargs, s.wrt)
+        v, g, _ = _value_and_grad(s, args, kwargs, s.wrt, has_aux)
         return v, (g[0] if s.single else tuple(g))
     return vg
 
 
-def grad(fn, wrt=0):
+def grad(fn, wrt=None, *, has_aux=False, argnums=None):
     """``grad(f, wrt)(*args)``: the gradient of a scalar function (a tuple for a tuple wrt).
 
-    The result can be differentiated again: ``grad(grad(f))``."""
+    ``wrt`` defaults to 0; ``argnums`` is another name for it (JAX's).  ``has_aux=True``: ``f``
+    returns ``(value, aux)`` and the call ``(gradient, aux)``.
+    The result can be differentiated again: ``grad(grad(f))`` (without ``has_aux``)."""
+    wrt = _wrt_or_argnums(wrt, argnums)
     specs = _Specs(fn, wrt)
-    vg = _vg(specs)
+    vg = _vg(specs, has_aux)
 
-    def g(*args, **kwargs):
-        return vg(*args, **kwargs)[1]
-    return _mark(g, fn, wrt, "grad", specs)
+    if has_aux:
+        def g(*args, **kwargs):
+            v, gr = vg(*args, **kwargs)
+            return gr, v[1]
+    else:
+        def g(*args, **kwargs):
+            return vg(*args, **kwargs)[1]
+    return _mark(g, fn, wrt, "grad", specs, has_aux)
 
 
 def vjp(fn, *args, **kwargs):

@@ -8,6 +8,9 @@ build it once: the first thread builds while the others wait on a per-key lock a
 result.
 """
 import threading
+import time
+
+from . import logs as _logs
 
 
 class DerivativeCache:
@@ -29,6 +32,8 @@ class DerivativeCache:
     def get(self, key, build):
         d = self._store.get(key)
         if d is not None:
+            if _logs.debugging():
+                _log_key("cache hit", key)
             return d
         with self._guard:
             # an RLock: a build that needed its own key again (on the same thread) would fail
@@ -39,12 +44,22 @@ class DerivativeCache:
             d = self._store.get(key)
             if d is None:
                 from .frontend.source import build_scope
+                debug = _logs.debugging()
+                if debug:
+                    _log_key("cache miss, building", key)
+                    t0 = time.perf_counter()
                 with build_scope():           # room for deeply nested expressions, if needed
                     d = build()               # an error propagates; a waiting thread retries
+                if debug:
+                    _logs.log.debug("built %s in %.1f ms; its call sites:",
+                                    _logs.label(key[0]), 1e3 * (time.perf_counter() - t0))
+                    _logs.sites(d)
                 with self._guard:
                     if self.generation == generation:   # not cleared while building
                         self._store[key] = d
                     self.builds += 1
+            elif _logs.debugging():
+                _log_key("cache hit (built by another thread)", key)
         with self._guard:
             # published: later callers find it in _store; threads already waiting on this lock
             # still hold it and find it there too
@@ -66,6 +81,13 @@ class DerivativeCache:
 
     def __len__(self):
         return len(self._store)
+
+
+def _log_key(what, key):
+    code, _, _, mode, mask, kinds = key
+    _logs.log.debug("%s: %s derivative of %s, wrt mask %s, kinds %s", what, mode,
+                    _logs.label(code), "".join("1" if m else "0" for m in mask),
+                    ",".join(map(str, kinds)))
 
 
 _WRITTEN_CELLS = {}
@@ -114,6 +136,8 @@ def reverse_derivative(pyfunc, mask, kinds, mode="reverse"):
     d = CACHE._store.get(key)
     if d is not None:
         if d.fresh():
+            if _logs.debugging():
+                _log_key("cache hit", key)
             return d
         CACHE.discard(key, d)
     return CACHE.get(key, lambda: _build_reverse(pyfunc, mask, kinds, mode == "init",
@@ -129,6 +153,8 @@ def forward_derivative(pyfunc, mask, kinds, init=False, mut=False):
     dv = CACHE._store.get(key)
     if dv is not None:
         if dv.fresh():
+            if _logs.debugging():
+                _log_key("cache hit", key)
             return dv
         CACHE.discard(key, dv)
     return CACHE.get(key, lambda: _build_forward(pyfunc, tuple(mask), tuple(kinds), init, mut))

@@ -24,6 +24,7 @@ LAYERS = {
     # 0 -- foundation: the IR's node types and Origin, the error classes
     "s2sad.ir": 0,
     "s2sad.errors": 0,
+    "s2sad.logs": 0,
     # 1 -- GPU kernels (device guard, Numba CUDA kernels): nothing of the pipeline
     "s2sad.kernels": 1,
     # 2 -- the helpers generated code calls (``_rt``, ``_fw``)
