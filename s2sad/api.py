@@ -12,7 +12,7 @@ import threading
 from . import runtime
 from .cache import CACHE, forward_derivative, reverse_derivative
 from .callables import (_concrete, _def_origin, _label, _per_call, _relocate, _required_args,
-                        _wrt)
+                        _wrt, numba_options)
 from .runtime.forward import _jvp_python, materialize
 from .errors import ArgumentError, NonScalarOutputError, S2SADError, WrtError, caller_origin
 from .frontend.source import _static_value, get_function
@@ -29,6 +29,7 @@ class _Spec:
     def __init__(self, fn, wrt):
         self.user = fn
         self.pyfunc = get_function(fn)
+        self.numba_options = numba_options(fn)     # (an @numba.njit function's compile options)
         self.bound_self = getattr(fn, "__self__", None) if inspect.ismethod(fn) else None
         self.sig = inspect.signature(self.pyfunc, follow_wrapped=False)
         self._split_closure()

@@ -95,6 +95,13 @@ def _concrete(fn, args=(), kwargs=None):
         return _primitive_wrapper(fn, rule, args, kwargs)
     if isinstance(fn, functools.partial):
         return _partial_wrapper(fn, args, kwargs)
+    if runtime.numba_ufunc(fn):
+        from .errors import OpaqueCalleeError
+        raise OpaqueCalleeError(
+            f"{getattr(fn, '__name__', 'this callee')} is a Numba vectorize/guvectorize ufunc with "
+            f"no derivative rule; s2sad differentiates @numba.njit functions from their Python "
+            f"source, but not the element-wise kernel of a ufunc",
+            origin=caller_origin(), fix=runtime._rule_skeleton(fn))
     call = None if hasattr(fn, "__wrapped__") else _call_of(fn)   # lru_cache, numba.njit: below
     if call is not None:
         _refuse_library(call, fn)
@@ -308,6 +315,36 @@ def _label(fn):
     if rule is not None:
         return rule.name
     return getattr(fn, "__qualname__", None) or type(fn).__qualname__
+
+
+# -- Numba: the compile options of a function given as a dispatcher --------------------------------
+def numba_options(fn):
+    """The compile options of the Numba CPU dispatcher behind ``fn``, as a new dict, or None.
+
+    ``fn`` may be the dispatcher (``@numba.njit(fastmath=True)``), what s2sad returned for it
+    (``grad(f)``, ``value_and_grad(f)``, ``differentiate(f)``), a ``functools.partial`` or bound
+    method of one, or its Python function ``f.py_func`` once s2sad has read it (a derived callee).
+    The dict is the dispatcher's ``targetoptions``: the options given to the decorator (e.g.
+    ``{'nopython': True, 'fastmath': True, 'boundscheck': None}``; ``cache``, ``parallel``,
+    ``error_model``, ``nogil``... when given).  A compiled derivative of ``fn`` should be compiled
+    with ``numba.njit(**numba_options(fn))``."""
+    seen = set()
+    while fn is not None and id(fn) not in seen:
+        seen.add(id(fn))
+        opts = runtime.numba_options(fn)
+        if opts is not None:
+            return opts
+        if hasattr(fn, "__s2sad_function__"):               # differentiate(f)
+            fn = fn.__s2sad_function__
+        elif getattr(fn, "__s2sad_transform__", None):      # grad(f), value_and_grad(f)
+            fn = fn.__s2sad_transform__[1]
+        elif isinstance(fn, functools.partial):
+            fn = fn.func
+        elif inspect.ismethod(fn):
+            fn = fn.__func__
+        else:
+            fn = getattr(fn, "__s2sad_wrapper__", None)     # a generated call of a callee
+    return None
 
 
 # -- wrt: positions of the arguments it names -----------------------------------------------------

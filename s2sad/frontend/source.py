@@ -201,7 +201,9 @@ from ..runtime.dispatch import data_cell_values  # noqa: E402,F401 (its home: th
 
 
 def get_function(obj):
-    """The Python function behind ``obj`` (unwrapping decorators, bound methods, our wrappers)."""
+    """The Python function behind ``obj`` (unwrapping decorators, bound methods, our wrappers,
+    Numba dispatchers)."""
+    from ..runtime.values import numba_function, numba_ufunc
     seen = set()
     while True:
         if id(obj) in seen:
@@ -213,6 +215,11 @@ def get_function(obj):
         if inspect.ismethod(obj):
             obj = obj.__func__
             continue
+        if numba_function(obj) is not None:         # @numba.njit: the Python function it compiles
+            obj = numba_function(obj)
+            continue
+        if numba_ufunc(obj):                        # numba.vectorize: no derivative of its kernel
+            break
         if hasattr(obj, "__wrapped__") and not inspect.isfunction(obj):
             # a wrapper object (functools.lru_cache...): its Python function is underneath.  A
             # wrapper *function* (functools.wraps) is differentiated itself: it may change values.

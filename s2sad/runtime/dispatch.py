@@ -10,7 +10,8 @@ from ..errors import ArgumentWriteError
 from . import hooks
 from .arrays import _BuiltinType, _FunctionType, _ModuleType, _is_array, _z, add, is_zero
 from .iterators import Iter
-from .values import _DUNDERS, _is_python, differentiable, kind_of, python_dunder
+from .values import (_DUNDERS, _is_python, differentiable, kind_of, numba_function,
+                     python_dunder)
 from .containers import init_into, parts
 from .refusals import _opaque_message, _rule_skeleton, refuse_vectorize
 
@@ -235,6 +236,9 @@ def call(fn, *args, **kwargs):
         bound = rule.bind(args, kwargs)
         _check_rule_params(rule, bound)
         return ans, ("rule", rule, bound, ans, False, len(args), list(kwargs))
+    compiled = numba_function(fn)
+    if compiled is not None and _is_python(compiled):   # @numba.njit: its Python function
+        return _call_derived(compiled, args, kwargs)
     if _is_python(fn):
         return _call_derived(fn, args, kwargs)
     if isinstance(fn, type) and issubclass(fn, tuple) and hasattr(fn, "_fields"):

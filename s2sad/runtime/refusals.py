@@ -11,7 +11,7 @@ from ..errors import ArgumentWriteError
 from . import hooks
 from .arrays import _FunctionType, _ModuleType, _SCALARS, _is_array, _partial, array_module
 from .iterators import LazyList
-from .values import _frompyfunc, differentiable
+from .values import _frompyfunc, differentiable, numba_ufunc
 from .containers import _ITEMS_VIEW, _KEYS_VIEW
 
 
@@ -72,6 +72,10 @@ def _opaque_message(fn, origin=None, text=None):
     elif not isinstance(fn, (_types.FunctionType, _types.BuiltinFunctionType, type, np.ufunc)) \
             and not _ufunc_method(fn):
         full = f"{full} (of type {_type_name(fn)})"
+    if numba_ufunc(fn):
+        return (f"{full} is a Numba vectorize/guvectorize ufunc with no derivative rule, and it "
+                f"returned a value that carries a derivative; s2sad differentiates @numba.njit "
+                f"functions from their Python source, but not the element-wise kernel of a ufunc")
     return (f"{full} has no Python source and no derivative rule, and it returned a value that "
             f"carries a derivative")
 

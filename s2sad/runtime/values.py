@@ -1,10 +1,12 @@
 """Kinds of run-time values: which values carry a derivative (:func:`differentiable`), the kind
 letter a build is specialised on (:func:`kind_of`), user code versus installed libraries
-(:func:`is_user_code`), and adjoints shaped like a value (:func:`materialize`).
+(:func:`is_user_code`), the Python function of a Numba dispatcher (:func:`numba_function`), and
+adjoints shaped like a value (:func:`materialize`).
 """
 import operator as _operator
 import threading as _threading
 import types as _types
+import weakref as _weakref
 
 import numpy as np
 
@@ -209,6 +211,55 @@ def class_has_operators(cls):
         known = _OPERATOR_CLASSES[cls] = any(
             _is_python(getattr(cls, n, None)) for names in _DUNDERS.values() for n in names)
     return known
+
+
+# -- Numba-compiled callables, recognised without importing Numba ----------------------------------
+#
+# A function decorated with ``numba.njit`` / ``numba.jit`` is a CPU dispatcher holding the Python
+# function it compiles (``.py_func``); s2sad differentiates that function's source, exactly as if
+# the decorator were absent.  ``numba.vectorize`` / ``guvectorize`` make ufuncs whose Python kernel
+# is scalar code applied element by element: s2sad does not differentiate them (they need a rule).
+
+def _numba_type(obj, names):
+    t = type(obj)
+    return (getattr(t, "__module__", None) or "").startswith("numba.") and \
+        any(c.__name__ in names for c in t.__mro__)
+
+
+_NUMBA_OPTIONS = _weakref.WeakKeyDictionary()    # Python function -> its dispatcher's options
+
+
+def numba_function(obj):
+    """The Python function a Numba CPU dispatcher (``@numba.njit``, ``@numba.jit``) compiles,
+    or None for anything else (CUDA kernels included).  It remembers the dispatcher's compile
+    options for that function (:func:`numba_options`)."""
+    if type(obj) is _FunctionType or not _numba_type(obj, ("CPUDispatcher",)):
+        return None
+    py = getattr(obj, "py_func", None)
+    if not isinstance(py, _FunctionType):
+        return None
+    opts = getattr(obj, "targetoptions", None)
+    _NUMBA_OPTIONS[py] = dict(opts) if isinstance(opts, dict) else {}
+    return py
+
+
+def numba_options(obj):
+    """The compile options of a Numba CPU dispatcher (a copy of its ``targetoptions``: the
+    options given to the decorator, e.g. nopython, fastmath, cache, boundscheck, parallel,
+    error_model), for the dispatcher or for the Python function s2sad read through it (the
+    options of the dispatcher it was last read through); None for anything else."""
+    if numba_function(obj) is not None:
+        obj = obj.py_func
+    try:
+        opts = _NUMBA_OPTIONS.get(obj)
+    except TypeError:                                  # (not weakly referable)
+        return None
+    return dict(opts) if opts is not None else None
+
+
+def numba_ufunc(obj):
+    """True for a ufunc made by ``numba.vectorize`` or ``numba.guvectorize``."""
+    return _numba_type(obj, ("DUFunc", "GUFunc", "UFuncDispatcher", "GUFuncBuilder"))
 
 
 _USER_CACHE = {}
