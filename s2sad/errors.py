@@ -90,6 +90,27 @@ class ArgumentWriteError(UnsupportedSyntaxError):
         super().__init__(message, origin=origin, fix=fix)
 
 
+def has_kept_text(code):
+    """True when Python kept the text ``code`` was compiled from although its file name is not a
+    file (``<ipython-input-3-...>``, ``<python-input-0>``): ``linecache`` holds it by that name
+    (IPython, Python 3.13's REPL, text a user registered) or by code object (Python 3.14+'s
+    REPL).  s2sad's own generated modules are not user text."""
+    import linecache
+    name = code.co_filename
+    if not name.startswith("<"):
+        return True
+    if name.startswith("<s2sad"):
+        return False
+    entry = linecache.cache.get(name)
+    if entry is not None and len(entry) != 1:
+        return True
+    from_code = getattr(linecache, "_getlines_from_code", None)
+    try:
+        return bool(from_code is not None and from_code(code))
+    except Exception:
+        return False
+
+
 def caller_origin():
     """The user's line that called into s2sad (the innermost frame outside the s2sad package and
     outside generated code), as an :class:`~s2sad.ir.Origin`; None when there is none."""
@@ -101,8 +122,14 @@ def caller_origin():
     f = sys._getframe(1)
     while f is not None:
         name = f.f_code.co_filename
-        if not (os.path.abspath(name).startswith(here) or name.startswith("<")):
+        if not (os.path.abspath(name).startswith(here) or name.startswith("<") and
+                not has_kept_text(f.f_code)):      # (but an IPython cell, a REPL input)
             return Origin(name, f.f_lineno, 0, linecache.getline(name, f.f_lineno).strip(),
                           f.f_code.co_name)
         f = f.f_back
     return None
+
+
+class JitFallbackWarning(UserWarning):
+    """``jit=True`` could not compile a derivative with numba; it runs as Python instead (the same
+    numbers).  The message names the user's line and the construct numba refused."""

@@ -464,18 +464,40 @@ def _file_lines(fn, where):
         lines = linecache.getlines(file, glb)
         if lines:
             return lines
+    # Python 3.14+'s REPL keeps the text of each input by code object, not by file name
+    from_code = getattr(linecache, "_getlines_from_code", None)
+    if from_code is not None:
+        with contextlib.suppress(Exception):
+            lines = from_code(code)
+            if lines:
+                return lines
     try:
         lines, _ = inspect.findsource(code)
     except (OSError, TypeError, IndexError) as e:
         lines = linecache.getlines(code.co_filename)
         if lines and len(lines) < code.co_firstlineno:
             raise _stale(fn, where) from None      # the file got shorter since it was compiled
-        raise SourceUnavailableError(
-            f"cannot read the source of {fn.__qualname__} (defined at {where}): {e}",
-            fix="define the function in a .py file (functions created by exec() or typed at a "
-                "plain REPL have no source s2sad can read), or declare a rule with "
-                "s2sad.defrule") from None
+        raise _unavailable(fn, where, e) from None
     return lines
+
+
+def _unavailable(fn, where, e):
+    """The error for a function whose text Python did not keep: it names the environments
+    whose text s2sad reads, and the fix."""
+    file = fn.__code__.co_filename
+    if file.startswith("<") and file.endswith(">"):
+        why = (f"Python keeps no text under the name {file} (code run by `python -c`, by "
+               f"exec() of a string or typed at the REPL of Python 3.12 and older)")
+    else:
+        why = f"{file} cannot be read ({e})"
+    return SourceUnavailableError(
+        f"cannot read the source of {fn.__qualname__} (defined at {where}): {why}; s2sad reads "
+        f"functions defined in .py files, in IPython/Jupyter cells and at the Python 3.13+ REPL",
+        fix="define the function in a .py file and import or run it (or use IPython/Jupyter or "
+            "the Python 3.13+ REPL); for text you exec() yourself, first register it: "
+            "linecache.cache[name] = (len(src), None, src.splitlines(True), name) and "
+            "exec(compile(src, name, 'exec'), namespace) with name = '<my-code-1>' (a new name "
+            "for each text); or declare a rule with s2sad.defrule")
 
 
 def _stale(fn, where):

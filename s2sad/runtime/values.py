@@ -287,7 +287,8 @@ def is_user_code(fn):
     if f.startswith("<s2sad-generated"):
         return True
     if f.startswith("<"):
-        return False
+        from ..errors import has_kept_text
+        return has_kept_text(fn.__code__)     # an IPython cell, a 3.13+ REPL input
     f = os.path.realpath(f)
     for p in _library_dirs():
         if f.startswith(p):
