@@ -12,7 +12,7 @@ from .api import differentiate, grad, value_and_grad, vjp
 from .transforms import jvp, jacfwd, jacrev, jacobian, hessian, hvp
 from .rules.registry import defrule, defzero, defmethod
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402
 
 __all__ = ["differentiate", "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian",
            "hessian", "hvp", "defrule", "defzero", "defmethod",

@@ -160,15 +160,46 @@ def forward_derivative(pyfunc, mask, kinds, init=False, mut=False):
     return CACHE.get(key, lambda: _build_forward(pyfunc, tuple(mask), tuple(kinds), init, mut))
 
 
+def jit_derivative(pyfunc, mask, kinds, options=()):
+    """The cached :class:`~s2sad.codegen.jit.CompiledDerivative` of ``pyfunc`` (``jit=True``):
+    its fused sweeps, compiled with ``numba.njit(**dict(options))`` on first use."""
+    options = tuple(sorted(dict(options).items()))
+    key = CACHE.key(pyfunc, ("reverse-jit", options), mask, kinds)
+    c = CACHE._store.get(key)
+    if c is not None:
+        if c.d.fresh():
+            return c
+        CACHE.discard(key, c)
+
+    def build():
+        from .codegen.build import build_reverse
+        from .codegen.jit import CompiledDerivative
+        d = build_reverse(pyfunc, mask, kinds, _namer_factory, jit=True)
+        return CompiledDerivative(d, dict(options))
+    return CACHE.get(key, build)
+
+
 def _build_forward(pyfunc, mask, kinds, init, mut):
-    from .codegen.build_forward import build_forward
-    return build_forward(pyfunc, mask, kinds, init, mut)
+    from . import diskcache
+
+    def build():
+        from .codegen.build_forward import build_forward
+        return build_forward(pyfunc, mask, kinds, init, mut)
+    mode = "forward-init" if init else "forward-mut" if mut else "forward"
+    return diskcache.obtain(pyfunc, mode, mask, kinds, build)
 
 
 def _build_reverse(pyfunc, mask, kinds, constructor=False, mutating=False):
-    from .codegen.build import build_reverse
-    return build_reverse(pyfunc, mask, kinds, _namer_factory, constructor=constructor,
-                         mutating=mutating)
+    # the disk layer: a new process reads what another one built (without importing the
+    # pipeline, which build() imports)
+    from . import diskcache
+
+    def build():
+        from .codegen.build import build_reverse
+        return build_reverse(pyfunc, mask, kinds, _namer_factory, constructor=constructor,
+                             mutating=mutating)
+    mode = "init" if constructor else "mut" if mutating else "reverse"
+    return diskcache.obtain(pyfunc, mode, mask, kinds, build)
 
 
 def _namer_factory(namespace, own_key, own_names):

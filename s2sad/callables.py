@@ -6,6 +6,7 @@ function s2sad reads for ``grad(grad(f))`` is a generated gradient function.
 """
 import functools
 import inspect
+import sys
 import threading
 
 from . import runtime
@@ -46,9 +47,17 @@ def _grad_of(fn):
 # * a Python function of an installed package or the standard library without a rule: refused,
 #   as the classifier refuses a call to it inside a function.
 
+_TABLE_PACKAGES = {"numpy", "scipy", "cupy", "cupyx", "s2sad"}   # what the built-in tables name
+
+
 def _rule_of(fn):
     from .rules import registry
     if type(fn) is _FUNCTION and runtime._is_python(fn):
+        top = (fn.__module__ or "").split(".")[0]
+        if top not in _TABLE_PACKAGES and top not in getattr(sys, "stdlib_module_names", ()):
+            # the user's own function: only a rule of the user's can name it, and declaring one
+            # loaded the tables (so a first gradient read from the disk cache loads none)
+            return registry._RULES.get(fn)
         registry._ensure_tables()                 # user code: only the user's own rules
         return registry._RULES.get(fn)
     try:

@@ -5,6 +5,7 @@
     s2sad explain FILE.py:FUNC [--wrt 0,x]                          print every call site's class
     s2sad rules [--grep PATTERN] [--format text|md] [--json] [--tables numpy,python,scipy,cupy]
                                                                     list every supported callee
+    s2sad cache info|clear                                         the on-disk derivative cache
 
 ``FUNC`` may be dotted (``Class.method``, ``outer_namespace.func``).  If it names an
 ``@s2sad.differentiate`` function, its own ``wrt`` is used unless ``--wrt`` is given.  The file is
@@ -203,6 +204,26 @@ def cmd_rules(args):
     return 0
 
 
+def cmd_cache(args):
+    from . import diskcache
+    if args.action == "clear":
+        n = diskcache.clear()
+        print(f"removed {n} entr{'y' if n == 1 else 'ies'} from {diskcache.folder()[0]}")
+        return 0
+    i = diskcache.info()
+    state = "off (S2SAD_CACHE=0)" if not i["enabled"] else \
+        f"refused: {i['refused']}" if i["refused"] else "on"
+    rate = "n/a (no derivative asked in this process)" if i["hit_rate"] is None else \
+        f"{100 * i['hit_rate']:.0f}%"
+    print(f"folder:   {i['folder']}{' (S2SAD_CACHE_DIR)' if i['explicit'] else ''}\n"
+          f"state:    {state}\n"
+          f"entries:  {i['entries']}\n"
+          f"size:     {i['bytes'] / 2**20:.2f} MB of {i['limit_bytes'] / 2**20:.0f} MB "
+          f"(S2SAD_CACHE_MAX_MB)\n"
+          f"this process: {i['hits']} hits, {i['misses']} misses, hit rate {rate}")
+    return 0
+
+
 def make_parser():
     p = argparse.ArgumentParser(
         prog=PROG, description="s2sad: source-to-source automatic differentiation for Python.")
@@ -233,6 +254,9 @@ def make_parser():
                    help="the tables to list, among numpy,python,scipy,cupy (default: those whose "
                         "library is installed)")
     r.set_defaults(run=cmd_rules)
+    c = sub.add_parser("cache", help="the on-disk cache of derivatives: info, or clear it")
+    c.add_argument("action", choices=("info", "clear"))
+    c.set_defaults(run=cmd_cache)
     return p
 
 

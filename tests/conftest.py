@@ -6,4 +6,18 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 
 def pytest_configure(config):
+    # the disk cache of derivatives: a private folder for this run (the suite exercises it; no
+    # entry of an earlier run or of the user's own cache is read)
+    if "S2SAD_CACHE_DIR" not in os.environ:
+        import tempfile
+        config._s2sad_cache_dir = os.environ["S2SAD_CACHE_DIR"] = tempfile.mkdtemp(
+            prefix="s2sad-test-cache-")
     config.addinivalue_line("markers", "gpu: needs CuPy and a CUDA GPU (skipped otherwise)")
+
+
+def pytest_unconfigure(config):
+    made = getattr(config, "_s2sad_cache_dir", None)
+    if made:
+        import shutil
+        shutil.rmtree(made, ignore_errors=True)
+        os.environ.pop("S2SAD_CACHE_DIR", None)

@@ -9,36 +9,11 @@ from ..frontend.lower import lower
 from ..frontend.source import FunctionSource
 from ..rules import registry
 from . import text as T
+from .derivative import Derivative  # noqa: F401 (its home is light: the disk cache loads it)
 from .load import GeneratedModule
 from .reverse import ReverseEmitter
 
 _RESERVED = {"_rt", "np", "math"}
-_GONE = object()
-
-
-class Derivative:
-    """A built derivative: the generated module, its sweeps, and what was decided at each site."""
-
-    def __init__(self, fn_ir, module, fwd, bwd, wrt, sites, mode="reverse"):
-        self.ir = fn_ir
-        self.module = module
-        self.fwd = fwd
-        self.bwd = bwd
-        self.wrt = wrt
-        self.sites = sites
-        self.mode = mode
-
-    @property
-    def source(self):
-        return self.module.source
-
-    def fresh(self):
-        """False once a module global the derivative read at build time has been rebound."""
-        glb, refs = getattr(self.ir, "global_refs", (None, ()))
-        for name, value in refs:
-            if glb.get(name, _GONE) is not value:
-                return False
-        return True
 
 
 def lower_function(pyfunc, constructor=False, mutating=False):

@@ -12,11 +12,14 @@ _counter = itertools.count(1)
 
 
 class GeneratedModule:
-    def __init__(self, name, source, namespace, line_origins):
+    def __init__(self, name, source, namespace, line_origins, filename=None):
+        """``filename``: the real file the source was read from (an entry of the disk cache)."""
         self.name = name
         self.source = source
+        self.namespace = namespace                # what the code found there (the disk cache
+        # records how to get each object again)
         safe = "".join(c if c.isprintable() and c not in "<>" else "_" for c in str(name))
-        self.filename = f"<s2sad-generated {safe} #{next(_counter)}>"
+        self.filename = filename or f"<s2sad-generated {safe} #{next(_counter)}>"
         self.line_origins = line_origins          # generated line number (1-based) -> Origin
         self.module = types.ModuleType(f"s2sad_generated.{safe}")
         self.module.__dict__.update(namespace)

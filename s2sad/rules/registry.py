@@ -279,6 +279,9 @@ def _parse_params(params, fn, name):
             raise RuleError(f"rule for {name}: the callee has no signature s2sad can read",
                             origin=caller_origin(),
                             fix="give params=, e.g. params=\"x, /, axis=None\"")
+    sig = _SIGNATURES.get(params)
+    if sig is not None:
+        return sig
     src = f"def _sig({params}): pass"
     glb = dict(NAMESPACE)
     try:
@@ -287,7 +290,14 @@ def _parse_params(params, fn, name):
         raise RuleError(f"rule for {name}: params {params!r} do not parse: {e}",
                         origin=caller_origin(),
                         fix="write params= as a Python parameter list, e.g. \"x, y=1.0, /\"")
-    return inspect.signature(glb["_sig"])
+    sig = inspect.signature(glb["_sig"])
+    if all(p.default is p.empty or p.default is None or type(p.default) in (bool, int, float, str)
+           for p in sig.parameters.values()):
+        _SIGNATURES[params] = sig   # (immutable: shared by the rules that write the same text)
+    return sig
+
+
+_SIGNATURES = {}       # params text -> its Signature (the tables repeat "x, /" and the like)
 
 
 def _key(fn):
@@ -299,6 +309,17 @@ def _key(fn):
 
 
 # -- declaring rules -------------------------------------------------------------------------
+# Every declaration made outside this package, as (what, arguments): the disk cache keys entries
+# on them (s2sad/diskcache.py), so that a derivative built under other rules is never reused.
+USER_DECLARATIONS = []
+
+
+def _note_user(what, *args):
+    caller = sys._getframe(2).f_globals.get("__name__", "")
+    if not caller.startswith(__package__ + "."):
+        USER_DECLARATIONS.append((what, args))
+
+
 def defrule(fn, params=None, *, vjp=None, joint=None, jvp=None, forbid=None, view=False,
             kind="array", ns=None, name=None, broadcast=False, constant=(), aliases=None):
     """Declare the derivative rule of a primitive callee ``fn``; returns the :class:`Rule`.
@@ -307,6 +328,8 @@ def defrule(fn, params=None, *, vjp=None, joint=None, jvp=None, forbid=None, vie
     ``aliases={"t": "times"}`` binds the callee's keyword ``t=`` to the parameter ``times`` (for
     a keyword named like a template name: ``g``, ``ans``, ``t``)."""
     _before_user_declaration()
+    _note_user("defrule", fn, params, vjp, joint, jvp, forbid, view, kind, ns, name, broadcast,
+               constant, aliases)
     rule = Rule(fn, params, vjp=vjp, joint=joint, jvp=jvp, forbid=forbid, view=view, kind=kind,
                 ns=ns, name=name, broadcast=broadcast, constant=constant, aliases=aliases)
     _RULES[_key(fn)] = rule
@@ -320,6 +343,7 @@ def defalias(fn, rule, name=None, subst=None, aliases=None):
     replaces the rule's (``fn``'s keyword -> the rule's parameter: ``cupyx.scipy.linalg.expm(a=)``
     binds to the parameter ``A`` of ``scipy.linalg.expm``'s rule)."""
     import copy
+    _note_user("defalias", fn, rule.name, name, subst, aliases)
     new = copy.copy(rule)
     new.fn = fn
     new.name = name or _callee_name(fn)
@@ -348,6 +372,7 @@ def defalias(fn, rule, name=None, subst=None, aliases=None):
 def defzero(*fns, params=None):
     """Declare callees whose outputs carry no derivative (``np.floor``, ``np.argmax``...)."""
     _before_user_declaration()
+    _note_user("defzero", fns, params)
     for fn in fns:
         _RULES[_key(fn)] = Rule(fn, params if params is not None else "*args, **kwargs", zero=True)
 
@@ -356,6 +381,7 @@ def defmethod(name, params, *, vjp=None, joint=None, jvp=None, forbid=None, view
               kind="array", ns=None):
     """Declare the rule of the array method ``x.name(...)``; ``params`` start with ``self``."""
     _before_user_declaration()
+    _note_user("defmethod", name, params, vjp, joint, jvp, forbid, view, kind, ns)
     rule = Rule(("ndarray", name), params, vjp=vjp, joint=joint, jvp=jvp, forbid=forbid,
                 view=view, kind=kind, ns=ns, name=f"ndarray.{name}")
     _METHODS[name] = rule
@@ -363,6 +389,7 @@ def defmethod(name, params, *, vjp=None, joint=None, jvp=None, forbid=None, view
 
 
 def defzero_method(*names):
+    _note_user("defzero_method", names)
     for name in names:
         _METHODS[name] = Rule(("ndarray", name), "self, *args, **kwargs", zero=True,
                               name=f"ndarray.{name}")
@@ -370,6 +397,7 @@ def defzero_method(*names):
 
 def defattr(name, *, vjp=None, jvp=None, view=False, kind="array"):
     """Declare the rule of the array attribute ``x.name`` (``T``, ``real``...); its param is ``self``."""
+    _note_user("defattr", name, vjp, jvp, view, kind)
     rule = Rule(("ndarray", name), "self", vjp=vjp, jvp=jvp, view=view, kind=kind,
                 name=f"ndarray.{name}")
     _ATTRS[name] = rule
@@ -382,6 +410,7 @@ _CONTAINER_METHODS = {}   # method name -> Rule (read-only methods of dict/list/
 def defcontainer(name, params, *, vjp=None, jvp=None, kind="any", zero=False, view=False):
     """Declare the rule of a read-only container method ``d.name(...)`` (``dict.get``...);
     ``view=True``: the result is live, it shares the container's memory (``d.items()``)."""
+    _note_user("defcontainer", name, params, vjp, jvp, kind, zero, view)
     rule = Rule(("container", name), params, vjp=vjp, jvp=jvp, kind=kind, zero=zero, view=view,
                 name=f"container.{name}")
     _CONTAINER_METHODS[name] = rule
@@ -425,6 +454,7 @@ def defresolver(fn):
     every lookup that misses the tables, so it must reject foreign callees quickly (a type test)
     and cache the rules it makes."""
     if fn not in _RESOLVERS:
+        _note_user("defresolver", fn)
         _RESOLVERS.append(fn)
     return fn
 

@@ -24,7 +24,7 @@ LAYERS = {
     # 0 -- foundation: the IR's node types and Origin, the error classes
     "s2sad.ir": 0,
     "s2sad.errors": 0,
-    "s2sad.logs": 0,
+    "s2sad._version": 0,
     # 1 -- GPU kernels (device guard, Numba CUDA kernels): nothing of the pipeline
     "s2sad.kernels": 1,
     # 2 -- the helpers generated code calls (``_rt``, ``_fw``)
@@ -40,6 +40,8 @@ LAYERS = {
     "s2sad.codegen": 6,
     # 7 -- the derivative cache, which calls the builders on a miss
     "s2sad.cache": 7,
+    # the disk layer under it: entries as .py files shared between processes
+    "s2sad.diskcache": 7,
     # 8 -- the front door and the transforms (callables <- api <- transforms)
     "s2sad.callables": 8,
     "s2sad.api": 8,

@@ -172,7 +172,10 @@ def test_tracebacks_show_generated_lines():
         with pytest.raises(FloatingPointError) as ei:
             d.grad(np.array([1.0, -1.0, 2.0]))
     tb = "".join(traceback.format_exception(ei.value))
-    assert "s2sad-generated" in tb
+    # the generated module's file: an entry of the disk cache (<s2sad-generated ...> without one)
+    filename = d.derivative(np.array([1.0, -1.0, 2.0])).module.filename
+    assert "s2sad-generated" in filename or filename.endswith(".py")
+    assert filename in tb
     assert "np.log(x)" in tb                 # the generated line's text, shown by the traceback
     assert "test_source.py" in tb
 

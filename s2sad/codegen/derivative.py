@@ -1,0 +1,30 @@
+"""A built derivative (the pipeline of ``build.py`` makes it; the disk cache reads one back
+without importing that pipeline)."""
+_GONE = object()
+
+
+class Derivative:
+    """A built derivative: the generated module, its sweeps, and what was decided at each site."""
+
+    def __init__(self, fn_ir, module, fwd, bwd, wrt, sites, mode="reverse"):
+        self.ir = fn_ir
+        self.module = module
+        self.fwd = fwd
+        self.bwd = bwd
+        self.wrt = wrt
+        self.sites = sites
+        self.mode = mode
+        # the disk cache's file of this module (s2sad/diskcache.py), None when it is not on disk
+        self.cache_path = None
+
+    @property
+    def source(self):
+        return self.module.source
+
+    def fresh(self):
+        """False once a module global the derivative read at build time has been rebound."""
+        glb, refs = getattr(self.ir, "global_refs", (None, ()))
+        for name, value in refs:
+            if glb.get(name, _GONE) is not value:
+                return False
+        return True
