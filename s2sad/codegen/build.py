@@ -48,11 +48,15 @@ def _sites(fn):
     return out
 
 
-def build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, mutating=False):
+def build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, mutating=False,
+                  jit=False):
     """Build the reverse-mode derivative of ``pyfunc`` w.r.t. the parameters where ``mask`` is True.
 
     ``param_kinds`` gives each parameter's value kind ('f', 'a', 'c', 'i', '?');
-    ``namer_factory(namespace)`` returns the function that names (and binds) derived callees."""
+    ``namer_factory(namespace)`` returns the function that names (and binds) derived callees.
+    ``jit=True``: the module holds one function, ``f__vjp(*params, seed) -> (value, gradients)``,
+    written for ``numba.njit`` (its ``_rt`` and ``_adj`` are the numba helpers); codegen/jit.py
+    compiles it."""
     fn = lower_function(pyfunc, constructor, mutating)
     wrt = [p for p, m in zip(fn.params, mask) if m]
     kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
@@ -68,12 +72,24 @@ def build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, m
     fwd_name, bwd_name = f"{name}__fwd", f"{name}__bwd"
     own_key = (pyfunc, tuple(mask))
     namer = namer_factory(namespace, own_key, (fwd_name, bwd_name))
-    em = ReverseEmitter(fn, kinds, active, varied, wrt, namespace, namer)
+    em = ReverseEmitter(fn, kinds, active, varied, wrt, namespace, namer, jit=jit)
     fwd_triples, bwd_triples = em.emit(fwd_name, bwd_name)
     header = [(0, f"# s2sad reverse-mode derivative of {pyfunc.__qualname__} "
                   f"({fn.origin.short()}), with respect to {', '.join(wrt) or 'nothing'}", None),
               (0, "", None)]
-    triples = header + fwd_triples + [(0, "", None), (0, "", None)] + bwd_triples
+    if jit:
+        from .jit import njit
+        njit()                          # (numba installed, or the error naming the extra)
+        from ..rules import jit as _jit_adj
+        from ..runtime import jit as _jit_rt
+        namespace["_rt"] = _jit_rt.namespace()
+        namespace["_adj"] = _jit_adj.namespace()
+        header[0] = (0, header[0][1] + "; forward and reverse sweeps in one function, for "
+                        "numba.njit (jit=True)", None)
+        fwd_name = bwd_name = f"{name}__vjp"
+        triples = header + em.emit_fused(fwd_name)
+    else:
+        triples = header + fwd_triples + [(0, "", None), (0, "", None)] + bwd_triples
     lines = T.format_lines(triples)
     line_origins = {i + 1: t[2] for i, t in enumerate(triples) if t[2] is not None}
     source = "\n".join(lines) + "\n"

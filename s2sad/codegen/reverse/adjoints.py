@@ -18,7 +18,11 @@ class AdjointContributions:
         st.zero.discard(var)
         bv = b(var)
         if var in st.defined:
-            if self.kinds.get(var) in ("a", "f"):
+            if self.jit and self.kinds.get(var) == "a":
+                # (a contribution has the shape of var: _rt.acc checks it, where NumPy would
+                # broadcast a zero made for another shape of var silently)
+                out.append(T.Line(f"{bv} = _rt.acc({bv}, {expr})", origin))
+            elif self.kinds.get(var) in ("a", "f"):
                 out.append(T.Line(f"{bv} = {bv} + {expr}", origin))
             else:
                 out.append(T.Line(f"{bv} = _rt.add({bv}, {expr})", origin))

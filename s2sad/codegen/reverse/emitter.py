@@ -15,8 +15,9 @@ from .saves import SavePlan
 
 
 class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan, ForwardSweep):
-    def __init__(self, fn, kinds, active, varied, wrt, namespace, derived_namer):
+    def __init__(self, fn, kinds, active, varied, wrt, namespace, derived_namer, jit=False):
         self.fn = fn
+        self.jit = jit                        # write for numba.njit (see codegen/jit.py)
         self.kinds = kinds
         self.active = active
         self.varied = varied
@@ -42,6 +43,13 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
             name = f"_{base}{self.n}"
             if name not in taken:
                 return name
+
+    def zero(self, v):
+        """The text of a zero adjoint for ``v``: the symbolic ``0.0``; for numba (which types every
+        variable once), a zero of v's own type: ``0.0`` for a float, zeros like v for an array."""
+        if self.jit and self.kinds.get(v) == "a":
+            return f"_rt.zero_of({v})"
+        return "0.0"
 
     # -- reads ------------------------------------------------------------------------------
     def read(self, stmt, when, var):
@@ -72,7 +80,7 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
             if m == "stack":
                 fwd.append(T.Line(f"{stack(v)} = []", None))
         fwd += self.fwd_block(fn.body)
-        grads = [b(p) if p in st.defined else "0.0" for p in self.wrt]
+        grads = [b(p) if p in st.defined else self.zero(p) for p in self.wrt]
         names = self.tape_names()
         tape = "_tape"
         while tape in _TAKEN.names:
@@ -85,7 +93,23 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
         out_name = out_var or "_r"
         fwd_src = self.render_function(f"def {fwd_name}({', '.join(fn.params)}):", fwd, o)
         bwd_src = self.render_function(f"def {bwd_name}({tape}, {b(out_name)}):", bwd, o)
+        self._parts = (fwd, rev, grads, out_name, ret)
         return fwd_src, bwd_src
+
+    def emit_fused(self, name):
+        """One function ``name(*params, seed) -> (value, gradients)``: the forward sweep, then
+        the reverse sweep, in one body (after :meth:`emit`).  The tape never leaves the function,
+        so numba keeps its lists native; what the forward sweep returned is kept in a fresh name
+        (the reverse sweep rebinds variables to their saved values)."""
+        fwd, rev, grads, out_name, ret = self._parts
+        assert isinstance(fwd[-1], T.Line) and fwd[-1].text.startswith("return ")
+        value = self.fresh("value")
+        o = self.fn.origin
+        body = fwd[:-1] + [T.Line(f"{value} = {T.operand_text(ret.value, self.consts)}", ret.origin)]
+        body += rev + [T.Line(f"return {value}, (" + ", ".join(grads) +
+                              ("," if len(grads) == 1 else "") + ")", None)]
+        params = list(self.fn.params) + [b(out_name)]
+        return self.render_function(f"def {name}({', '.join(params)}):", body, o)
 
     def expand(self, hook):
         if hook.when == "discard":

@@ -72,7 +72,7 @@ class ReverseCalls:
             # contribution is zero, and helpers that reshape or index their g must not see it
             newly = sorted(st.defined - defined_before)
             body = [T.Nest(f"if not _rt.is_zero({b(t)}):", o, body,
-                           [T.Line(f"{b(x)} = 0.0", o) for x in newly] or None)]
+                           [T.Line(f"{b(x)} = {self.zero(x)}", o) for x in newly] or None)]
             st.zero |= set(newly) | (zero_before & defined_before)
         return [T.Hook(id(s), "pops", o)] + body
 

@@ -1,0 +1,154 @@
+"""``jit=True``: a derivative compiled with ``numba.njit``.
+
+``build_reverse(..., jit=True)`` writes the forward and the reverse sweep as one function,
+``f__vjp(*params, seed) -> (value, gradients)``, in which the tape never leaves the function (numba
+keeps its lists native), every adjoint has one type (a zero adjoint is ``0.0`` for a float and
+zeros for an array), and ``_rt``/``_adj`` are numba versions of the helpers
+(``runtime/jit.py``, ``rules/jit.py``).  :class:`CompiledDerivative` compiles it, per argument
+types (numba's own dispatch).
+
+What numba cannot compile (a helper without a numba version, a Python object, a derived callee)
+falls back to the Python derivative: :meth:`CompiledDerivative.run` returns ``None`` and warns
+once, naming the user's file:line and the construct.  Nothing else changes: the Python derivative
+computes the same numbers.
+"""
+import re
+import time
+import warnings
+
+from ..errors import JitFallbackWarning
+
+_NUMBA_ERRORS = None
+
+
+def _numba_errors():
+    global _NUMBA_ERRORS
+    if _NUMBA_ERRORS is None:
+        from numba.core.errors import NumbaError
+        _NUMBA_ERRORS = (NumbaError, NotImplementedError)
+    return _NUMBA_ERRORS
+
+
+# compile options a user may pass (those of numba.njit that keep nopython semantics)
+_OPTIONS = {"fastmath", "cache", "boundscheck", "error_model", "nogil", "parallel", "inline",
+            "no_cpython_wrapper", "no_cfunc_wrapper", "forceinline", "looplift"}
+
+
+def njit():
+    """``numba.njit``, or the error naming the extra that installs it."""
+    try:
+        import numba
+    except ImportError as e:
+        from ..errors import MissingExtraError
+        raise MissingExtraError.of(e, "jit=True compiles derivatives with numba", "jit",
+                                   "numba") from None
+    return numba.njit
+
+
+class CompiledDerivative:
+    """The numba-compiled fused sweeps of one derivative (``d``: its Derivative, whose module holds
+    ``f__vjp``), or, after a failure, the record of why it runs as Python."""
+
+    def __init__(self, d, options=None):
+        self.d = d
+        self.options = {k: v for k, v in (options or {}).items() if k in _OPTIONS}
+        self.py = d.fwd                        # the fused function, as Python
+        self.failed = None                     # why it runs as Python (a message), once known
+        self.compile_time = 0.0                # seconds numba spent, all signatures together
+        self._dispatcher = None
+
+    @property
+    def source(self):
+        return self.d.source
+
+    def fresh(self):
+        return self.d.fresh()
+
+    def dispatcher(self):
+        if self._dispatcher is None:
+            self._dispatcher = njit()(**self.options)(self.py)
+        return self._dispatcher
+
+    def run(self, args, seed):
+        """``(value, gradients)`` from the compiled function, or ``None`` when it cannot be
+        compiled for these arguments (then it has warned, and the caller runs Python)."""
+        if self.failed is not None:
+            return None
+        bad = _untypeable(args)
+        if bad is not None:
+            self.fail(f"argument {bad}: numba compiles floats, integers and NumPy arrays", None)
+            return None
+        disp = self.dispatcher()
+        n = len(disp.signatures)
+        t0 = time.perf_counter()
+        try:
+            out = disp(*args, seed)
+        except _numba_errors() as e:
+            self.fail(_first_line(e), _generated_line(e, self.d.module.filename))
+            return None
+        except AttributeError as e:
+            from ..runtime.jit import MISSING
+            if MISSING not in str(e):
+                raise
+            name = str(e).split(MISSING)[1].strip()
+            self.fail(f"{name} has no compiled version yet", self._line_of(name + "("))
+            return None
+        except ValueError as e:
+            from ..runtime.jit import SHAPE_ERROR
+            if SHAPE_ERROR in str(e):
+                self.fail("an array changed shape between iterations, which a compiled "
+                          "adjoint cannot follow", None)
+                return None
+            raise
+        if len(disp.signatures) > n:
+            self.compile_time += time.perf_counter() - t0
+        return out
+
+    def _line_of(self, text):
+        for i, ln in enumerate(self.d.source.splitlines(), 1):
+            if text in ln.split("#")[0]:
+                return i
+        return None
+
+    def fail(self, why, line):
+        """Fall back to Python for good, with one warning naming the user's line."""
+        origin = self.d.module.line_origins.get(line) if line else None
+        where = self.d.ir.origin if origin is None else origin
+        text = ""
+        if line:
+            gen = self.d.source.splitlines()[line - 1].split("#")[0].strip()
+            text = f" (generated line: `{gen}`)"
+        self.failed = why
+        warnings.warn(
+            f"{where.short()}: jit=True could not compile the derivative of "
+            f"{self.d.ir.name} here: {why}{text}\n    {where.text}\n"
+            f"It runs as Python (the same numbers, without the speed).",
+            JitFallbackWarning, stacklevel=4)
+
+
+def _untypeable(args):
+    import numpy as np
+    for i, a in enumerate(args):
+        t = type(a)
+        if t in (float, int, bool, complex) or isinstance(a, (np.generic,)):
+            continue
+        if t is np.ndarray and a.dtype.kind in "biufc":
+            continue
+        return f"{i} is {t.__name__}"
+    return None
+
+
+def _first_line(e):
+    msg = str(e).strip()
+    for ln in msg.splitlines():
+        ln = ln.strip()
+        if ln and not ln.startswith(("During:", "File ", "- ", "^")):
+            return ln[:300]
+    return type(e).__name__
+
+
+def _generated_line(e, filename):
+    """The generated line numba's message points at (the last one it names), or None."""
+    pat = re.escape(f'File "{filename}", line ') + r"(\d+)"
+    hits = re.findall(pat, str(e))
+    return int(hits[-1]) if hits else None
