@@ -6,11 +6,12 @@ Argument handling and cache lookup happen here; everything else happens once per
 """
 import functools
 import inspect
+import os
 import sys
 import threading
 
 from . import runtime
-from .cache import CACHE, forward_derivative, reverse_derivative
+from .cache import CACHE, forward_derivative, jit_derivative, reverse_derivative
 from .callables import (_concrete, _def_origin, _label, _per_call, _relocate, _required_args,
                         _wrt, numba_options)
 from .runtime.forward import _jvp_python, materialize
@@ -134,9 +135,10 @@ class _Spec:
         from .frontend.source import data_cell_values
         return data_cell_values(self.pyfunc, self.cells) + list(args)
 
-    def derivative(self, args, wrt, check=True):
+    def derivative(self, args, wrt, check=True, jit=None):
         """(derivative, full argument list) for bound ``args``; ``wrt`` holds (parameter index,
-        element of *args or None) pairs."""
+        element of *args or None) pairs.  ``jit``: numba options; then the derivative is the
+        :class:`~s2sad.codegen.jit.CompiledDerivative`."""
         try:
             guard_arguments(self.pyfunc.__qualname__, args, self.params)  # NumPy/CuPy mixed
         except S2SADError as e:
@@ -161,6 +163,8 @@ class _Spec:
             mask[i + nc] = True
         kinds = tuple(runtime.kind_of(a) for a in full)
         key = (tuple(mask), kinds)
+        if jit is not None:
+            return self._compiled(key, jit), full
         d = self._memo.get(key)
         if d is None or not d.fresh():
             try:
@@ -169,6 +173,18 @@ class _Spec:
                 _relocate(e)
                 raise
         return d, full
+
+
+    def _compiled(self, key, options):
+        k = key + ("jit", tuple(sorted(options.items())))
+        c = self._memo.get(k)
+        if c is None or not c.fresh():
+            try:
+                c = self._memo[k] = jit_derivative(self.pyfunc, key[0], key[1], options)
+            except S2SADError as e:
+                _relocate(e)
+                raise
+        return c
 
 
 _SPECS = {}              # (function, wrt) -> _Spec, most recent last: grad(f)(x) inside a loop
@@ -306,10 +322,43 @@ def _finish_grads(grads, args, wrt):
     return out
 
 
-def _value_and_grad(spec, args, kwargs, wrt, has_aux=False):
+def _jit_options(fn, jit):
+    """numba options for ``jit=`` (None: Python).  ``jit=None`` means: as the environment says
+    (``S2SAD_JIT=1``), or as ``fn`` itself was compiled (a ``numba.njit`` function: its options);
+    ``jit=True``: njit with its defaults, or ``fn``'s own options; a dict: those options."""
+    if jit is False:
+        return None
+    if isinstance(jit, dict):
+        return dict(jit)
+    from .callables import numba_options
+    own = numba_options(fn)
+    if jit is None and own is None and os.environ.get("S2SAD_JIT", "") not in ("1", "true", "yes"):
+        return None
+    return dict(own or {})
+
+
+def _compiled_value_and_grad(spec, args, wrt, has_aux, options):
+    """``_value_and_grad`` through the numba-compiled derivative; None where it runs as Python
+    (it has warned once, naming the line numba refused)."""
+    if has_aux:
+        return None
+    c, full = spec.derivative(args, wrt, jit=options)
+    out = _run(c.run, full, 1.0)
+    if out is None:
+        return None
+    value, grads = out
+    _scalar_seed(value, spec.pyfunc)              # (refuses an output that is not a real scalar)
+    return value, _finish_grads(list(grads), args, wrt), c
+
+
+def _value_and_grad(spec, args, kwargs, wrt, has_aux=False, jit=None):
     """(value, gradients, the derivative used); with ``has_aux`` the value is ``(value, aux)``,
     and the output's adjoint seeds only ``value`` (``aux`` carries no derivative)."""
     args = spec.bind(args, kwargs)
+    if jit is not None:
+        out = _compiled_value_and_grad(spec, args, wrt, has_aux, jit)
+        if out is not None:
+            return out
     d, full = spec.derivative(args, wrt)
 
     def sweeps():
@@ -346,13 +395,15 @@ def _wrt_or_argnums(wrt, argnums):
 class Differentiable:
     """What ``@differentiate`` returns: the original function, plus its derivatives."""
 
-    def __init__(self, fn, wrt=0, mode="reverse", has_aux=False):
+    def __init__(self, fn, wrt=0, mode="reverse", has_aux=False, jit=None):
         self.__s2sad_function__ = fn
         functools.update_wrapper(self, fn)
         self._fn = fn
         self._wrt = wrt
         self._mode = mode
         self._has_aux = has_aux
+        self._jit = jit
+        self._jit_options = _jit_options(fn, jit)
         self._specs = _Specs(fn, wrt)
         self._last = None
 
@@ -368,12 +419,14 @@ class Differentiable:
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
-        return Differentiable(self._fn.__get__(obj, objtype), self._wrt, self._mode, self._has_aux)
+        return Differentiable(self._fn.__get__(obj, objtype), self._wrt, self._mode, self._has_aux,
+                              self._jit)
 
     def value_and_grad(self, *args, **kwargs):
         """``(value, gradient)``; with ``has_aux=True``, ``((value, aux), gradient)``."""
         spec = self._specs.get(args, kwargs)
-        v, g, self._last = _value_and_grad(spec, args, kwargs, spec.wrt, self._has_aux)
+        v, g, self._last = _value_and_grad(spec, args, kwargs, spec.wrt, self._has_aux,
+                                           self._jit_options)
         return v, (g[0] if spec.single else tuple(g))
 
     def grad(self, *args, **kwargs):
@@ -384,27 +437,35 @@ class Differentiable:
     def vjp(self, *args, **kwargs):
         return vjp(self._fn, *args, **kwargs)
 
-    def derivative(self, *args, **kwargs):
+    def derivative(self, *args, jit=None, **kwargs):
         """The built :class:`~s2sad.codegen.build.Derivative` for these arguments (or the last
-        one used, or one built for array arguments when called with none)."""
+        one used, or one built for array arguments when called with none).  ``jit=True`` (or a
+        decorator's ``jit=True``): the :class:`~s2sad.codegen.jit.CompiledDerivative`."""
+        opts = self._jit_options if jit is None else _jit_options(self._fn, jit)
         if args or kwargs:
             spec = self._specs.get(args, kwargs)
-            self._last = spec.derivative(spec.bind(args, kwargs), spec.wrt)[0]
-        elif self._last is None:
+            d = spec.derivative(spec.bind(args, kwargs), spec.wrt, jit=opts)[0]
+            if opts is None:
+                self._last = d
+            return d
+        if self._last is None or opts is not None:
             nc = len(self._spec.cells)
             n = len(self._spec.params)
             wrt = {i for i, _ in self._spec.wrt}
             mask = [False] * nc + [i in wrt for i in range(n)]
             kinds = ["?"] * nc + ["a"] * n
+            if opts is not None:
+                return jit_derivative(self._spec.pyfunc, tuple(mask), tuple(kinds), opts)
             self._last = reverse_derivative(self._spec.pyfunc, tuple(mask), tuple(kinds))
         return self._last
 
-    def adjoint_source(self, *args, **kwargs):
+    def adjoint_source(self, *args, jit=None, **kwargs):
         """The generated module (forward and reverse sweeps) as Python source; for
-        ``@differentiate(mode="forward")`` the tangent module."""
+        ``@differentiate(mode="forward")`` the tangent module; with ``jit=True`` the one function
+        that ``numba.njit`` compiles."""
         if self._mode == "forward":
             return self.forward_source(*args)
-        return self.derivative(*args, **kwargs).source
+        return self.derivative(*args, jit=jit, **kwargs).source
 
     def explain(self, *args, **kwargs):
         """Every call site: file:line, its class, and the rule or function chosen."""
@@ -433,17 +494,18 @@ def explain_derivative(d):
     return "\n".join(lines)
 
 
-def differentiate(fn=None, *, wrt=None, mode="reverse", has_aux=False, argnums=None):
+def differentiate(fn=None, *, wrt=None, mode="reverse", has_aux=False, argnums=None, jit=None):
     """Decorator: ``@differentiate`` or ``@differentiate(wrt=(0, "x"))``.
 
     The decorated function still runs as itself; it gains ``.value_and_grad``, ``.grad``,
     ``.vjp``, ``.adjoint_source()`` and ``.explain()``.  ``wrt`` defaults to 0; ``argnums`` is
     another name for it (JAX's).  With ``has_aux=True`` the function returns ``(value, aux)``:
-    ``.grad`` returns ``(gradient, aux)`` and ``.value_and_grad`` ``((value, aux), gradient)``."""
+    ``.grad`` returns ``(gradient, aux)`` and ``.value_and_grad`` ``((value, aux), gradient)``.
+    ``jit=True`` compiles the derivative with ``numba.njit`` (see :func:`grad`)."""
     wrt = _wrt_or_argnums(wrt, argnums)
     if fn is None:
-        return lambda f: Differentiable(f, wrt, mode, has_aux)
-    return Differentiable(fn, wrt, mode, has_aux)
+        return lambda f: Differentiable(f, wrt, mode, has_aux, jit)
+    return Differentiable(fn, wrt, mode, has_aux, jit)
 
 
 class _Specs:
@@ -552,34 +614,40 @@ def _mark(wrapper, fn, wrt, kind, specs=None, has_aux=False):
     return wrapper
 
 
-def value_and_grad(fn, wrt=None, *, has_aux=False, argnums=None):
+def value_and_grad(fn, wrt=None, *, has_aux=False, argnums=None, jit=None):
     """``value_and_grad(f, wrt)(*args) -> (value, gradient)``; a tuple of gradients for a tuple wrt.
 
     ``wrt`` defaults to 0; ``argnums`` is another name for it (JAX's).  ``has_aux=True``: ``f``
     returns ``(value, aux)`` and the call ``((value, aux), gradient)``; ``aux`` carries no
-    derivative."""
+    derivative.  ``jit=True`` compiles the derivative with ``numba.njit`` (see :func:`grad`)."""
     wrt = _wrt_or_argnums(wrt, argnums)
     specs = _Specs(fn, wrt)
-    return _mark(_vg(specs, has_aux), fn, wrt, "value_and_grad", specs, has_aux)
+    return _mark(_vg(specs, has_aux, _jit_options(fn, jit)), fn, wrt, "value_and_grad", specs,
+                 has_aux)
 
 
-def _vg(specs, has_aux=False):
+def _vg(specs, has_aux=False, jit=None):
     def vg(*args, **kwargs):
         s = specs.get(args, kwargs)
-        v, g, _ = _value_and_grad(s, args, kwargs, s.wrt, has_aux)
+        v, g, _ = _value_and_grad(s, args, kwargs, s.wrt, has_aux, jit)
         return v, (g[0] if s.single else tuple(g))
     return vg
 
 
-def grad(fn, wrt=None, *, has_aux=False, argnums=None):
+def grad(fn, wrt=None, *, has_aux=False, argnums=None, jit=None):
     """``grad(f, wrt)(*args)``: the gradient of a scalar function (a tuple for a tuple wrt).
 
     ``wrt`` defaults to 0; ``argnums`` is another name for it (JAX's).  ``has_aux=True``: ``f``
     returns ``(value, aux)`` and the call ``(gradient, aux)``.
-    The result can be differentiated again: ``grad(grad(f))`` (without ``has_aux``)."""
+    The result can be differentiated again: ``grad(grad(f))`` (without ``has_aux``).
+
+    ``jit=True`` (or ``S2SAD_JIT=1``) compiles the forward and reverse sweeps, fused into one
+    function, with ``numba.njit``; a ``numba.njit`` function is compiled with its own options.
+    What numba cannot compile runs as Python, with one :class:`~s2sad.errors.JitFallbackWarning`
+    naming the line.  ``jit=False`` never compiles."""
     wrt = _wrt_or_argnums(wrt, argnums)
     specs = _Specs(fn, wrt)
-    vg = _vg(specs, has_aux)
+    vg = _vg(specs, has_aux, _jit_options(fn, jit))
 
     if has_aux:
         def g(*args, **kwargs):
