@@ -25,6 +25,7 @@ LAYERS = {
     "s2sad.ir": 0,
     "s2sad.errors": 0,
     "s2sad._version": 0,
+    "s2sad.logs": 0,
     # 1 -- GPU kernels (device guard, Numba CUDA kernels): nothing of the pipeline
     "s2sad.kernels": 1,
     # 2 -- the helpers generated code calls (``_rt``, ``_fw``)
