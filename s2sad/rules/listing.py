@@ -1,4 +1,5 @@
-"""Every callee the rule tables support, by table and module: ``s2sad rules`` and docs/coverage.md.
+"""Every callee the rule tables support, by table and module: ``s2sad rules`` and the site's
+docs/coverage.md (filled by docs/hooks.py when the site is built).
 
 The tables are read through :func:`.registry.iter_rules` and :func:`.registry.lookup`; this module
 only names what they hold.  A callee is named by its public path (``numpy.linalg.eig``,
@@ -49,7 +50,7 @@ _OBJECT_METHODS = {"method": ("ndarray methods", "numpy"),       # x.name(...) o
                    "attr": ("ndarray attributes", "numpy"),      # x.name
                    "container": ("dict/list/tuple methods", "python")}
 FORWARD_BY_ADJOINT = "*"
-REGENERATE = "s2sad rules --format md --tables numpy,python,scipy > docs/coverage.md"
+REGENERATE = "s2sad rules --format md --tables numpy,python,scipy"
 
 
 class Entry:
