@@ -18,6 +18,8 @@ from .runtime.forward import _jvp_python, materialize
 from .errors import ArgumentError, NonScalarOutputError, S2SADError, WrtError, caller_origin
 from .frontend.source import _static_value, get_function
 from .kernels.device import guard_arguments
+from . import pickling
+from .runtime.transformed import Transformed
 
 _RECURSION_LIMIT = 20000
 _DATA = object()         # a closure cell that holds data (or nothing yet), in _Spec._snapshot
@@ -416,6 +418,14 @@ class Differentiable:
     def __call__(self, *args, **kwargs):
         return self._fn(*args, **kwargs)
 
+    def __reduce__(self):
+        """By reference when its module holds it under its name, else as
+        ``Differentiable(fn, ...)`` with ``fn`` by reference or by value (:mod:`.pickling`)."""
+        options = {"wrt": self._wrt, "mode": self._mode, "has_aux": self._has_aux}
+        if getattr(self, "_jit", None) is not None:
+            options["jit"] = self._jit
+        return pickling.reduce(self, Differentiable, self._fn, options)
+
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
@@ -599,9 +609,14 @@ def check_like(t, ref, what, label, fix, path=""):
                 check_like(a, getattr(ref, k), what, label, fix, f"{path}.{k}")
 
 
-def _mark(wrapper, fn, wrt, kind, specs=None, has_aux=False):
-    """Give a returned gradient function its name and docs, not ``__wrapped__`` (which would make
-    s2sad differentiate ``fn`` instead of its gradient)."""
+def _mark(call, fn, wrt, kind, specs=None, has_aux=False, options=None):
+    """The :class:`~s2sad.runtime.transformed.Transformed` object ``grad``/``value_and_grad``
+    return: it runs ``call``, has ``fn``'s name and docs (not ``__wrapped__``, which would make
+    s2sad differentiate ``fn`` instead of its gradient), and pickles as ``grad(fn, wrt=wrt,
+    has_aux=has_aux, **options)`` (:mod:`.pickling`)."""
+    make = grad if kind == "grad" else value_and_grad
+    keywords = {"wrt": wrt, "has_aux": has_aux, **(options or {})}
+    wrapper = Transformed(call, lambda: pickling.reduce(None, make, fn, keywords))
     try:
         one = specs.one if specs is not None else None
         functools.update_wrapper(wrapper, one.pyfunc if one is not None else fn, updated=())

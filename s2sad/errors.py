@@ -79,6 +79,11 @@ class MissingExtraError(S2SADError, ImportError):
                    fix=f"pip install 's2sad[{extra}]' (it installs {packages})")
 
 
+class NotPicklableError(S2SADError, TypeError):
+    """A function s2sad pickles by value (a closure, a lambda) captures a value pickle cannot
+    send."""
+
+
 class ArgumentWriteError(UnsupportedSyntaxError):
     """A function writes a value that carries a derivative into one of its arguments.
 

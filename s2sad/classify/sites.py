@@ -276,8 +276,9 @@ def classify_call(call, kinds, origin):
             call.info["diff_vars"] = [v for a in callargs for v in ir.operand_vars(a)]
             return
         if inspect.ismethod(obj) and _is_user_function(obj.__func__) or \
-                getattr(obj, "__s2sad_jvp__", False):
-            # a classmethod / bound method read statically; s2sad.jvp (runtime.jvp_function)
+                getattr(obj, "__s2sad_jvp__", False) or type(obj) is runtime.Transformed:
+            # a classmethod / bound method read statically; s2sad.jvp (runtime.jvp_function);
+            # what s2sad.grad(f) returned, held in a global (runtime.transform_parts)
             call.cls = "dynamic"
             call.info["diff_vars"] = call.reads()
             return

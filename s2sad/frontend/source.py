@@ -331,6 +331,7 @@ class _Unit:
 
     def __init__(self, filename, text, flags, pytest_rewrite=False):
         self.text = text
+        self.flags = flags
         self.tree = None
         self.codes = {}
         try:
@@ -534,37 +535,10 @@ def _parse(fn):
     is refused (StaleSourceError) instead of differentiated from text that does not run."""
     code = fn.__code__
     where = f"{code.co_filename}:{code.co_firstlineno}"
-    lines = _file_lines(fn, where)
-    flags = code.co_flags & _FUTURE_FLAGS
-    # first the top-level statement that holds the function (cheap in a long file), then the
-    # whole text; for a module pytest imported, the same with its asserts rewritten
-    start, end = _statement(lines, code.co_firstlineno) \
-        if 0 < code.co_firstlineno <= len(lines) else (None, None)
-    tries = [(False, start), (False, None)]
-    if "@py_builtins" in fn.__globals__:
-        tries += [(True, start), (True, None)]
-    tree = None
-    for rewrite, at in tries:
-        if at is None:
-            unit = _unit(code.co_filename, "".join(lines), flags, rewrite)
-        elif start is not None:
-            # the statement on its own lines, after the file's imports: Python compiles a call
-            # of a method on an imported module differently (LOAD_ATTR, not LOAD_METHOD)
-            imports = _imports_before(lines, at)
-            if len(imports) > at:
-                continue
-            chunk = "".join(i + "\n" for i in imports) + "\n" * (at - len(imports)) + \
-                "".join(lines[at:end])
-            unit = _unit(code.co_filename, chunk, flags, rewrite, at)
-        else:
-            continue
-        if unit.match(code):
-            # the definition as written (for pytest's rewriting: as the user wrote the asserts)
-            tree = unit.tree if not rewrite else \
-                _unit(code.co_filename, unit.text, flags, False, at).tree
-            break
-    if tree is None:
-        raise _stale(fn, where)
+    lines, unit, rewrite, at = _defining_unit(fn, where)
+    # the definition as written (for pytest's rewriting: as the user wrote the asserts)
+    tree = unit.tree if not rewrite else \
+        _unit(code.co_filename, unit.text, unit.flags, False, at).tree
     first = code.co_firstlineno
     node = _find_node(code, tree)
     if node is None:
@@ -584,6 +558,49 @@ def _parse(fn):
     else:
         own = [line[:-1] if line.endswith("\n") else line for line in own]
     return gnode, own, node
+
+
+def _defining_unit(fn, where):
+    """(the lines of ``fn``'s file, the compiled text (:class:`_Unit`) that gives ``fn``'s code,
+    whether it was compiled with pytest's assert rewriting, the statement's first line or None
+    for the whole text); StaleSourceError when no text does."""
+    code = fn.__code__
+    lines = _file_lines(fn, where)
+    flags = code.co_flags & _FUTURE_FLAGS
+    # first the top-level statement that holds the function (cheap in a long file), then the
+    # whole text; for a module pytest imported, the same with its asserts rewritten
+    start, end = _statement(lines, code.co_firstlineno) \
+        if 0 < code.co_firstlineno <= len(lines) else (None, None)
+    tries = [(False, start), (False, None)]
+    if "@py_builtins" in fn.__globals__:
+        tries += [(True, start), (True, None)]
+    for rewrite, at in tries:
+        if at is None:
+            unit = _unit(code.co_filename, "".join(lines), flags, rewrite)
+        elif start is not None:
+            # the statement on its own lines, after the file's imports: Python compiles a call
+            # of a method on an imported module differently (LOAD_ATTR, not LOAD_METHOD)
+            imports = _imports_before(lines, at)
+            if len(imports) > at:
+                continue
+            chunk = "".join(i + "\n" for i in imports) + "\n" * (at - len(imports)) + \
+                "".join(lines[at:end])
+            unit = _unit(code.co_filename, chunk, flags, rewrite, at)
+        else:
+            continue
+        if unit.match(code):
+            return lines, unit, rewrite, at
+    raise _stale(fn, where)
+
+
+def defining_text(fn):
+    """(file name, text, compiler flags): the text s2sad reads for ``fn``, which compiles to
+    ``fn``'s code (the top-level statement that holds it, after the file's imports and padded to
+    its lines, or the whole file).  Another process that compiles it under that name, with it in
+    ``linecache``, has the same function's source (:mod:`s2sad.pickling`)."""
+    code = fn.__code__
+    _, unit, _, _ = _defining_unit(fn, f"{code.co_filename}:{code.co_firstlineno}")
+    return code.co_filename, unit.text, unit.flags
 
 
 def _find_node(code, tree):

@@ -10,6 +10,7 @@ from ..errors import ArgumentWriteError
 from . import hooks
 from .arrays import _BuiltinType, _FunctionType, _ModuleType, _is_array, _z, add, is_zero
 from .iterators import Iter
+from .transformed import Transformed
 from .values import (_DUNDERS, _is_python, differentiable, kind_of, numba_function,
                      python_dunder)
 from .containers import init_into, parts
@@ -579,7 +580,7 @@ def transform_parts(fn, args):
     """For a function s2sad's API returned (``grad(f)``, ``value_and_grad(f)``), the Python
     functions whose results it returns: [the generated gradient function] or [f, that function];
     None for anything else."""
-    t = getattr(fn, "__s2sad_transform__", None) if type(fn) is _FunctionType else None
+    t = fn.__s2sad_transform__ if type(fn) is Transformed else None
     if t is None:
         return None
     kind, f, wrt = t

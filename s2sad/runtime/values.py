@@ -13,6 +13,7 @@ import numpy as np
 from .arrays import (_FunctionType, _ModuleType, _NDARRAY, _is_array, _partial, is_zero,
                     unbroadcast, zeros_like)
 from .iterators import Iter
+from .transformed import Transformed
 
 
 def materialize(g, x):
@@ -104,8 +105,10 @@ def differentiable(v):
     if dt is not None and hasattr(v, "shape"):
         return dt.kind in "fc" or dt.kind == "O" and _object_array_differentiable(v)
     if t is _FunctionType:
-        inner = getattr(v, "__s2sad_transform__", None)     # s2sad.grad(f): as f
-        return _closure_differentiable(v) or (inner is not None and differentiable(inner[1]))
+        return _closure_differentiable(v)
+    if t is Transformed:                                    # s2sad.grad(f): as f
+        inner = v.__s2sad_transform__
+        return inner is not None and differentiable(inner[1])
     if t is _partial:
         return differentiable(v.args) or differentiable(v.keywords)
     if t in _DICT_VIEWS:

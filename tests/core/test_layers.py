@@ -24,6 +24,7 @@ LAYERS = {
     # 0 -- foundation: the IR's node types and Origin, the error classes
     "s2sad.ir": 0,
     "s2sad.errors": 0,
+    "s2sad.logs": 0,
     "s2sad._version": 0,
     "s2sad.logs": 0,
     # 1 -- GPU kernels (device guard, Numba CUDA kernels): nothing of the pipeline
@@ -46,6 +47,7 @@ LAYERS = {
     # 8 -- the front door and the transforms (callables <- api <- transforms)
     "s2sad.callables": 8,
     "s2sad.api": 8,
+    "s2sad.pickling": 8,
     "s2sad.transforms": 8,
     # the rules for s2sad's own API (grad inside a differentiated function) name the API's
     # functions: a table above the API, loaded by name by the registry, imported by no module
