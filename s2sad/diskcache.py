@@ -380,6 +380,9 @@ def _reference(name, v, pyfunc, top=True):
         return ["const", v]
     if t in (float, complex):
         return ["const_" + t.__name__, repr(v)]
+    from .ir import Origin
+    if t is Origin:                     # a user line that run-time refusals name
+        return ["origin", _origin_out(v)]
     ref = _ref_name(v)
     if ref is not None:
         return ["attr", ref[0], ref[1]]
@@ -434,6 +437,8 @@ def _resolve(ref, pyfunc, stubs):
             s = stubs[k] = (DerivedStub if kind == "stub_fwd" else ForwardStub)(callee,
                                                                                tuple(ref[2]))
         return s.fwd if kind == "stub_fwd" else s
+    if kind == "origin":
+        return _origin_in(ref[1])
     if kind == "stub_bwd":
         from .runtime import DerivedStub
         return DerivedStub.bwd
