@@ -166,7 +166,8 @@ class _Spec:
         kinds = tuple(runtime.kind_of(a) for a in full)
         key = (tuple(mask), kinds)
         if jit is not None:
-            return self._compiled(key, jit), full
+            from .classify.types import of_value
+            return self._compiled(key, jit, tuple(of_value(a) for a in full)), full
         d = self._memo.get(key)
         if d is None or not d.fresh():
             try:
@@ -177,12 +178,12 @@ class _Spec:
         return d, full
 
 
-    def _compiled(self, key, options):
-        k = key + ("jit", tuple(sorted(options.items())))
+    def _compiled(self, key, options, types):
+        k = key + ("jit", tuple(sorted(options.items())), types)
         c = self._memo.get(k)
         if c is None or not c.fresh():
             try:
-                c = self._memo[k] = jit_derivative(self.pyfunc, key[0], key[1], options)
+                c = self._memo[k] = jit_derivative(self.pyfunc, key[0], key[1], options, types)
             except S2SADError as e:
                 _relocate(e)
                 raise
@@ -642,11 +643,46 @@ def value_and_grad(fn, wrt=None, *, has_aux=False, argnums=None, jit=None):
 
 
 def _vg(specs, has_aux=False, jit=None):
+    fast = {} if jit is not None and not has_aux else None
+
     def vg(*args, **kwargs):
+        if fast is not None and not kwargs:
+            # jit=True: arguments of the types of an earlier call go straight to the compiled
+            # function (numba's own dispatch then costs what the call itself costs)
+            sig = _jit_signature(args)
+            hit = fast.get(sig)
+            if hit is not None:
+                s, c, gen = hit
+                if gen == CACHE.generation and c.failed is None and c.fresh():
+                    value, grads = _run(c.dispatcher(), *args, 1.0)
+                    _scalar_seed(value, s.pyfunc)
+                    g = _finish_grads(list(grads), args, s.wrt)
+                    return value, (g[0] if s.single else tuple(g))
         s = specs.get(args, kwargs)
-        v, g, _ = _value_and_grad(s, args, kwargs, s.wrt, has_aux, jit)
+        v, g, d = _value_and_grad(s, args, kwargs, s.wrt, has_aux, jit)
+        if fast is not None and not kwargs and s is specs.one and not s.pyfunc.__closure__ and \
+                s.plain and \
+                len(args) == len(s.params) and getattr(d, "failed", True) is None and \
+                len(fast) < 16 and sig is not None:
+            fast[sig] = (s, d, CACHE.generation)
         return v, (g[0] if s.single else tuple(g))
     return vg
+
+
+def _jit_signature(args):
+    """What numba dispatches a call on: each argument's type, and an array's dtype, ndim and
+    layout; None when an argument is not a float, int or NumPy array."""
+    out = []
+    for a in args:
+        t = type(a)
+        if t is _NDARRAY:
+            f = a.flags
+            out.append((a.dtype, a.ndim, f.c_contiguous, f.f_contiguous))
+        elif t is float or t is int or t is complex or t is bool:
+            out.append(t)
+        else:
+            return None
+    return tuple(out)
 
 
 def grad(fn, wrt=None, *, has_aux=False, argnums=None, jit=None):

@@ -160,11 +160,13 @@ def forward_derivative(pyfunc, mask, kinds, init=False, mut=False):
     return CACHE.get(key, lambda: _build_forward(pyfunc, tuple(mask), tuple(kinds), init, mut))
 
 
-def jit_derivative(pyfunc, mask, kinds, options=()):
+def jit_derivative(pyfunc, mask, kinds, options=(), types=None):
     """The cached :class:`~s2sad.codegen.jit.CompiledDerivative` of ``pyfunc`` (``jit=True``):
-    its fused sweeps, compiled with ``numba.njit(**dict(options))`` on first use."""
+    its fused sweeps, compiled with ``numba.njit(**dict(options))`` on first use; specialised on
+    the parameters' ``types`` (classify.types: kind and ndim) where given."""
     options = tuple(sorted(dict(options).items()))
-    key = CACHE.key(pyfunc, ("reverse-jit", options), mask, kinds)
+    types = tuple(types) if types is not None else None
+    key = CACHE.key(pyfunc, ("reverse-jit", options, types), mask, kinds)
     c = CACHE._store.get(key)
     if c is not None:
         if c.d.fresh():
@@ -174,7 +176,7 @@ def jit_derivative(pyfunc, mask, kinds, options=()):
     def build():
         from .codegen.build import build_reverse
         from .codegen.jit import CompiledDerivative
-        d = build_reverse(pyfunc, mask, kinds, _namer_factory, jit=True)
+        d = build_reverse(pyfunc, mask, kinds, _namer_factory, jit=True, param_types=types)
         return CompiledDerivative(d, dict(options))
     return CACHE.get(key, build)
 

@@ -49,14 +49,15 @@ def _sites(fn):
 
 
 def build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, mutating=False,
-                  jit=False):
+                  jit=False, param_types=None):
     """Build the reverse-mode derivative of ``pyfunc`` w.r.t. the parameters where ``mask`` is True.
 
     ``param_kinds`` gives each parameter's value kind ('f', 'a', 'c', 'i', '?');
     ``namer_factory(namespace)`` returns the function that names (and binds) derived callees.
     ``jit=True``: the module holds one function, ``f__vjp(*params, seed) -> (value, gradients)``,
     written for ``numba.njit`` (its ``_rt`` and ``_adj`` are the numba helpers); codegen/jit.py
-    compiles it."""
+    compiles it.  ``param_types`` (classify.types, one per parameter): the derivative is
+    specialised on them, and leaves out what they prove unneeded."""
     fn = lower_function(pyfunc, constructor, mutating)
     wrt = [p for p, m in zip(fn.params, mask) if m]
     kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
@@ -72,7 +73,11 @@ def build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, m
     fwd_name, bwd_name = f"{name}__fwd", f"{name}__bwd"
     own_key = (pyfunc, tuple(mask))
     namer = namer_factory(namespace, own_key, (fwd_name, bwd_name))
-    em = ReverseEmitter(fn, kinds, active, varied, wrt, namespace, namer, jit=jit)
+    types = None
+    if param_types is not None:
+        from ..classify import types as _types
+        types = _types.infer(fn, param_types)
+    em = ReverseEmitter(fn, kinds, active, varied, wrt, namespace, namer, jit=jit, types=types)
     fwd_triples, bwd_triples = em.emit(fwd_name, bwd_name)
     header = [(0, f"# s2sad reverse-mode derivative of {pyfunc.__qualname__} "
                   f"({fn.origin.short()}), with respect to {', '.join(wrt) or 'nothing'}", None),

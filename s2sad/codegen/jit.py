@@ -64,6 +64,12 @@ class CompiledDerivative:
     def fresh(self):
         return self.d.fresh()
 
+    def __getattr__(self, name):
+        # what the Python derivative tells (ir, sites, wrt, module: explain(), source maps)
+        if name.startswith("__") or name == "d":
+            raise AttributeError(name)
+        return getattr(self.d, name)
+
     def dispatcher(self):
         if self._dispatcher is None:
             self._dispatcher = njit()(**self.options)(self.py)
@@ -79,7 +85,7 @@ class CompiledDerivative:
             self.fail(f"argument {bad}: numba compiles floats, integers and NumPy arrays", None)
             return None
         disp = self.dispatcher()
-        n = len(disp.signatures)
+        n = len(disp.overloads)
         t0 = time.perf_counter()
         try:
             out = disp(*args, seed)
@@ -100,7 +106,7 @@ class CompiledDerivative:
                           "adjoint cannot follow", None)
                 return None
             raise
-        if len(disp.signatures) > n:
+        if len(disp.overloads) > n:
             self.compile_time += time.perf_counter() - t0
         return out
 

@@ -195,6 +195,13 @@ def substitute(tree, mapping):
     return _Subst(mapping).visit(copy.deepcopy(tree))
 
 
+# NumPy functions whose value is real wherever their arguments are (NaN where undefined)
+_REAL_ON_REAL = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+                 "arcsinh", "arccosh", "arctanh", "exp", "expm1", "exp2", "log", "log1p", "log2",
+                 "log10", "sqrt", "cbrt", "square", "abs", "absolute", "sign", "reciprocal",
+                 "negative", "arctan2", "hypot", "power", "maximum", "minimum", "where"}
+
+
 class _Simplify(ast.NodeTransformer):
     """Peephole simplifications that keep generated adjoints readable:
     ``_rt.cj(c)`` of a real constant or Python float is ``c``; ``_rt.unbroadcast(e, v)`` is ``e``
@@ -226,10 +233,19 @@ class _Simplify(ast.NodeTransformer):
 
 
     def _real(self, x):
-        """True when an expression is built from real constants and real (Python float) names."""
+        """True when an expression is built from real constants, real names (Python floats, or
+        values typed real) and NumPy functions that are real on real arguments."""
         for n in ast.walk(x):
-            if isinstance(n, ast.Name):
-                if n.id not in self.real_names:
+            if isinstance(n, ast.Call):
+                f = n.func
+                if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and
+                        f.value.id == "np" and f.attr in _REAL_ON_REAL and not n.keywords):
+                    return False
+            elif isinstance(n, ast.Attribute):
+                if not (isinstance(n.value, ast.Name) and n.value.id == "np"):
+                    return False
+            elif isinstance(n, ast.Name):
+                if n.id not in self.real_names and n.id != "np":
                     return False
             elif isinstance(n, ast.Constant):
                 if not isinstance(n.value, (int, float)):

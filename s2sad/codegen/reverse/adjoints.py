@@ -65,6 +65,11 @@ class AdjointContributions:
         for i, v in live:
             self.contribute(v, f"{tmp}[{i}]", origin, out, st)
 
+    def typed_real_scalar(self, o):
+        """A variable the type inference knows is a real scalar (a Python or NumPy number)."""
+        t = self.types.get(o) if isinstance(o, str) else None
+        return t is not None and t[0] == "s" and t[1] in "bif"
+
     # -- templates --------------------------------------------------------------------------
     def operand_ast(self, op):
         return T.parse_expr(T.operand_text(op, self.consts))
@@ -91,7 +96,7 @@ class AdjointContributions:
             mapping["ans"] = T.parse_expr(_ANS)
         # unbroadcast(e, v) is e when every operand is a Python scalar/constant and v is too
         ops = [bound.get(p) for p in params]
-        scalar_ops = all(_is_scalar_operand(o, self.kinds) for o in ops
+        scalar_ops = all(_is_scalar_operand(o, self.kinds) or self.typed_real_scalar(o) for o in ops
                          if isinstance(o, (str, ir.Const)))
         if scalar_ops:
             drop_ub = {o for o in ops if isinstance(o, str)}
@@ -105,7 +110,7 @@ class AdjointContributions:
                         for o in ops if isinstance(o, (str, ir.Const))):
                 drop_ub = set(arrays)
         tree = T.substitute(tree, mapping)
-        real = self.real | ({_ANS} if self.kinds.get(target) == "f" else set())
+        real = self.real | ({_ANS} if self.kinds.get(target) == "f" or target in self.real else set())
         tree = T.simplify(tree, real_names=real, drop_unbroadcast_for=drop_ub)
         used = {n.id for n in _ast.walk(tree) if isinstance(n, _ast.Name)}
         for var in sorted(candidates & used):

@@ -15,9 +15,11 @@ from .saves import SavePlan
 
 
 class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan, ForwardSweep):
-    def __init__(self, fn, kinds, active, varied, wrt, namespace, derived_namer, jit=False):
+    def __init__(self, fn, kinds, active, varied, wrt, namespace, derived_namer, jit=False,
+                 types=None):
         self.fn = fn
         self.jit = jit                        # write for numba.njit (see codegen/jit.py)
+        self.types = types or {}              # var -> classify.types type, where known
         self.kinds = kinds
         self.active = active
         self.varied = varied
@@ -33,6 +35,8 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
         self.depth = 0
         self.n = 0
         self.real = {v for v, k in kinds.items() if k in ("f", "i")}
+        # (typed real scalars and arrays: conj of them is themselves)
+        self.real |= {v for v, t in self.types.items() if t[0] in "sa" and t[1] in "bif"}
         self.index_only = _index_only_vars(fn)
         self.changed = changed_in_place(fn)   # variables changed in place (identity checks)
 

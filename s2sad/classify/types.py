@@ -1,0 +1,259 @@
+"""Types of IR values, from the types of the arguments: scalar or array, numeric kind, and ndim.
+
+A small forward inference over the classified IR, in the manner of Numba's and Pythran's (without
+their breadth): a value's type is
+
+- ``("s", k)``: a scalar (a Python or NumPy number) of kind ``k`` in ``"bifc"``;
+- ``("a", k, ndim)``: a NumPy/CuPy array of kind ``k``;
+- ``("t", "i")``: a tuple of integers (a shape);
+- ``None``: not known (then the emitter keeps its run-time checks).
+
+Kinds join upwards (``b < i < f < c``: ``s = 0`` then ``s = s + x[i]`` is a float scalar); a
+scalar and an array, or arrays of different ndim, join to ``None``.  Transfer functions cover
+arithmetic operators and NumPy ufuncs (NumPy's broadcasting and type promotion), subscripts with
+integers, slices and ``None``, matrix products, whole-array reductions, ``.shape``/``.T`` and a few
+constructors; anything else is ``None``.  The emitter uses types only to leave out work whose
+result it can prove: ``unbroadcast`` between scalars, ``conj`` of reals, values saved only for
+those.
+"""
+import operator
+
+import numpy as np
+
+from .. import ir
+
+_ORDER = "bifc"
+_ARITH = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
+          operator.floordiv, operator.mod, operator.iadd, operator.isub, operator.imul,
+          operator.itruediv, operator.ipow}
+_COMPARE = {operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne}
+_UNARY = {operator.neg, operator.pos, abs}
+_MATMUL = {operator.matmul, operator.imatmul, np.matmul, np.dot}
+_REDUCE = {np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.std, np.var}
+_SAME = {np.copy, np.ascontiguousarray, np.asarray, np.array, np.transpose, np.conj,
+         np.conjugate, np.real, np.imag}
+_LIKE = {np.zeros_like, np.ones_like, np.empty_like, np.full_like}
+_METHOD_SAME = {"copy", "conj", "conjugate", "transpose", "astype"}
+_METHOD_REDUCE = {"sum", "mean", "prod", "max", "min", "std", "var"}
+
+
+def of_value(v):
+    """The type of a run-time value (an argument)."""
+    t = type(v)
+    if t is float:
+        return ("s", "f")
+    if t is int:
+        return ("s", "i")
+    if t is bool:
+        return ("s", "b")
+    if t is complex:
+        return ("s", "c")
+    if t is np.ndarray:
+        k = v.dtype.kind
+        if k in "u":
+            k = "i"
+        return ("a", k, v.ndim) if k in _ORDER else None
+    if isinstance(v, np.generic):
+        k = v.dtype.kind
+        k = "i" if k == "u" else k
+        return ("s", k) if k in _ORDER else None
+    return None
+
+
+def _kmax(*ks):
+    return max(ks, key=_ORDER.index)
+
+
+def join(a, b):
+    if a is None or b is None:
+        return None
+    if a == b:
+        return a
+    if a[0] == b[0] == "s":
+        return ("s", _kmax(a[1], b[1]))
+    if a[0] == b[0] == "a" and a[2] == b[2]:
+        return ("a", _kmax(a[1], b[1]), a[2])
+    return None
+
+
+def _const(v):
+    if isinstance(v, bool):
+        return ("s", "b")
+    if isinstance(v, int):
+        return ("s", "i")
+    if isinstance(v, float):
+        return ("s", "f")
+    if isinstance(v, complex):
+        return ("s", "c")
+    return None
+
+
+def _operand(o, types):
+    if isinstance(o, str):
+        return types.get(o)
+    if isinstance(o, ir.Const):
+        return _const(o.value)
+    return None
+
+
+_REP = {"b": np.bool_, "i": np.int64, "f": np.float64, "c": np.complex128}
+_KINDS = {}
+
+
+def _result_kind(f, kinds):
+    """The kind NumPy gives ``f`` applied to operands of these kinds (asked of NumPy itself, on
+    one-element arrays of a representative dtype per kind)."""
+    key = (f, kinds)
+    k = _KINDS.get(key, 0)
+    if k == 0:
+        try:
+            with np.errstate(all="ignore"):
+                r = f(*(np.ones(1, dtype=_REP[c]) for c in kinds))
+            k = np.asarray(r).dtype.kind
+            k = "i" if k == "u" else k
+            k = k if k in _ORDER else None
+        except Exception:
+            k = None
+        _KINDS[key] = k
+    return k
+
+
+def _broadcast(f, ts):
+    if not ts or any(t is None or t[0] not in "sa" for t in ts):
+        return None
+    k = _result_kind(f, tuple(t[1] for t in ts))
+    if k is None:
+        return None
+    nd = max((t[2] for t in ts if t[0] == "a"), default=None)
+    return ("s", k) if nd is None else ("a", k, nd)
+
+
+def _subscript(t, idx, types):
+    if t is None:
+        return None
+    if t == ("t", "i"):
+        return ("s", "i")
+    if t[0] != "a":
+        return None
+    parts = idx.parts if isinstance(idx, ir.Index) else [idx]
+    nd = t[2]
+    for p in parts:
+        if isinstance(p, ir.Slice):
+            continue
+        if isinstance(p, ir.Const) and p.value is None:
+            nd += 1
+            continue
+        pt = _operand(p, types)
+        if pt is not None and pt[0] == "s" and pt[1] in "i":
+            nd -= 1
+            continue
+        return None                         # an array index, an Ellipsis, a bool...: not known
+    if nd < 0:
+        return None
+    return ("s", t[1]) if nd == 0 else ("a", t[1], nd)
+
+
+def _call(call, types):
+    fn = call.fn
+    args = [_operand(a, types) for a in call.args]
+    if isinstance(fn, ir.Static):
+        obj = fn.obj
+        if obj in _ARITH or obj in _COMPARE or obj in _UNARY:
+            return _broadcast(obj, args) if not call.kwargs else None
+        if obj is operator.getitem and len(call.args) == 2:
+            return _subscript(args[0], call.args[1], types)
+        if obj in _MATMUL and len(args) == 2 and all(a is not None and a[0] == "a" for a in args):
+            k = _kmax(args[0][1], args[1][1])
+            nd = {(2, 2): 2, (2, 1): 1, (1, 2): 1, (1, 1): 0}.get((args[0][2], args[1][2]))
+            if nd is None:
+                return None
+            return ("s", k) if nd == 0 else ("a", k, nd)
+        if isinstance(obj, np.ufunc) and obj.nout == 1 and not call.kwargs and \
+                len(args) == obj.nin:
+            return _broadcast(obj, args)
+        if obj in _REDUCE and len(call.args) == 1 and not call.kwargs and args[0] is not None:
+            k = args[0][1]
+            if obj in (np.mean, np.std, np.var):
+                k = _kmax(k, "f")
+            return ("s", k)
+        if obj in _SAME and len(call.args) == 1 and not call.kwargs:
+            return args[0] if args[0] is not None and args[0][0] == "a" else None
+        if obj in _LIKE and call.args and args[0] is not None and args[0][0] == "a" and \
+                not call.kwargs and len(call.args) <= (2 if obj is np.full_like else 1):
+            return args[0]
+        if obj is len:
+            return ("s", "i")
+        if obj is float:
+            return ("s", "f")
+        if obj is int:
+            return ("s", "i")
+        return None
+    if isinstance(fn, ir.Attr) and len(args) == 1:
+        t = args[0]
+        if t is not None and t[0] == "a":
+            if fn.name == "shape":
+                return ("t", "i")
+            if fn.name in ("T", "mT"):
+                return t
+            if fn.name in ("size", "ndim"):
+                return ("s", "i")
+            if fn.name in ("real", "imag"):
+                return ("a", "f", t[2]) if t[1] == "c" else t
+        return None
+    if isinstance(fn, ir.Method) and args and args[0] is not None and args[0][0] == "a":
+        t = args[0]
+        if fn.name in _METHOD_SAME and len(call.args) == 1 and not call.kwargs:
+            return t
+        if fn.name in _METHOD_REDUCE and len(call.args) == 1 and not call.kwargs:
+            return ("s", _kmax(t[1], "f") if fn.name in ("mean", "std", "var") else t[1])
+        if fn.name in ("ravel", "flatten") and len(call.args) == 1:
+            return ("a", t[1], 1)
+    return None
+
+
+def infer(fn, param_types):
+    """``{variable: type}`` for the IR function ``fn`` (classified), from its parameters' types."""
+    types = {p: t for p, t in zip(fn.params, param_types) if t is not None}
+    seen = set(types)
+    for _ in range(6):
+        before = dict(types)
+        _block(fn.body, types, seen)
+        if types == before:
+            break
+    return types
+
+
+def _set(types, seen, var, t):
+    if var in seen:
+        old = types.get(var)
+        new = join(old, t) if old is not None else None
+    else:
+        seen.add(var)
+        new = t
+    if new is None:
+        types.pop(var, None)
+    else:
+        types[var] = new
+
+
+def _block(stmts, types, seen):
+    for s in stmts:
+        if isinstance(s, ir.Assign):
+            v = s.value
+            t = _call(v, types) if isinstance(v, ir.Call) else _operand(v, types)
+            _set(types, seen, s.target, t)
+        elif isinstance(s, ir.For):
+            _set(types, seen, s.target, ("s", "i"))
+        elif isinstance(s, ir.Mutate):
+            if s.target:
+                _set(types, seen, s.target, None)
+        elif isinstance(s, ir.With):
+            for _, v in s.items:
+                if v:
+                    _set(types, seen, v, None)
+        elif isinstance(s, ir.Try):
+            for _, v, _ in s.handlers:
+                if v:
+                    _set(types, seen, v, None)
+        for b in ir.children(s):
+            _block(b, types, seen)
