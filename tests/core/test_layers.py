@@ -24,7 +24,6 @@ LAYERS = {
     # 0 -- foundation: the IR's node types and Origin, the error classes
     "s2sad.ir": 0,
     "s2sad.errors": 0,
-    "s2sad.logs": 0,
     "s2sad._version": 0,
     "s2sad.logs": 0,
     # 1 -- GPU kernels (device guard, Numba CUDA kernels): nothing of the pipeline
