@@ -5,7 +5,12 @@ Bernoulli likelihood through ``scipy.special.log_expit``.  ``s2sad.grad`` gives 
 leapfrog steps.
 
 Run:  python examples/bayesian_logistic_hmc.py
+      python examples/bayesian_logistic_hmc.py --quick    # fewer samples
+                                                           # (also S2SAD_EXAMPLES_QUICK=1)
 """
+import argparse
+import os
+
 import numpy as np
 from scipy import special, stats
 
@@ -71,4 +76,10 @@ def main(n=200, n_samples=400, n_warmup=100, verbose=True):
 
 
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", default=bool(os.environ.get(
+        "S2SAD_EXAMPLES_QUICK")), help="a small setting that runs in a few seconds")
+    if ap.parse_args().quick:
+        main(n_samples=100, n_warmup=50)
+    else:
+        main()

@@ -2,6 +2,8 @@
 
     python examples/gpu_attention.py          # on the GPU (CuPy arrays), a few training steps
     python examples/gpu_attention.py --cpu    # the same functions on NumPy arrays
+    python examples/gpu_attention.py --quick  # 3 steps of a smaller block (also
+                                              # S2SAD_EXAMPLES_QUICK=1)
 
 The model is written once against the array module of its input (``xp = get_array_module(x)``),
 so the same source runs, and is differentiated, with NumPy or CuPy arrays.  The generated
@@ -104,14 +106,17 @@ def main():
     ap.add_argument("--cpu", action="store_true", help="NumPy arrays instead of CuPy")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--show", action="store_true", help="print the generated derivative")
+    ap.add_argument("--quick", action="store_true", default=bool(os.environ.get(
+        "S2SAD_EXAMPLES_QUICK")), help="3 steps, batch 2, 16 tokens, 32 features")
     args = ap.parse_args()
+    size = dict(steps=3, batch=2, tokens=16, d_model=32) if args.quick else dict(steps=args.steps)
     if args.cpu or cupy is None or not cupy.is_available():
         if not args.cpu:
             print("CuPy or a GPU is not available: running on NumPy arrays")
-        hist = train(np, steps=args.steps, show=args.show)
+        hist = train(np, show=args.show, **size)
     else:
         print(f"GPU: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
-        hist = train(cupy, steps=args.steps, show=args.show)
+        hist = train(cupy, show=args.show, **size)
     print(f"loss {hist[0]:.6f} -> {hist[-1]:.6f}")
 
 

@@ -2,6 +2,8 @@
 the gradient s2sad computes through scipy.integrate.odeint.
 
 Run:  python examples/lotka_volterra_fit.py
+      python examples/lotka_volterra_fit.py --quick    # fewer points and iterations
+                                                        # (also S2SAD_EXAMPLES_QUICK=1)
 
     prey' = alpha * prey - beta * prey * pred
     pred' = delta * prey * pred - gamma * pred
@@ -63,8 +65,8 @@ def fit(n_times=20, t_end=10.0, max_iter=100, verbose=True):
     return np.exp(result.x), history
 
 
-def main():
-    params, history = fit()
+def main(quick=False):
+    params, history = fit(n_times=10, max_iter=10) if quick else fit()
     print()
     print("             alpha     beta    gamma    delta")
     print("true      " + "".join(f"{v:9.4f}" for v in TRUE_PARAMS))
@@ -73,4 +75,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", default=bool(os.environ.get(
+        "S2SAD_EXAMPLES_QUICK")), help="a small setting that runs in a few seconds")
+    main(quick=ap.parse_args().quick)
