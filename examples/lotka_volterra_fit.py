@@ -13,6 +13,9 @@ function of the logarithms of the four parameters (so that they stay positive). 
 differentiates it through ``odeint`` by the adjoint method: an augmented ODE solved backwards in
 time, whose right-hand side uses s2sad's own derivative of ``lotka_volterra``.
 """
+import argparse
+import os
+
 import numpy as np
 import scipy.integrate
 import scipy.optimize
