@@ -446,7 +446,7 @@ class Differentiable:
         return (g, v[1]) if self._has_aux else g
 
     def vjp(self, *args, **kwargs):
-        return vjp(self._fn, *args, **kwargs)
+        return _vjp(self._fn, args, kwargs, self._jit_options)
 
     def derivative(self, *args, jit=None, **kwargs):
         """The built :class:`~s2sad.codegen.build.Derivative` for these arguments (or the last
@@ -639,7 +639,7 @@ def value_and_grad(fn, wrt=None, *, has_aux=False, argnums=None, jit=None):
     wrt = _wrt_or_argnums(wrt, argnums)
     specs = _Specs(fn, wrt)
     return _mark(_vg(specs, has_aux, _jit_options(fn, jit)), fn, wrt, "value_and_grad", specs,
-                 has_aux)
+                 has_aux, None if jit is None else {"jit": jit})
 
 
 def _vg(specs, has_aux=False, jit=None):
@@ -707,12 +707,19 @@ def grad(fn, wrt=None, *, has_aux=False, argnums=None, jit=None):
     else:
         def g(*args, **kwargs):
             return vg(*args, **kwargs)[1]
-    return _mark(g, fn, wrt, "grad", specs, has_aux)
+    return _mark(g, fn, wrt, "grad", specs, has_aux, None if jit is None else {"jit": jit})
 
 
 def vjp(fn, *args, **kwargs):
     """``value, pullback = vjp(f, *args)``; ``pullback(ct)`` returns one adjoint per positional
-    argument (``None`` for arguments that carry no derivative)."""
+    argument (``None`` for arguments that carry no derivative).
+
+    Compiled with numba (the forward sweep runs again inside each ``pullback``) where
+    ``S2SAD_JIT=1``, for a ``numba.njit`` function, or through ``differentiate(f, jit=True).vjp``."""
+    return _vjp(fn, args, kwargs, _jit_options(fn, None))
+
+
+def _vjp(fn, args, kwargs, jit):
     target = _concrete(fn, args, kwargs)
     spec = _Spec(target, 0) if hasattr(target, "__s2sad_wrapper__") and \
         isinstance(target.__s2sad_wrapper__, functools.partial) else _spec_for(target, 0)
@@ -721,6 +728,20 @@ def vjp(fn, *args, **kwargs):
     where = [spec.locate(i) for i in range(npos)]
     wrt = [w for w in where if w[0] is not None and runtime.differentiable(
         full[w[0]] if w[1] is None else full[w[0]][w[1]])]
+    if jit is not None and wrt:
+        c, allargs = spec.derivative(full, wrt, check=False, jit=jit)
+        if c.failed is None:
+            value = _run(spec.pyfunc, *allargs)
+
+            def compiled_pullback(ct):
+                check_like(ct, value, "the cotangent", "the output",
+                           "give pullback a cotangent shaped like the output")
+                out = _run(c.run, allargs, ct)
+                if out is None:                 # (fell back, and warned: Python from here on)
+                    return _vjp(fn, args, kwargs, None)[1](ct)
+                fin = dict(zip(wrt, _finish_grads(list(out[1]), full, wrt)))
+                return tuple(fin.get(w) for w in where)
+            return value, compiled_pullback
     d, allargs = spec.derivative(full, wrt, check=False)
     value, tape = _run(d.fwd, *allargs)
 

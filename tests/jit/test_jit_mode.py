@@ -162,3 +162,21 @@ def test_non_scalar_output_is_refused_in_jit_mode():
 def test_jit_false_never_compiles(monkeypatch):
     monkeypatch.setenv("S2SAD_JIT", "1")
     assert s2sad.api._jit_options(sum_sin, False) is None
+
+
+def test_vjp_in_jit_mode():
+    def f(x, y):
+        out = np.empty_like(x)
+        for i in range(x.shape[0]):
+            out[i] = np.sin(x[i]) * y
+        return out
+    rng = np.random.default_rng(5)
+    x, ct = rng.standard_normal(7), rng.standard_normal(7)
+    d = s2sad.differentiate(f, jit=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        v, pb = d.vjp(x, 1.5)
+        gx, gy = pb(ct)
+    np.testing.assert_allclose(v, np.sin(x) * 1.5)
+    np.testing.assert_allclose(gx, ct * np.cos(x) * 1.5, rtol=1e-12)
+    assert gy == pytest.approx(float(ct @ np.sin(x)), rel=1e-12)
