@@ -21,7 +21,9 @@ marked with "✗" after the number.
 How each method is timed: the methods of one case take turns, ``--repeat`` rounds of them; in a
 round each method runs N calls, N chosen so that one round lasts about 0.15 s, and the best round
 is kept.  The first call is timed apart: it is s2sad's build time (reading, lowering, emitting the
-derivative), Numba's compile time added to it in Numba mode, and JAX's trace and XLA compile time.
+derivative), Numba's compile time added to it in Numba mode, and JAX's trace and XLA compile time
+(about 10 s to 2 minutes on the loop cases, which JAX unrolls: leave JAX out with ``--methods``).
+A Numba-mode cell reads "fallback" where s2sad warned that it ran the derivative as Python.
 
 The ports keep the Julia originals' structure: a loop stays a Python loop (JAX traces and unrolls
 it under jit, which is what it does to a user's loop), ``similar(x)`` is ``np.empty_like(x)``,
@@ -410,7 +412,7 @@ class Torch(Method):
 
     def result(self, out):
         v, g = out
-        return float(v), [a.detach().numpy() for a in g]
+        return float(v.detach()), [a.detach().numpy() for a in g]
 
 
 class Autograd(Method):
@@ -514,8 +516,8 @@ def run_case(case, meths, repeat, target_s, log=print):
                 c.status, c.error = "refused", f"{type(e).__name__}: {e}"
                 continue
         if isinstance(m, S2sad) and m.jit:
-            fell = [w for w in caught if "s2sad" in (w.filename or "") or
-                    "s2sad" in type(w.message).__module__ or "numba" in str(w.message).lower()]
+            fell = [w for w in caught if "Fallback" in w.category.__name__ or
+                    "could not compile" in str(w.message)]          # s2sad's JitFallbackWarning
             if fell:
                 c.status, c.error = "fallback", str(fell[0].message)
                 continue
@@ -582,8 +584,8 @@ def header(meths):
     except AttributeError:
         aff = os.cpu_count()
     threads = {v: os.environ.get(v, "unset") for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
-    lines.append(f"machine: {platform.platform()}, {platform.machine()} "
-                 f"{platform.processor() or ''}, {os.cpu_count()} CPUs ({aff} usable), "
+    cpu = " ".join(x for x in (platform.machine(), platform.processor()) if x)
+    lines.append(f"machine: {platform.platform()}, {cpu}, {os.cpu_count()} CPUs ({aff} usable), "
                  + ", ".join(f"{k}={v}" for k, v in threads.items()))
     lines.append(time.strftime("date: %Y-%m-%d %H:%M %Z"))
     return lines
