@@ -38,8 +38,10 @@ import sys
 import time
 import warnings
 
-if __name__ == "__main__" and "--threads" in sys.argv:      # before NumPy loads its BLAS
-    _n = sys.argv[sys.argv.index("--threads") + 1]
+_n = next((a.split("=", 1)[1] if "=" in a else sys.argv[i + 1] for i, a in enumerate(sys.argv)
+           if a == "--threads" or a.startswith("--threads=")), None) \
+    if __name__ == "__main__" else None
+if _n is not None:                                           # before NumPy loads its BLAS
     for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                "NUMBA_NUM_THREADS", "XLA_FLAGS"):
         if _v == "XLA_FLAGS":
