@@ -60,5 +60,10 @@ def test_pyproject_declares_the_console_script():
     assert meta["project"]["name"] == "s2sad"
     assert meta["project"]["scripts"]["s2sad"] == "s2sad.cli:main"
     deps = " ".join(meta["project"]["dependencies"])
-    for d in ("numpy", "gast", "numba"):
+    for d in ("numpy", "gast"):
         assert d in deps
+    # the lean install: numba comes with the jit/gpu extras, never by default
+    assert "numba" not in deps
+    extras = meta["project"]["optional-dependencies"]
+    assert any(d.startswith("numba") for d in extras["jit"])
+    assert any(d.startswith("numba-cuda") for d in extras["gpu"])
