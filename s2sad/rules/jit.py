@@ -11,7 +11,7 @@ import types as _types
 
 import numpy as np
 from numba.core import types as nt
-from numba.extending import overload
+from numba.extending import overload, register_jitable
 
 from ..runtime import jit as _jrt
 
@@ -29,6 +29,94 @@ def matmul(g, a, b, which):
 
 
 def dot(g, a, b, which):
+    raise NotImplementedError
+
+
+def like(r, x):
+    raise NotImplementedError
+
+
+def kron(g, a, b, which):
+    raise NotImplementedError
+
+
+def diag(g, v, k=0):
+    raise NotImplementedError
+
+
+def triu(g, m_, k=0):
+    raise NotImplementedError
+
+
+def tril(g, m_, k=0):
+    raise NotImplementedError
+
+
+def outer(g, a, b, which):
+    raise NotImplementedError
+
+
+def reshape_back(g, a, order="C"):
+    raise NotImplementedError
+
+
+def transpose(g, a, axes=None):
+    raise NotImplementedError
+
+
+def inv(g, ans):
+    raise NotImplementedError
+
+
+def det(g, ans, a):
+    raise NotImplementedError
+
+
+def slogdet(g, ans, a):
+    raise NotImplementedError
+
+
+def solve(g, ans, a, b):
+    raise NotImplementedError
+
+
+def cholesky(g, ans, a, upper=False):
+    raise NotImplementedError
+
+
+def where(g, condition, x, first):
+    raise NotImplementedError
+
+
+def maximum(g, x1, x2, which, sign=1, nan=False):
+    raise NotImplementedError
+
+
+def _correction(ddof, correction):
+    raise NotImplementedError
+
+
+def var(g, a, axis=None, ddof=0, keepdims=False, mean=None):
+    raise NotImplementedError
+
+
+def std(g, ans, a, axis=None, ddof=0, keepdims=False):
+    raise NotImplementedError
+
+
+def prod(g, a, axis=None, keepdims=False):
+    raise NotImplementedError
+
+
+def extremum(g, ans, a, axis=None, keepdims=False):
+    raise NotImplementedError
+
+
+def power_base(g, x1, x2):
+    raise NotImplementedError
+
+
+def power_exponent(g, ans, x1, x2):
     raise NotImplementedError
 
 
@@ -68,26 +156,563 @@ def _whole(axis):
     return axis is None or isinstance(axis, (nt.NoneType, nt.Omitted))
 
 
+def _lit(t, default=None):
+    """The value of a literal (or omitted) argument type, else ``default``."""
+    if not isinstance(t, nt.Type):             # an omitted argument: its default itself
+        return t
+    if isinstance(t, nt.Omitted):
+        return t.value
+    if isinstance(t, nt.Literal):
+        return t.literal_value
+    if isinstance(t, nt.NoneType):
+        return None
+    return default
+
+
+_NOLIT = object()
+
+
+def _fc(t):
+    """A float or complex scalar, or an array of them."""
+    return _jrt._real_or_complex(t)
+
+
+def _real(t):
+    d = t.dtype if isinstance(t, nt.Array) else t
+    return isinstance(d, (nt.Float, nt.Integer, nt.Boolean))
+
+
+def _fc_array(t, ndims=None):
+    return isinstance(t, nt.Array) and _fc(t) and (ndims is None or t.ndim in ndims)
+
+
+def _fits(g, a):
+    """``g`` may become an adjoint of ``a`` in a's dtype without the Python helper's casts
+    (a complex ``g`` for a real ``a`` is left to Python)."""
+    return not (_jrt._is_complex(g) and not _jrt._is_complex(a))
+
+
+@overload(like)
+def _like(r, x):
+    """``rules.adjoints.like`` for a float or complex array ``x`` and an array ``r`` of its shape:
+    r in x's dtype (the imaginary part dropped for a real x)."""
+    if not (_fc_array(x) and isinstance(r, nt.Array)):
+        return None
+    dt = x.dtype
+    if _jrt._is_complex(r) and not _jrt._is_complex(x):
+        return lambda r, x: np.real(r).astype(dt)
+    if r.dtype == dt:
+        return lambda r, x: r
+    return lambda r, x: r.astype(dt)
+
+
+@register_jitable
+def _spread(g, shape, axis, out):
+    """``out`` (C-contiguous, of ``shape``) filled with ``g`` repeated along ``axis``: g holds the
+    other axes' values, in C order (the result of a reduction over ``axis``, with or without
+    keepdims)."""
+    gf = np.ascontiguousarray(g).ravel()
+    of = out.ravel()
+    nd = len(shape)
+    for k in range(of.size):
+        rem = k
+        gi = 0
+        gstride = 1
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            if d != axis:
+                gi += c * gstride
+                gstride *= shape[d]
+        of[k] = gf[gi]
+    return out
+
+
+def _reduced(g, a, axis):
+    """Types of a reduction's adjoint ``g`` over one integer ``axis`` of array ``a`` that
+    :func:`_spread` handles: an array of a.ndim - 1 (or, keepdims, a.ndim) dimensions, or a
+    scalar when a is 1-d."""
+    if not (isinstance(axis, nt.Integer) and isinstance(a, nt.Array)):
+        return None
+    if isinstance(g, nt.Array) and g.ndim in (a.ndim - 1, a.ndim) and g.ndim >= 1:
+        return "array"
+    if isinstance(g, (nt.Float, nt.Integer, nt.Complex)) and a.ndim == 1:
+        return "scalar"
+    return None
+
+
 @overload(sum)
 def _sum(g, a, axis=None, keepdims=False):
-    if _whole(axis) and isinstance(a, nt.Array):
+    if not (isinstance(a, nt.Array) and _fits(g, a)) and not isinstance(a, (nt.Float, nt.Integer)):
+        return None
+    if _whole(axis) and isinstance(a, nt.Array) and not isinstance(g, nt.Array):
         dt = _jrt._float_dtype(a)
         return lambda g, a, axis=None, keepdims=False: np.full(a.shape, g, dt)
-    if _whole(axis) and isinstance(a, (nt.Float, nt.Integer)):
+    if _whole(axis) and isinstance(a, (nt.Float, nt.Integer)) and isinstance(g, nt.Float):
         return lambda g, a, axis=None, keepdims=False: g
+    kind = _reduced(g, a, axis)
+    if kind is not None:
+        dt = _jrt._float_dtype(a)
+        if kind == "scalar":
+            return lambda g, a, axis=None, keepdims=False: np.full(a.shape, g, dt)
+        return lambda g, a, axis=None, keepdims=False: _spread(g, a.shape, axis % a.ndim,
+                                                              np.empty(a.shape, dt))
 
 
 @overload(mean)
 def _mean(g, a, axis=None, keepdims=False):
-    if _whole(axis) and isinstance(a, nt.Array):
-        dt = _jrt._float_dtype(a)
+    if not (isinstance(a, nt.Array) and _fits(g, a)):
+        return None
+    dt = _jrt._float_dtype(a)
+    C = _jrt.const_of(g)
+    if _whole(axis) and not isinstance(g, nt.Array):
         return lambda g, a, axis=None, keepdims=False: np.full(a.shape, g / a.size, dt)
+    kind = _reduced(g, a, axis)
+    if kind == "scalar":
+        return lambda g, a, axis=None, keepdims=False: np.full(a.shape, g / a.size, dt)
+    if kind == "array":
+        def impl(g, a, axis=None, keepdims=False):
+            ax = axis % a.ndim
+            return _spread(g / C(a.shape[ax]), a.shape, ax, np.empty(a.shape, dt))
+        return impl
+
+
+# -- products and matrix structure ---------------------------------------------------------------
+@register_jitable
+def _kron2(G, A, B, which, out):
+    """``rules.numpy.products.kron`` for 2-d factors: G viewed as (p, r, q, s), contracted with
+    the other factor's conjugate."""
+    p, q = A.shape
+    r, s = B.shape
+    if which == 0:
+        for i in range(p):
+            for k in range(q):
+                t = out[i, k]
+                for j in range(r):
+                    for l in range(s):
+                        t += G[i * r + j, k * s + l] * _jrt.cj(B[j, l])
+                out[i, k] = t
+    else:
+        for j in range(r):
+            for l in range(s):
+                t = out[j, l]
+                for i in range(p):
+                    for k in range(q):
+                        t += G[i * r + j, k * s + l] * _jrt.cj(A[i, k])
+                out[j, l] = t
+    return out
+
+
+def _result(*ts):
+    """The numba dtype NumPy gives the arithmetic of arrays of these types."""
+    from numba.np.numpy_support import as_dtype, from_dtype
+    return from_dtype(np.result_type(*[as_dtype(t.dtype if isinstance(t, nt.Array) else t)
+                                       for t in ts]))
+
+
+@overload(kron, prefer_literal=True)
+def _kron(g, a, b, which):
+    w = _lit(which, _NOLIT)
+    if w not in (0, 1) or not (_fc_array(a, (1, 2)) and _fc_array(b, (1, 2)) and
+                               isinstance(g, nt.Array) and a.ndim == b.ndim == g.ndim):
+        return None
+    rt = _result(g, a, b)
+    if a.ndim == 2:
+        if w == 0:
+            return lambda g, a, b, which: like(_kron2(g, a, b, 0, np.zeros(a.shape, rt)), a)
+        return lambda g, a, b, which: like(_kron2(g, a, b, 1, np.zeros(b.shape, rt)), b)
+
+    def impl1(g, a, b, which):
+        A = np.ascontiguousarray(a).reshape((1, a.size))
+        B = np.ascontiguousarray(b).reshape((1, b.size))
+        G = np.ascontiguousarray(g).reshape((1, g.size))
+        if w == 0:
+            return like(_kron2(G, A, B, 0, np.zeros((1, a.size), rt)).reshape(a.shape), a)
+        return like(_kron2(G, A, B, 1, np.zeros((1, b.size), rt)).reshape(b.shape), b)
+    return impl1
+
+
+@overload(diag)
+def _diag(g, v, k=0):
+    """``np.diagonal(g, k).copy()`` for a vector v; g on the k-th diagonal of zeros for a
+    matrix."""
+    if not (_fc_array(v, (1, 2)) and isinstance(g, nt.Array) and _fits(g, v)):
+        return None
+    dt = v.dtype
+    if v.ndim == 1 and g.ndim == 2:
+        def impl(g, v, k=0):
+            out = np.empty(v.shape, dt)
+            for i in range(out.size):
+                out[i] = g[i, i + k] if k >= 0 else g[i - k, i]
+            return out
+        return impl
+    if v.ndim == 2 and g.ndim == 1:
+        def impl2(g, v, k=0):
+            out = np.zeros(v.shape, dt)
+            for i in range(g.size):
+                if k >= 0:
+                    out[i, i + k] = g[i]
+                else:
+                    out[i - k, i] = g[i]
+            return out
+        return impl2
+
+
+def _tri(upper):
+    def ov(g, m_, k=0):
+        if not (_fc_array(m_, (1, 2)) and isinstance(g, nt.Array) and g.ndim == 2 and
+                _fits(g, m_)):
+            return None
+        if m_.ndim == 2:
+            if upper:
+                return lambda g, m_, k=0: like(np.triu(g, k), m_)
+            return lambda g, m_, k=0: like(np.tril(g, k), m_)
+        if upper:
+            return lambda g, m_, k=0: like(np.triu(g, k).sum(axis=0), m_)
+        return lambda g, m_, k=0: like(np.tril(g, k).sum(axis=0), m_)
+    return ov
+
+
+overload(triu)(_tri(True))
+overload(tril)(_tri(False))
+
+
+@overload(outer, prefer_literal=True)
+def _outer(g, a, b, which):
+    w = _lit(which, _NOLIT)
+    if w not in (0, 1) or not (_fc_array(a) and _fc_array(b) and isinstance(g, nt.Array) and
+                               g.ndim == 2):
+        return None
+    if w == 0:
+        return lambda g, a, b, which: like(
+            (np.ascontiguousarray(g) @ _jrt.cj(np.ascontiguousarray(b).ravel())).reshape(a.shape),
+            a)
+    return lambda g, a, b, which: like(
+        (_jrt.cj(np.ascontiguousarray(a).ravel()) @ np.ascontiguousarray(g)).reshape(b.shape), b)
+
+
+# -- shape -------------------------------------------------------------------------------------
+@overload(reshape_back, prefer_literal=True)
+def _reshape_back(g, a, order="C"):
+    """g in a's shape, read in C order: order='C', or 'A'/'K' of an array numba knows is
+    C-contiguous (what ``rules.numpy.shape._order`` resolves them to)."""
+    o = _lit(order, _NOLIT)
+    if not (_fc_array(a) and isinstance(g, nt.Array) and _fits(g, a)):
+        return None
+    if o == "C" or (o in ("A", "K") and a.layout == "C"):
+        return lambda g, a, order="C": like(np.ascontiguousarray(g).reshape(a.shape), a)
+
+
+@overload(transpose)
+def _transpose(g, a, axes=None):
+    """The adjoint of ``a.T`` / ``np.transpose(a)``: g reversed back (other axes: Python)."""
+    if _whole(axes) and _fc_array(a) and isinstance(g, nt.Array) and g.ndim == a.ndim and \
+            _fits(g, a):
+        return lambda g, a, axes=None: like(np.ascontiguousarray(g.T), a)
+
+
+# -- linear algebra (2-d, float or complex; stacks of matrices run as Python) -------------------
+def _mat(*ts):
+    return all(_fc_array(t, (2,)) for t in ts)
+
+
+@register_jitable
+def _mH(x):
+    return np.ascontiguousarray(_jrt.cj(x).T)
+
+
+@overload(inv)
+def _inv(g, ans):
+    if _mat(g, ans):
+        def impl(g, ans):
+            h = _mH(ans)
+            return -(h @ np.ascontiguousarray(g) @ h)
+        return impl
+
+
+@overload(det)
+def _det(g, ans, a):
+    if _mat(a) and isinstance(g, (nt.Float, nt.Complex)) and _fits(g, a):
+        return lambda g, ans, a: like((g * _jrt.cj(ans)) * _mH(np.linalg.inv(
+            np.ascontiguousarray(a))), a)
+
+
+@overload(slogdet)
+def _slogdet(g, ans, a):
+    """g is (g_sign, g_logabsdet); the sign of a real matrix carries no derivative."""
+    if not (_mat(a) and not _jrt._is_complex(a) and isinstance(g, nt.BaseTuple) and
+            len(g.types) == 2 and isinstance(g.types[1], (nt.Float, nt.Integer))):
+        return None
+    dt = a.dtype
+
+    def impl(g, ans, a):
+        gl = g[1]
+        if gl == 0:
+            return np.zeros(a.shape, dt)
+        return like(gl * _mH(np.linalg.inv(np.ascontiguousarray(a))), a)
+    return impl
+
+
+@overload(solve)
+def _solve(g, ans, a, b):
+    """``(ga, gb)``: gb = A^-H g, ga = -gb x^H, for a matrix a and a vector or matrix b."""
+    if not (_mat(a) and _fc_array(b, (1, 2)) and isinstance(g, nt.Array) and
+            g.ndim == b.ndim and isinstance(ans, nt.Array) and _fits(g, a) and _fits(g, b)):
+        return None
+    if b.ndim == 1:
+        def impl(g, ans, a, b):
+            gb = np.linalg.solve(_mH(a), np.ascontiguousarray(g))
+            ga = -np.outer(gb, _jrt.cj(ans))
+            return like(ga, a), like(gb, b)
+        return impl
+
+    def impl2(g, ans, a, b):
+        gb = np.linalg.solve(_mH(a), np.ascontiguousarray(g))
+        ga = -(gb @ _mH(ans))
+        return like(ga, a), like(gb, b)
+    return impl2
+
+
+@register_jitable
+def _lower_inverse(L):
+    """L^-1 of a lower-triangular L, by forward substitution (what the Python helper asks
+    ``scipy.linalg.solve_triangular`` for)."""
+    n = L.shape[0]
+    X = np.zeros(L.shape, L.dtype)
+    for c in range(n):
+        X[c, c] = 1.0 / L[c, c]
+        for i in range(c + 1, n):
+            t = X[i, c] * 0
+            for j in range(c, i):
+                t += L[i, j] * X[j, c]
+            X[i, c] = -t / L[i, i]
+    return X
+
+
+@overload(cholesky, prefer_literal=True)
+def _cholesky(g, ans, a, upper=False):
+    """``rules.numpy.linalg.cholesky``: S = L^-H phi(L^H g) L^-1, symmetrised, on the triangle
+    LAPACK reads."""
+    up = _lit(upper, _NOLIT)
+    if up not in (True, False) or not (_mat(g, ans, a) and _fits(g, a)):
+        return None
+    half = _jrt.const_of(ans)
+
+    def impl(g, ans, a, upper=False):
+        L = _mH(ans) if up else np.ascontiguousarray(ans)
+        gL = _mH(g) if up else np.ascontiguousarray(g)
+        M = _mH(L) @ gL
+        P = np.tril(M, -1) + half(0.5) * np.tril(np.triu(M))
+        Linv = _lower_inverse(L)
+        S = _mH(Linv) @ P @ Linv
+        S = half(0.5) * (S + _mH(S))
+        if up:
+            r = 2 * np.triu(S, 1)
+        else:
+            r = 2 * np.tril(S, -1)
+        for i in range(S.shape[0]):
+            r[i, i] = S[i, i].real
+        return like(r, a)
+    return impl
+
+
+# -- elementwise selections --------------------------------------------------------------------
+@overload(where, prefer_literal=True)
+def _where(g, condition, x, first):
+    f = _lit(first, _NOLIT)
+    if f not in (True, False) or not _fc(g) or not isinstance(condition, nt.Array):
+        return None
+    if f:
+        return lambda g, condition, x, first: _jrt.unbroadcast(np.where(condition, g, 0 * g), x)
+    return lambda g, condition, x, first: _jrt.unbroadcast(np.where(condition, 0 * g, g), x)
+
+
+@overload(maximum, prefer_literal=True)
+def _maximum(g, x1, x2, which, sign=1, nan=False):
+    """Adjoint of maximum/minimum (sign -1), fmax/fmin (nan=True): g to the winner, half to each
+    of a tie."""
+    w, sg, nn = _lit(which, _NOLIT), _lit(sign, _NOLIT), _lit(nan, _NOLIT)
+    if w not in (0, 1) or sg not in (1, -1) or nn not in (True, False):
+        return None
+    if not (_fc(g) and _real(x1) and _real(x2) and not _jrt._is_complex(g)):
+        return None
+    C = _jrt.const_of(g)
+
+    def impl(g, x1, x2, which, sign=1, nan=False):
+        a, b = (x1, x2) if w == 0 else (x2, x1)
+        win = (a > b) if sg > 0 else (a < b)
+        if nn:
+            win = win | (np.isnan(b) & ~np.isnan(a))
+        r = np.where(win, g, np.where(a == b, C(0.5) * g, 0 * g))
+        return _jrt.unbroadcast(r, x1 if w == 0 else x2)
+    return impl
+
+
+# -- statistics ---------------------------------------------------------------------------------
+@overload(_correction)
+def _correction_ov(ddof, correction):
+    if _whole(correction):
+        return lambda ddof, correction: ddof
+    return lambda ddof, correction: correction
+
+
+def _stat_args(g, a, axis):
+    """'whole' or 'axis' where var/std/extremum have a compiled body for these types."""
+    if not (isinstance(a, nt.Array) and isinstance(a.dtype, nt.Float)) or _jrt._is_complex(g):
+        return None
+    if _whole(axis) and isinstance(g, (nt.Float, nt.Integer)):
+        return "whole"
+    if _reduced(g, a, axis) == "array":
+        return "axis"
+    return None
+
+
+@overload(var)
+def _var(g, a, axis=None, ddof=0, keepdims=False, mean=None):
+    kind = _stat_args(g, a, axis)
+    if kind is None or not _whole(mean):
+        return None
+    C = a.dtype
+    if kind == "whole":
+        return lambda g, a, axis=None, ddof=0, keepdims=False, mean=None: like(
+            g * C(2.0 / (a.size - ddof)) * (a - np.mean(a)), a)
+
+    def impl(g, a, axis=None, ddof=0, keepdims=False, mean=None):
+        ax = axis % a.ndim
+        n = a.shape[ax]
+        mu = _spread(np.sum(a, axis=ax) / C(n), a.shape, ax, np.empty(a.shape, C))
+        ge = _spread(g, a.shape, ax, np.empty(a.shape, C))
+        return like(ge * C(2.0 / (n - ddof)) * (a - mu), a)
+    return impl
+
+
+@overload(std)
+def _std(g, ans, a, axis=None, ddof=0, keepdims=False):
+    kind = _stat_args(g, a, axis)
+    if kind is None:
+        return None
+    C = a.dtype
+    if kind == "whole":
+        def impl(g, ans, a, axis=None, ddof=0, keepdims=False):
+            if ans == 0:
+                return np.zeros(a.shape, C)
+            return like(g * (a - np.mean(a)) / (C(a.size - ddof) * ans), a)
+        return impl
+
+    def impl2(g, ans, a, axis=None, ddof=0, keepdims=False):
+        ax = axis % a.ndim
+        n = a.shape[ax]
+        mu = _spread(np.sum(a, axis=ax) / C(n), a.shape, ax, np.empty(a.shape, C))
+        ge = _spread(g, a.shape, ax, np.empty(a.shape, C))
+        se = _spread(ans, a.shape, ax, np.empty(a.shape, C))
+        safe = np.where(se == 0, C(1), se)
+        return like(np.where(se == 0, C(0), ge * (a - mu) / (C(n - ddof) * safe)), a)
+    return impl2
+
+
+@overload(prod)
+def _prod(g, a, axis=None, keepdims=False):
+    """g times the product of the other elements, exact with zeros (left and right running
+    products, as the Python helper's cumprods)."""
+    if not (_whole(axis) and _fc_array(a) and isinstance(g, (nt.Float, nt.Complex)) and
+            _fits(g, a)):
+        return None
+    dt = a.dtype
+
+    def impl(g, a, axis=None, keepdims=False):
+        f = np.ascontiguousarray(a).ravel()
+        n = f.size
+        left = np.empty(n, dt)
+        right = np.empty(n, dt)
+        if n:
+            left[0] = 1
+            right[n - 1] = 1
+        for i in range(1, n):
+            left[i] = left[i - 1] * f[i - 1]
+            right[n - 1 - i] = right[n - i] * f[n - i]
+        return like(g * _jrt.cj(left * right).reshape(a.shape), a)
+    return impl
+
+
+@overload(extremum)
+def _extremum(g, ans, a, axis=None, keepdims=False):
+    """g shared evenly among the elements equal to the max/min."""
+    kind = _stat_args(g, a, axis)
+    if kind is None:
+        return None
+    if kind == "whole":
+        def impl(g, ans, a, axis=None, keepdims=False):
+            mask = a == ans
+            return like(mask * (g / max(mask.sum(), 1)), a)
+        return impl
+    C = a.dtype
+
+    def impl2(g, ans, a, axis=None, keepdims=False):
+        ax = axis % a.ndim
+        mask = a == _spread(ans, a.shape, ax, np.empty(a.shape, C))
+        n = _spread(np.sum(mask, axis=ax), a.shape, ax, np.empty(a.shape, np.int64))
+        ge = _spread(g, a.shape, ax, np.empty(a.shape, C))
+        return like(mask * (ge / np.maximum(n, 1)), a)
+    return impl2
+
+
+# -- np.power -----------------------------------------------------------------------------------
+@overload(power_base)
+def _power_base(g, x1, x2):
+    """g * conj(x2 x1^(x2-1)), 0 where x2 == 0 (a scalar base with a scalar exponent: Python,
+    whose float power differs from NumPy's below zero and at 0 ** -1)."""
+    if not (_fc(g) and _fc(x1) and (isinstance(x2, (nt.Integer, nt.Float)) or _fc(x2))):
+        return None
+    if isinstance(x2, nt.Array):
+        Z = _result(x1, x2)
+        return lambda g, x1, x2: _jrt.unbroadcast(
+            g * _jrt.cj(np.where(x2 == 0, Z(0), x2 * x1 ** (x2 - 1))), x1)
+    if not isinstance(x1, nt.Array):
+        return None
+    if isinstance(x2, nt.Float):
+        B = _jrt.const_of(x1)           # a Python float exponent joins float32 as float32
+
+        def impl(g, x1, x2):
+            bb = B(x2)
+            d = bb * x1 ** (bb - B(1))
+            if x2 == 0:
+                d = np.zeros_like(d)
+            return _jrt.unbroadcast(g * _jrt.cj(d), x1)
+        return impl
+
+    def impl2(g, x1, x2):
+        d = x2 * x1 ** (x2 - 1)
+        if x2 == 0:
+            d = np.zeros_like(d)
+        return _jrt.unbroadcast(g * _jrt.cj(d), x1)
+    return impl2
+
+
+@overload(power_exponent)
+def _power_exponent(g, ans, x1, x2):
+    """g * conj(x1^x2 log x1), 0 where x1 == 0."""
+    if not (_fc(g) and _fc(x1) and _fc(x2) and _fc(ans)):
+        return None
+    if isinstance(x1, nt.Array):
+        one = x1.dtype(1)
+        return lambda g, ans, x1, x2: _jrt.unbroadcast(
+            g * _jrt.cj(ans * np.log(np.where(x1 == 0, one, x1))), x2)
+
+    one = x1(1)
+
+    def impl(g, ans, x1, x2):
+        safe = x1 if x1 != 0 else one
+        return _jrt.unbroadcast(g * _jrt.cj(ans * np.log(safe)), x2)
+    return impl
 
 
 def namespace():
     """A module holding the compiled helpers under the names templates use (``_adj``)."""
     mod = _types.ModuleType("s2sad_jit_adjoints")
-    for name in ("sum", "mean", "matmul", "dot"):
+    for name in ("sum", "mean", "matmul", "dot", "like", "kron", "diag", "triu", "tril", "outer",
+                 "reshape_back", "transpose", "inv", "det", "slogdet", "solve", "cholesky",
+                 "where", "maximum", "_correction", "var", "std", "prod", "extremum",
+                 "power_base", "power_exponent"):
         setattr(mod, name, globals()[name])
     mod.__getattr__ = _jrt.missing("_adj")
     return mod

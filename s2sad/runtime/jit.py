@@ -36,8 +36,9 @@ def _is_complex(t):
 
 
 def _basic_index(idx):
-    """Integers, slices, and tuples of them: indices whose ``a[idx] += g`` adds each element once."""
-    one = (nt.Integer, nt.SliceType)
+    """Integers, slices, ``None`` (a new axis), and tuples of them: indices whose ``a[idx] += g``
+    adds each element once."""
+    one = (nt.Integer, nt.SliceType, nt.NoneType)
     if isinstance(idx, one):
         return True
     return isinstance(idx, nt.BaseTuple) and all(isinstance(t, one) for t in idx.types)
@@ -98,6 +99,18 @@ def snap(v):
     raise NotImplementedError
 
 
+def pow_base_adjoint(g, a, b):
+    raise NotImplementedError
+
+
+def pow_exponent_adjoint(g, ans, a):
+    raise NotImplementedError
+
+
+def abs_adjoint(g, x):
+    raise NotImplementedError
+
+
 # -- their bodies ---------------------------------------------------------------------------------
 @overload(zero_of)
 def _zero_of(x):
@@ -119,6 +132,11 @@ def _acc(a, b):
             return a + b
         return impl
     if isinstance(a, nt.Array) and (_is_scalar(b) or isinstance(b, nt.Complex)):
+        return lambda a, b: a + b
+    if (_is_scalar(a) or isinstance(a, nt.Complex)) and (_is_scalar(b) or isinstance(b, nt.Complex)):
+        return lambda a, b: a + b           # (an 'a'-kind value that is a NumPy scalar here)
+    if (_is_scalar(a) or isinstance(a, nt.Complex)) and (_is_scalar(b) or
+                                                        isinstance(b, nt.Complex)):
         return lambda a, b: a + b
 
 
@@ -206,8 +224,16 @@ def _unbroadcast(g, x):
             return lambda g, x: _reduce_to(g, x, np.zeros(x.shape, dt))
 
 
-@overload(getitem_adjoint)
+@overload(getitem_adjoint, prefer_literal=True)
 def _getitem_adjoint(g, x, idx):
+    if isinstance(x, nt.BaseTuple) and len(x.types) == 2 and isinstance(idx, nt.IntegerLiteral) \
+            and isinstance(g, nt.Float):
+        # a pair's item (``s, l = np.linalg.slogdet(a)``): g at idx, 0.0 at the other place
+        if idx.literal_value in (0, -2):
+            return lambda g, x, idx: (g, 0.0)
+        if idx.literal_value in (1, -1):
+            return lambda g, x, idx: (0.0, g)
+        return None
     if not isinstance(x, nt.Array) or not _basic_index(idx):
         raise TypingError("s2sad jit: the adjoint of this subscript is not compiled "
                           "(an index other than integers and slices)")
@@ -271,6 +297,92 @@ def _snap(v):
     return lambda v: v
 
 
+def const_of(t):
+    """The type a Python float constant takes next to a value of type ``t`` under NumPy 2's
+    promotion (a float32 array keeps float32; numba would widen it to float64)."""
+    d = t.dtype if isinstance(t, nt.Array) else t
+    if isinstance(d, nt.Float):
+        return d
+    if isinstance(d, nt.Complex):
+        return d.underlying_float
+    return nt.float64
+
+
+def _real_or_complex(t):
+    """A float or complex scalar, or an array of them (not integers: their Python helpers take
+    other paths)."""
+    d = t.dtype if isinstance(t, nt.Array) else t
+    return isinstance(d, (nt.Float, nt.Complex))
+
+
+@overload(pow_base_adjoint, prefer_literal=True)
+def _pow_base_adjoint(g, a, b):
+    """``runtime.arrays.pow_base_adjoint``: a literal integer exponent (``x ** 2``) is decided when
+    the derivative compiles, as the Python helper decides it for a Python int."""
+    if not (_real_or_complex(a) and isinstance(g, (nt.Float, nt.Complex, nt.Array))):
+        return None
+    if isinstance(b, nt.IntegerLiteral):
+        k = b.literal_value
+        C = const_of(g)
+        if k == 0:
+            return lambda g, a, b: g * C(0.0)
+        if k == 1:
+            return lambda g, a, b: g
+        if k == 2:
+            return lambda g, a, b: g * cj(2 * a)
+        return lambda g, a, b: g * cj(k * a ** (k - 1))
+    if isinstance(b, (nt.Integer, nt.Float)):
+        # a Python int or float exponent known only at run time: the helper's branches, by value
+        # (g and g * cj(..) must have one type: g's shape is the power's, which is a's here)
+        if isinstance(g, nt.Array) and not (isinstance(a, nt.Array) and a.ndim == g.ndim):
+            return None
+        C = const_of(g)
+        if isinstance(b, nt.Float):
+            B = const_of(a)             # a float exponent joins a float32 base as float32
+
+            def impl(g, a, b):
+                if b == 0:
+                    return g * C(0.0)
+                bb = B(b)
+                if b == 1:
+                    return g * cj(bb * a ** 0)
+                return g * cj(bb * a ** (bb - B(1)))
+            return impl
+
+        def impl(g, a, b):
+            if b == 0:
+                return g * C(0.0)
+            if b == 1:
+                return g * cj(b * a ** 0)
+            return g * cj(b * a ** (b - 1))
+        return impl
+    if isinstance(b, nt.Array) and _real_or_complex(b):
+        return lambda g, a, b: g * cj(b * a ** (b - 1))
+
+
+@overload(pow_exponent_adjoint)
+def _pow_exponent_adjoint(g, ans, a):
+    """``g * cj(ans * safe_log(a))`` for arrays (a Python float base takes a complex logarithm
+    below zero in the Python helper: not compiled)."""
+    if not isinstance(a, nt.Array):
+        return None
+    if isinstance(a.dtype, nt.Float):
+        C = a.dtype
+        return lambda g, ans, a: g * cj(ans * np.where(a > 0, np.log(np.where(a > 0, a, C(1))),
+                                                         C(0.0)))
+    if isinstance(a.dtype, nt.Complex):
+        return lambda g, ans, a: g * cj(ans * np.log(np.where(a == 0, 1, a)))
+
+
+@overload(abs_adjoint)
+def _abs_adjoint(g, x):
+    """``runtime.arrays.abs_adjoint`` for real values: g times the sign (0 at 0)."""
+    if _is_scalar(x) and isinstance(g, (nt.Float, nt.Integer)):
+        return lambda g, x: g * (1.0 if x > 0 else -1.0 if x < 0 else 0.0)
+    if isinstance(x, nt.Array) and isinstance(x.dtype, (nt.Float, nt.Integer)):
+        return lambda g, x: g * np.sign(x)
+
+
 def missing(prefix):
     """A module ``__getattr__``: numba reads a helper's attribute while it types the derivative;
     one with no numba version raises this AttributeError, which the caller turns into the
@@ -284,7 +396,8 @@ def namespace():
     """A module holding the compiled helpers under the names generated code uses (``_rt``)."""
     mod = _types.ModuleType("s2sad_jit_runtime")
     for name in ("zero_of", "acc", "is_zero", "cj", "real_like", "unbroadcast", "getitem_adjoint",
-                 "acc_getitem", "setitem_adjoint", "setitem_value_adjoint", "add", "snap"):
+                 "acc_getitem", "setitem_adjoint", "setitem_value_adjoint", "add", "snap",
+                 "pow_base_adjoint", "pow_exponent_adjoint", "abs_adjoint"):
         setattr(mod, name, globals()[name])
     mod.__getattr__ = missing("_rt")
     return mod
