@@ -19,7 +19,9 @@ comment line of metadata (JSON) and one comment line holding the SHA-256 of ever
   of unknown provenance) means no entry is written: nothing is guessed.
 - **Load**: the file's hash, its format, s2sad's version and the key are checked *before* anything
   is compiled; every reference is resolved again and must give an object of the recorded type.
-  Any difference: the entry is built again (and rewritten).  The module is compiled with the
+  Any difference: the entry is built again (and rewritten).  The rule modules that publish the
+  ``_adj.<name>`` helpers the code calls were recorded when it was written (``"adj"``); the hit
+  imports exactly those, not every rule table.  The module is compiled with the
   file's real name, so tracebacks, pdb and ``linecache`` show it; its source map (generated line
   -> user line) comes from the metadata.
 - **Writes** are atomic (a temporary file, then ``os.replace``); a ``filelock`` per entry makes
@@ -484,6 +486,7 @@ def _metadata(d, pyfunc, key):
             raise Unkeyable(f"the generated module's {n!r} ({_type_name(v)}) has no reference "
                             f"another process can resolve")
         refs[n] = [r, _type_name(v)]
+    adj = _helper_tables(mod.source, refs)
     fn = d.ir
     glb, grefs = getattr(fn, "global_refs", (None, ()))
     sites = []
@@ -494,11 +497,51 @@ def _metadata(d, pyfunc, key):
     return {"format": FORMAT, "version": __version__, "key": key, "name": mod.name,
             "mode": d.mode, "fwd": d.fwd.__name__,
             "bwd": d.bwd.__name__ if d.bwd is not None else None,
-            "wrt": list(d.wrt), "sites": sites, "refs": refs,
+            "wrt": list(d.wrt), "sites": sites, "refs": refs, "adj": adj,
             "lines": {str(k): _origin_out(o) for k, o in mod.line_origins.items()},
             "fn": [fn.name, list(fn.params), _origin_out(fn.origin)],
             "globals": [n for n, _ in grefs],
             "written_params": getattr(d, "written_params", None)}
+
+
+def _helper_tables(source, refs):
+    """{name: the rule module defining it} of every ``_adj.<name>`` the generated code reads.
+
+    The helpers are published in :mod:`s2sad.rules.adjoints` as their tables load; a hit imports
+    exactly these modules (:func:`_import_helpers`) instead of letting ``_adj.<name>`` load every
+    table."""
+    if refs.get("_adj", [None])[0] != ["module", "s2sad.rules.adjoints"]:
+        return {}
+    import ast
+    from .rules import adjoints
+    out = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                node.value.id == "_adj":
+            fn = getattr(adjoints, node.attr, None)
+            module = getattr(fn, "__module__", None)
+            if isinstance(module, str) and module.startswith("s2sad.rules."):
+                out[node.attr] = module
+    return dict(sorted(out.items()))
+
+
+def _import_helpers(adj):
+    """Import the rule modules that define the ``_adj`` helpers of an entry (see above); each
+    name must then be published without loading anything else."""
+    if not adj:
+        return
+    from .rules import adjoints
+    for module in sorted(set(adj.values())):
+        if not module.startswith("s2sad.rules."):
+            raise ValueError(f"a helper module outside s2sad's rules: {module!r}")
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise ValueError(f"the helper module {module} cannot be imported ({e})") from None
+    published = vars(adjoints)
+    missing = sorted(n for n, m in adj.items() if getattr(published.get(n), "__module__", None) != m)
+    if missing:
+        raise ValueError(f"_adj.{missing[0]} is not published by {adj[missing[0]]}")
 
 
 def _write(path, source, meta):
@@ -555,6 +598,7 @@ def _load(path, key, pyfunc):
         if _type_name(v) != tname:
             raise ValueError(f"{n!r} is a {_type_name(v)} now, not a {tname}")
         namespace[n] = v
+    _import_helpers(meta.get("adj"))
     from .codegen.derivative import Derivative
     from .codegen.load import GeneratedModule
     lines = {int(k): _origin_in(o) for k, o in meta["lines"].items()}

@@ -257,6 +257,23 @@ def _zero_passes_through(fn):
     return helper
 
 
+def _first_parameter(fn):
+    """The name of ``fn``'s first parameter, or None (``inspect.signature``'s answer, read from
+    the code object: this runs for every helper a table publishes)."""
+    import inspect
+    code = inspect.unwrap(fn).__code__
+    named = code.co_argcount + code.co_kwonlyargcount      # then *args, then **kwargs
+    if code.co_argcount:
+        return code.co_varnames[0]
+    if code.co_flags & inspect.CO_VARARGS:
+        return code.co_varnames[named]
+    if code.co_kwonlyargcount:
+        return code.co_varnames[0]
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        return code.co_varnames[named]
+    return None
+
+
 def export(namespace, also=()):
     """Publish the helpers of a table module as ``_adj.<name>``: every public function it defines
     (and the private names in ``also`` that templates use), those linear in their first parameter
@@ -270,8 +287,7 @@ def export(namespace, also=()):
                 name.startswith("_") and name not in also:
             continue
         if not name.startswith("_") and name not in _NOT_LINEAR_ENTRY:
-            params = list(inspect.signature(fn).parameters)
-            if params and params[0] in ("g", "t"):
+            if _first_parameter(fn) in ("g", "t"):
                 fn = namespace[name] = _zero_passes_through(fn)
         other = getattr(mine.get(name), "__module__", module)
         if other != module:

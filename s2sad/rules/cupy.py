@@ -24,8 +24,10 @@ import numpy as np
 import cupy
 
 from . import adjoints as _adjoints
-from . import numpy as _numpy_tables, python  # noqa: F401  (the rules this table gives to CuPy)
-from .registry import _RULES, _key, defalias, defrule, defzero
+from .registry import _RULES, _key, defalias, defrule, defzero, load_table
+
+load_table("python")       # the rules this table gives to CuPy (every NumPy topic module)
+load_table("numpy")
 
 A = {"_adj": _adjoints, "_cpx": sys.modules[__name__]}
 

@@ -73,66 +73,93 @@ class Rule:
 
     def __init__(self, fn, params, vjp=None, joint=None, jvp=None, forbid=None, view=False,
                  kind="array", ns=None, name=None, zero=False, broadcast=False, constant=(),
-                 receiver=False, why=None, aliases=None):
+                 receiver=False, why=None, aliases=None, lazy=False):
         self.fn = fn
-        self.aliases = dict(aliases or {})   # the callee's keyword -> the parameter taking it
         self.receiver = receiver     # a bound method's rule: its first parameter is the object
         self.why = dict(why or {})   # parameter -> why it has no derivative (for refusals)
-        self.name = name or _callee_name(fn)
-        self.signature = _parse_params(params, fn, self.name)
-        self.vjp = dict(vjp or {})
         self.joint = joint
-        self.jvp = dict(jvp or {})
         self.forbid = dict(forbid or {})
         self.view = view
         self.kind = kind
         self.ns = dict(ns or {})
         self.zero = zero
-        if not zero and "dtype" in self.signature.parameters:
-            # ``dtype=`` is the output's dtype: an integer or bool output carries no derivative
-            # (its adjoints and tangents are zero; a cast would truncate them instead)
-            self.vjp = {k: _dtype_guarded(v) for k, v in self.vjp.items()}
-            self.jvp = {k: _dtype_guarded(v) for k, v in self.jvp.items()}
         self.broadcast = broadcast   # elementwise with NumPy broadcasting (lets emitters drop no-op unbroadcasts)
         self.constant = tuple(constant)   # parameters whose derivative is zero (signs, indices)
-        names = set(self.signature.parameters)
+        self._parsed = {}
+        self._compiled = {}
+        # the rest (name, signature, vjp, jvp, aliases) is read and checked by _finish: at once
+        # for a user's rule (its errors name the user's line), on first use for the rows of
+        # s2sad's own tables (lazy=True: a derivative read from the disk cache imports a table
+        # module for its helpers and never reads most of its rows; tests/core/test_disk_cache.py
+        # finishes every built-in rule)
+        self._pending = (params, vjp, jvp, name, aliases)
+        if not lazy:
+            self._finish()
+        self._publish_ns()
+
+    def __getattr__(self, attr):
+        """An attribute :meth:`_finish` sets, read before it ran: finish, then read it."""
+        if attr.startswith("__") or "_pending" not in self.__dict__:
+            raise AttributeError(attr)
+        self._finish()
+        return object.__getattribute__(self, attr)
+
+    def _finish(self):
+        pending = self.__dict__.get("_pending")
+        if pending is None:
+            return
+        params, vjp, jvp, name, aliases = pending
+        joint, fn, zero = self.joint, self.fn, self.zero
+        self_name = name or _callee_name(fn)
+        self.name = self_name
+        signature = _parse_params(params, fn, self_name)
+        vjp = dict(vjp or {})
+        jvp = dict(jvp or {})
+        if not zero and "dtype" in signature.parameters:
+            # ``dtype=`` is the output's dtype: an integer or bool output carries no derivative
+            # (its adjoints and tangents are zero; a cast would truncate them instead)
+            vjp = {k: _dtype_guarded(v) for k, v in vjp.items()}
+            jvp = {k: _dtype_guarded(v) for k, v in jvp.items()}
+        aliases = dict(aliases or {})   # the callee's keyword -> the parameter taking it
+        names = set(signature.parameters)
         clash = names & {"g", "ans", "t"}
         if clash and not zero:
-            raise RuleError(f"rule for {self.name}: parameters named {sorted(clash)} would hide the "
+            raise RuleError(f"rule for {self_name}: parameters named {sorted(clash)} would hide the "
                             f"template names g (output adjoint), ans (output), t (tangent)",
                             origin=caller_origin(),
                             fix="rename them in params= (the names are yours: params=\"x, /\" "
                                 "binds the callee's first argument to x; a keyword the callee "
                                 "takes by that name: aliases={\"t\": \"times\"})")
-        for public, p in self.aliases.items():
+        for public, p in aliases.items():
             if p not in names or public in names:
-                raise RuleError(f"rule for {self.name}: aliases= maps the keyword {public!r} to "
+                raise RuleError(f"rule for {self_name}: aliases= maps the keyword {public!r} to "
                                 f"{p!r}, which must be a parameter of ({params}) and {public!r} "
                                 f"not one", origin=caller_origin(),
                                 fix="key aliases= by the callee's own keyword and give the "
                                     "parameter of params= that takes it")
-        for p in list(self.vjp) + list(self.jvp) + list((joint or ((), ""))[0]) + list(self.forbid):
+        for p in list(vjp) + list(jvp) + list((joint or ((), ""))[0]) + list(self.forbid):
             if p not in names:
-                raise RuleError(f"rule for {self.name}: {p!r} is not a parameter of ({params})",
+                raise RuleError(f"rule for {self_name}: {p!r} is not a parameter of ({params})",
                                 origin=caller_origin(),
                                 fix="key vjp=/jvp= by the names given in params=")
-        for text in list(self.vjp.values()) + list(self.jvp.values()) + \
-                ([joint[1]] if joint else []):
+        for text in list(vjp.values()) + list(jvp.values()) + ([joint[1]] if joint else []):
             try:
                 ast.parse(text.strip(), mode="eval")
             except SyntaxError as e:
-                raise RuleError(f"rule for {self.name}: template {text!r} is not an expression: "
+                raise RuleError(f"rule for {self_name}: template {text!r} is not an expression: "
                                 f"{e.msg}", origin=caller_origin(),
                                 fix="write each template as one Python expression of g (or t), "
                                     "ans and the parameters") from None
+        self.signature, self.vjp, self.jvp, self.aliases = signature, vjp, jvp, aliases
+        self.__dict__.pop("_pending", None)
+
+    def _publish_ns(self):
         for k, v in self.ns.items():
             if k in NAMESPACE and NAMESPACE[k] is not v:
                 raise RuleError(f"rule for {self.name}: template global {k!r} already means "
                                 f"{NAMESPACE[k]!r}", origin=caller_origin(),
                                 fix="give the object another name in ns= and in the templates")
             NAMESPACE[k] = v
-        self._parsed = {}
-        self._compiled = {}
 
     # -- what the emitter asks -------------------------------------------------------------
     @property
@@ -315,9 +342,13 @@ USER_DECLARATIONS = []
 
 
 def _note_user(what, *args):
+    """Record a declaration made outside this package; returns whether it was (False for the
+    rows of s2sad's own tables, whose rules are read lazily: :class:`Rule`)."""
     caller = sys._getframe(2).f_globals.get("__name__", "")
     if not caller.startswith(__package__ + "."):
         USER_DECLARATIONS.append((what, args))
+        return True
+    return False
 
 
 def defrule(fn, params=None, *, vjp=None, joint=None, jvp=None, forbid=None, view=False,
@@ -328,10 +359,11 @@ def defrule(fn, params=None, *, vjp=None, joint=None, jvp=None, forbid=None, vie
     ``aliases={"t": "times"}`` binds the callee's keyword ``t=`` to the parameter ``times`` (for
     a keyword named like a template name: ``g``, ``ans``, ``t``)."""
     _before_user_declaration()
-    _note_user("defrule", fn, params, vjp, joint, jvp, forbid, view, kind, ns, name, broadcast,
-               constant, aliases)
+    user = _note_user("defrule", fn, params, vjp, joint, jvp, forbid, view, kind, ns, name,
+                      broadcast, constant, aliases)
     rule = Rule(fn, params, vjp=vjp, joint=joint, jvp=jvp, forbid=forbid, view=view, kind=kind,
-                ns=ns, name=name, broadcast=broadcast, constant=constant, aliases=aliases)
+                ns=ns, name=name, broadcast=broadcast, constant=constant, aliases=aliases,
+                lazy=not user)
     _RULES[_key(fn)] = rule
     return rule
 
@@ -343,6 +375,7 @@ def defalias(fn, rule, name=None, subst=None, aliases=None):
     replaces the rule's (``fn``'s keyword -> the rule's parameter: ``cupyx.scipy.linalg.expm(a=)``
     binds to the parameter ``A`` of ``scipy.linalg.expm``'s rule)."""
     import copy
+    rule._finish()
     _note_user("defalias", fn, rule.name, name, subst, aliases)
     new = copy.copy(rule)
     new.fn = fn
@@ -372,34 +405,35 @@ def defalias(fn, rule, name=None, subst=None, aliases=None):
 def defzero(*fns, params=None):
     """Declare callees whose outputs carry no derivative (``np.floor``, ``np.argmax``...)."""
     _before_user_declaration()
-    _note_user("defzero", fns, params)
+    user = _note_user("defzero", fns, params)
     for fn in fns:
-        _RULES[_key(fn)] = Rule(fn, params if params is not None else "*args, **kwargs", zero=True)
+        _RULES[_key(fn)] = Rule(fn, params if params is not None else "*args, **kwargs", zero=True,
+                                lazy=not user)
 
 
 def defmethod(name, params, *, vjp=None, joint=None, jvp=None, forbid=None, view=False,
               kind="array", ns=None):
     """Declare the rule of the array method ``x.name(...)``; ``params`` start with ``self``."""
     _before_user_declaration()
-    _note_user("defmethod", name, params, vjp, joint, jvp, forbid, view, kind, ns)
+    user = _note_user("defmethod", name, params, vjp, joint, jvp, forbid, view, kind, ns)
     rule = Rule(("ndarray", name), params, vjp=vjp, joint=joint, jvp=jvp, forbid=forbid,
-                view=view, kind=kind, ns=ns, name=f"ndarray.{name}")
+                view=view, kind=kind, ns=ns, name=f"ndarray.{name}", lazy=not user)
     _METHODS[name] = rule
     return rule
 
 
 def defzero_method(*names):
-    _note_user("defzero_method", names)
+    user = _note_user("defzero_method", names)
     for name in names:
         _METHODS[name] = Rule(("ndarray", name), "self, *args, **kwargs", zero=True,
-                              name=f"ndarray.{name}")
+                              name=f"ndarray.{name}", lazy=not user)
 
 
 def defattr(name, *, vjp=None, jvp=None, view=False, kind="array"):
     """Declare the rule of the array attribute ``x.name`` (``T``, ``real``...); its param is ``self``."""
-    _note_user("defattr", name, vjp, jvp, view, kind)
+    user = _note_user("defattr", name, vjp, jvp, view, kind)
     rule = Rule(("ndarray", name), "self", vjp=vjp, jvp=jvp, view=view, kind=kind,
-                name=f"ndarray.{name}")
+                name=f"ndarray.{name}", lazy=not user)
     _ATTRS[name] = rule
     return rule
 
@@ -410,9 +444,9 @@ _CONTAINER_METHODS = {}   # method name -> Rule (read-only methods of dict/list/
 def defcontainer(name, params, *, vjp=None, jvp=None, kind="any", zero=False, view=False):
     """Declare the rule of a read-only container method ``d.name(...)`` (``dict.get``...);
     ``view=True``: the result is live, it shares the container's memory (``d.items()``)."""
-    _note_user("defcontainer", name, params, vjp, jvp, kind, zero, view)
+    user = _note_user("defcontainer", name, params, vjp, jvp, kind, zero, view)
     rule = Rule(("container", name), params, vjp=vjp, jvp=jvp, kind=kind, zero=zero, view=view,
-                name=f"container.{name}")
+                name=f"container.{name}", lazy=not user)
     _CONTAINER_METHODS[name] = rule
     return rule
 
@@ -486,13 +520,29 @@ _OPTIONAL = {"scipy": "scipy", "cupy": "cupy"}
 _optional_loaded = set()
 
 
+def load_table(name):
+    """Import the table ``name`` of this package: a module, or a package and every topic module
+    in it (``numpy``: ``numpy/reductions.py``...; a new topic is a new module, listed nowhere
+    else).  A topic module can also be imported alone, with the modules it imports itself: a
+    derivative read from the disk cache imports only those whose helpers it calls."""
+    full = f"{__package__}.{name}"
+    try:
+        mod = importlib.import_module(full)
+    except ModuleNotFoundError as e:
+        if e.name != full:
+            raise
+        return
+    path = getattr(mod, "__path__", None)
+    if path is not None:
+        import pkgutil
+        for sub in sorted(m.name for m in pkgutil.iter_modules(path)):
+            if not sub.startswith("_"):
+                importlib.import_module(f"{full}.{sub}")
+
+
 def load_builtin_tables():
     for name in _TABLES:
-        try:
-            importlib.import_module(f"{__package__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__package__}.{name}":
-                raise
+        load_table(name)
     load_optional_tables()
 
 
@@ -501,10 +551,7 @@ def load_optional_tables():
     for lib, table in _OPTIONAL.items():
         if table not in _optional_loaded and lib in sys.modules:
             try:
-                importlib.import_module(f"{__package__}.{table}")
-            except ModuleNotFoundError as e:
-                if e.name != f"{__package__}.{table}":
-                    raise
+                load_table(table)
             finally:
                 _optional_loaded.add(table)   # published once filled (or failed): see below
 
@@ -579,4 +626,5 @@ def iter_rules():
 
 from ..runtime import hooks as _hooks  # noqa: E402
 _hooks.register(lookup=lookup, lookup_method=lookup_method, lookup_container_method=lookup_container_method,
-                lookup_attr=lookup_attr, ufunc_method_name=ufunc_method_name, rule_namespace=NAMESPACE)
+                lookup_attr=lookup_attr, ufunc_method_name=ufunc_method_name, rule_namespace=NAMESPACE,
+                load_tables=_ensure_tables)

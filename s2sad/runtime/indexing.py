@@ -95,14 +95,14 @@ def _trick_items(obj, layout, flat):
     value that is itself the tuple of items, as in ``key = (a, b); r[key]``)."""
     if type(obj) is _NDARRAY or isinstance(obj, (list, tuple, dict)):
         return None
-    _index_trick_kind = hooks.index_tricks._index_trick_kind
+    _index_trick_kind = hooks.index_tricks_module()._index_trick_kind
     kind = _index_trick_kind(obj)
     if kind is None:
         return None
     key = subscript_key(layout, flat)
     if isinstance(key, str) and kind == "concat":
         from ..errors import UnsupportedSyntaxError
-        _trick_name = hooks.index_tricks._trick_name
+        _trick_name = hooks.index_tricks_module()._trick_name
         raise UnsupportedSyntaxError(
             f"{_trick_name(obj)}[...] (reached through a variable) with a string builds a matrix "
             f"from variables named in the string, which s2sad cannot follow",
@@ -139,7 +139,7 @@ def subscript_adjoint(g, obj, layout, flat):
     if trick is None or is_zero(g):
         return tuple(out)
     kind, is_tuple, items, packed = trick
-    adj = hooks.index_tricks
+    adj = hooks.index_tricks_module()
     fn = adj.index_concat_adjoint if kind == "concat" else adj.index_trick_adjoint
     got = fn(g, obj, is_tuple, items)
     if packed:
@@ -164,7 +164,7 @@ def subscript_tangent(tflat, ans, obj, layout, flat):
     if trick is None:
         return 0.0
     kind, is_tuple, items, packed = trick
-    adj = hooks.index_tricks
+    adj = hooks.index_tricks_module()
     if packed:
         t0 = tflat[0]
         tin = list(t0) if isinstance(t0, (tuple, list)) else [None] * len(items)
