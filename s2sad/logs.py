@@ -6,10 +6,23 @@ At the debug level it tells the cache's decisions (a derivative found, or built 
 took) and how each call site of a built derivative was classified.  The calls cost one level
 check when the level is off (:func:`debugging`).
 """
-import logging
 import os
+import sys
 
-log = logging.getLogger("s2sad")
+_DEBUG = 10             # logging.DEBUG
+
+
+def __getattr__(name):
+    """``log``: the logger, made on first use (``import s2sad`` does not import ``logging``)."""
+    if name == "log":
+        return _logger()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _logger():
+    import logging
+    log = globals()["log"] = logging.getLogger("s2sad")
+    return log
 
 
 def configure(level=None):
@@ -18,6 +31,8 @@ def configure(level=None):
     level = level or os.environ.get("S2SAD_LOG")
     if not level:
         return
+    import logging
+    log = _logger()
     value = logging.getLevelName(str(level).upper())
     if not isinstance(value, int):
         log.warning("S2SAD_LOG=%s is not a logging level (debug, info, warning, error)", level)
@@ -30,8 +45,11 @@ def configure(level=None):
 
 
 def debugging():
-    """True when debug records are wanted (one level check)."""
-    return log.isEnabledFor(logging.DEBUG)
+    """True when debug records are wanted (one level check; False while nothing has imported
+    ``logging``, so nothing can have asked for them)."""
+    if "logging" not in sys.modules:
+        return False
+    return _logger().isEnabledFor(_DEBUG)
 
 
 def label(code):
@@ -42,7 +60,7 @@ def label(code):
 def sites(d):
     """One debug record per call site of a built derivative: where, callee, class, choice."""
     for origin, callee, cls, chosen in getattr(d, "sites", ()):
-        log.debug("  %s  %s: %s (%s)", origin.short(), callee, cls, chosen)
+        _logger().debug("  %s  %s: %s (%s)", origin.short(), callee, cls, chosen)
 
 
 configure()

@@ -19,7 +19,6 @@ A captured value that pickle cannot send is refused when pickling, with
 :class:`~s2sad.errors.NotPicklableError` naming it.
 """
 import builtins
-import hashlib
 import importlib
 import linecache
 import os
@@ -197,6 +196,7 @@ def _register(filename, text):
     if have is None and not os.path.exists(filename):
         linecache.cache[filename] = (len(text), None, lines, filename)
         return filename
+    import hashlib
     digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     name = f"<pickled {filename} #{digest}>"
     linecache.cache[name] = (len(text), None, lines, name)

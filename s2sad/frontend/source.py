@@ -13,8 +13,6 @@ import sys
 import threading
 import types
 
-import gast
-
 from ..errors import SourceUnavailableError, StaleSourceError
 from ..ir import Origin, Uncommented, Verbatim
 
@@ -83,6 +81,7 @@ class FunctionSource:
         and a line that continues onto the next one (inside a string, after a backslash) is
         :class:`~s2sad.ir.Uncommented`.  The text is parsed back and compared with the
         definition, so nothing but the definition itself can reach the generated module."""
+        import gast
         orig = self._original(node)
         first, last = node.lineno, getattr(node, "end_lineno", node.lineno)
         if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)) and node.decorator_list:
@@ -549,6 +548,7 @@ def _parse(fn):
     if depth > 50:
         text = lines[line - 1].strip() if line and 0 < line <= len(lines) else ""
         need_frames(depth, Origin(code.co_filename, line or first, 0, text, fn.__qualname__))
+    import gast         # (imported here: a derivative read from the disk cache does not parse)
     gnode = gast.ast_to_gast(node)
     gast.increment_lineno(gnode, 1 - first)
     end = getattr(node, "end_lineno", None) or first

@@ -18,10 +18,11 @@ def run_python(code):
 
 @pytest.mark.parametrize("module", ["s2sad", "s2sad.testing", "s2sad.cli", "s2sad.diskcache"])
 def test_import_does_not_import_numba_or_cupy(module):
-    # (nor SciPy; the disk cache's platformdirs and filelock are imported on first use only)
+    # (nor SciPy; the disk cache's platformdirs and filelock are imported on first use only, and
+    # so are gast (parsing) and logging (S2SAD_LOG): issue 13's import time)
     r = run_python(f"import sys, {module}\n"
                    "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
-                   "('numba', 'cupy', 'scipy', 'platformdirs', 'filelock'))\n"
+                   "('numba', 'cupy', 'scipy', 'platformdirs', 'filelock', 'gast', 'logging'))\n"
                    "print(bad)\n")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
