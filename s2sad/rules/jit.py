@@ -122,28 +122,31 @@ def power_exponent(g, ans, x1, x2):
 
 @overload(matmul, prefer_literal=True)
 def _matmul(g, a, b, which):
+    """``rules.numpy.products.matmul`` for 1-d and 2-d operands: g times the other operand's
+    conjugate transpose, in the operand's dtype."""
     if not isinstance(which, nt.IntegerLiteral):
         return None
     w = which.literal_value
-    if not (isinstance(a, nt.Array) and isinstance(b, nt.Array)):
+    if not (_fc_array(a, (1, 2)) and _fc_array(b, (1, 2))):
         return None
+    cj, C = _jrt.cj, np.ascontiguousarray
     A, B = a.ndim, b.ndim
     if (A, B) == (2, 1):
         if w == 0:
-            return lambda g, a, b, which: np.outer(g, b)
-        return lambda g, a, b, which: np.ascontiguousarray(a.T) @ g
+            return lambda g, a, b, which: like(np.outer(g, cj(b)), a)
+        return lambda g, a, b, which: like(C(cj(a).T) @ g, b)
     if (A, B) == (2, 2):
         if w == 0:
-            return lambda g, a, b, which: g @ np.ascontiguousarray(b.T)
-        return lambda g, a, b, which: np.ascontiguousarray(a.T) @ g
+            return lambda g, a, b, which: like(g @ C(cj(b).T), a)
+        return lambda g, a, b, which: like(C(cj(a).T) @ g, b)
     if (A, B) == (1, 2):
         if w == 0:
-            return lambda g, a, b, which: b @ g
-        return lambda g, a, b, which: np.outer(a, g)
+            return lambda g, a, b, which: like(C(cj(b)) @ g, a)
+        return lambda g, a, b, which: like(np.outer(cj(a), g), b)
     if (A, B) == (1, 1):
         if w == 0:
-            return lambda g, a, b, which: g * b
-        return lambda g, a, b, which: g * a
+            return lambda g, a, b, which: like(g * cj(b), a)
+        return lambda g, a, b, which: like(g * cj(a), b)
 
 
 @overload(dot, prefer_literal=True)
@@ -195,7 +198,14 @@ def _fits(g, a):
 @overload(like)
 def _like(r, x):
     """``rules.adjoints.like`` for a float or complex array ``x`` and an array ``r`` of its shape:
-    r in x's dtype (the imaginary part dropped for a real x)."""
+    r in x's dtype (the imaginary part dropped for a real x); for a float or complex scalar ``x``
+    and a scalar ``r``, r as x's kind of number."""
+    if isinstance(x, nt.Complex) and isinstance(r, (nt.Float, nt.Integer, nt.Complex)):
+        return lambda r, x: complex(r)
+    if isinstance(x, nt.Float) and isinstance(r, (nt.Float, nt.Integer)):
+        return lambda r, x: float(r)
+    if isinstance(x, nt.Float) and isinstance(r, nt.Complex):
+        return lambda r, x: r.real
     if not (_fc_array(x) and isinstance(r, nt.Array)):
         return None
     dt = x.dtype
