@@ -638,6 +638,11 @@ def obtain(pyfunc, mode, mask, kinds, build):
     where = usable_folder()
     if where is None:
         return build()
+    if not all(type(k) is str for k in kinds):
+        # specialised on a function or module passed in (frontend/statics.py): its identity has
+        # no reference another process could check, so the derivative stays in memory
+        _note("skipped", f"{pyfunc.__qualname__}: specialised on a function or module argument")
+        return build()
     try:
         key = entry_key(pyfunc, mode, mask, kinds)
     except Unkeyable as e:

@@ -4,7 +4,7 @@ import numpy as np
 from .. import classify as C
 from ..classify import closures
 from .. import ir, runtime
-from ..frontend import analysis, jumps
+from ..frontend import analysis, jumps, statics
 from ..frontend.lower import lower
 from ..frontend.source import FunctionSource
 from ..rules import registry
@@ -60,7 +60,15 @@ def build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, m
     specialised on them, and leaves out what they prove unneeded."""
     fn = lower_function(pyfunc, constructor, mutating)
     wrt = [p for p, m in zip(fn.params, mask) if m]
+    param_kinds = statics.bind(fn, param_kinds)    # (functions and modules passed in)
     kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
+    if jit:
+        # one numba function: calls of user functions are inlined where they can be
+        from ..classify import inline
+        for _ in range(inline.MAX_DEPTH):
+            if not inline.expand(fn):
+                break
+            kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
     closures.remake(fn, kinds)       # (closures made again after changes of what they read)
     active, varied = analysis.activity(fn, wrt)
     C.finish(fn, active, varied)

@@ -9,6 +9,7 @@ from ..frontend.analysis import written_arrays
 from ..rules import registry
 from . import text as T
 from .build import Derivative, _sites
+from ..frontend import statics
 from .build import lower_function as _lower
 from ..runtime import forward as _fw
 from ..runtime.forward import ForwardStub
@@ -61,6 +62,7 @@ def build_forward(pyfunc, mask, param_kinds, init=False, mut=False):
     ``mut``: a method that updates its object, whose outputs are (result, ``self``)."""
     fn = lower_function(pyfunc, init, mut)
     wrt = [p for p, m in zip(fn.params, mask) if m]
+    param_kinds = statics.bind(fn, param_kinds)    # (functions and modules passed in)
     kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
     closures.remake(fn, kinds)       # (closures made again after changes of what they read)
     _stub_sites_dynamic(fn)

@@ -65,6 +65,33 @@ def _object_grad(g, x):
 
 
 # -- kinds of run-time values (the build is specialised on them) ----------------------------------
+STATIC = "static"
+
+
+def static_value(v):
+    """True for the values a derivative is specialised on by identity (frontend/statics.py):
+    modules, builtins and NumPy ufuncs, and module-level Python functions without closure."""
+    if isinstance(v, (_types.ModuleType, _types.BuiltinFunctionType, np.ufunc)):
+        return True
+    if type(v) is _types.FunctionType:
+        q = v.__qualname__
+        return v.__closure__ is None and "<locals>" not in q and "<lambda>" not in q
+    return False
+
+
+_ARRAY_KINDS = {}
+
+
+def _array_kind(t):
+    """"a" for NumPy's arrays and scalars, "a:<library>" for another library's ("a:cupy"): a
+    derivative is specialised on its arguments' array library (frontend/namespaces.py)."""
+    k = _ARRAY_KINDS.get(t)
+    if k is None:
+        lib = (getattr(t, "__module__", None) or "").partition(".")[0]
+        k = _ARRAY_KINDS[t] = "a" if lib in ("numpy", "") else f"a:{lib}"
+    return k
+
+
 def kind_of(v):
     t = type(v)
     if t is _NDARRAY:
@@ -78,11 +105,13 @@ def kind_of(v):
     if t is tuple or t is list or t is dict:
         return "c"
     if _is_array(v):
-        return "a"
+        return _array_kind(t)
     if isinstance(v, (tuple, list, dict)):
         return "c"
     if class_has_operators(t):
         return "o"                      # an object whose class defines __add__... in Python
+    if static_value(v):
+        return (STATIC, v)              # a function or module: fixed when the derivative is built
     return "?"
 
 

@@ -262,14 +262,18 @@ class ReverseSweep:
                 rng = f"range({T.operand_text(s.stop, self.consts)})"
             for op in (s.start, s.stop, s.step):
                 self.read(s, "pre", op)
+            cnt = None
             if s.brk:
                 cnt = self.counter(s)
                 rng = f"{rng}[:{cnt}]"
-            if self.jit and not s.brk:
-                # (numba has no reversed(range)): the same values, last first
+            if self.jit:
+                # (numba has no reversed(range) nor range slices): the same values, last first
                 start, stop, step = (T.operand_text(op, self.consts)
                                      for op in (s.start, s.stop, s.step))
-                if rng == f"range({stop})":
+                if cnt is not None:
+                    # the first cnt values (the loop ended early): start .. start+(cnt-1)*step
+                    rng = f"range({start} + ({cnt} - 1) * {step}, {start} - {step}, -{step})"
+                elif rng == f"range({stop})":
                     rng = f"range({stop} - 1, -1, -1)"
                 else:
                     rng = (f"range({start} + (len(range({start}, {stop}, {step})) - 1) * {step}, "

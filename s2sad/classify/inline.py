@@ -1,0 +1,203 @@
+"""Inlining derived callees: a call of a user function becomes that function's body.
+
+Used for ``jit=True``, where the forward and reverse sweeps are one numba function and a call into
+another generated derivative (through its lazy stub) cannot be compiled.  A call site classified
+``derived`` is replaced by the callee's lowered IR: its variables renamed apart
+(``_sum1_y`` for ``y`` of the first inlined ``_sum``), its parameters bound by plain assignments
+to the call's arguments, functions and modules passed in fixed as constants
+(``frontend/statics.py``: ``_sum(identity, x)`` calls ``identity`` itself, which is then inlined
+in turn), and its single ``return`` (after ``jumps.structure``) an assignment to the call's
+target.  The callee's lines keep their own origins, so the source map points into the callee.
+
+Only what is plainly safe is inlined: a module-level Python function without closure, defaults
+bound, *args or **kwargs, generators, or recursion; whose IR has only assignments, calls, item
+writes, if/for/while and break/continue (no try, with, raise, del, closures or lazy iterators);
+that reads its module's globals (the same dict as the caller's, so staleness checks still hold);
+and whose namespace names agree with the caller's.  Anything else stays a derived call.
+"""
+import inspect
+import types
+
+from .. import ir
+from ..frontend import jumps, statics
+from ..frontend.analysis import bound_names
+from ..frontend.lower import lower
+from ..frontend.source import FunctionSource
+from ..runtime.values import STATIC, static_value
+
+_SIMPLE = (ir.Assign, ir.ExprStmt, ir.SetItem, ir.If, ir.For, ir.While, ir.Break, ir.Return)
+_EXTRA_OK = {"augmented"}
+MAX_DEPTH = 4
+MAX_STATEMENTS = 400
+
+
+def expand(fn, depth=0):
+    """Inline the derived call sites of ``fn`` (classified) that qualify; True if any was."""
+    counter = [0]
+    taken = set(fn.params)
+    for s in ir.walk(fn.body):
+        taken.update(bound_names(s))
+    changed = _block(fn.body, fn, taken, counter, (getattr(fn, "pyfunc", None),))
+    return changed
+
+
+def _block(stmts, fn, taken, counter, stack):
+    changed = False
+    i = 0
+    while i < len(stmts):
+        s = stmts[i]
+        for b in ir.children(s):
+            changed |= _block(b, fn, taken, counter, stack)
+        new = _inline_site(s, fn, taken, counter, stack) if isinstance(s, ir.Assign) else None
+        if new is not None:
+            stmts[i:i + 1] = new
+            i += len(new)
+            changed = True
+        else:
+            i += 1
+    return changed
+
+
+def _qualifies(callee, stack):
+    if type(callee) is not types.FunctionType or callee.__closure__ or callee in stack:
+        return False
+    code = callee.__code__
+    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_VARARGS |
+                        inspect.CO_VARKEYWORDS | inspect.CO_ASYNC_GENERATOR):
+        return False
+    return len(stack) <= MAX_DEPTH
+
+
+def _simple(block):
+    for s in ir.walk(block):
+        if not isinstance(s, _SIMPLE):
+            return False
+        if isinstance(s, ir.SetItem) and s.attr is not None:
+            return False
+        call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) \
+            else None
+        if isinstance(call, ir.Call) and set(call.extra) - _EXTRA_OK:
+            return False
+    return True
+
+
+def _inline_site(s, fn, taken, counter, stack):
+    call = s.value
+    if not (isinstance(call, ir.Call) and call.cls == "derived"):
+        return None
+    callee = call.info.get("callee")
+    pyfunc = getattr(fn, "pyfunc", None)
+    if not _qualifies(callee, stack) or pyfunc is None or \
+            callee.__globals__ is not pyfunc.__globals__:
+        return None
+    try:
+        src = FunctionSource(callee)
+        if src.data_cells:
+            return None
+        body_fn = lower(src)
+        jumps.structure(body_fn)
+    except Exception:                    # (what cannot be lowered stays a derived call)
+        return None
+    args = call.info["callargs"]
+    if len(args) != len(body_fn.params) or not body_fn.body or \
+            not isinstance(body_fn.body[-1], ir.Return) or \
+            sum(1 for _ in ir.walk(body_fn.body)) > MAX_STATEMENTS or \
+            not _simple(body_fn.body[:-1]):
+        return None
+    for name, value in body_fn.namespace.items():
+        if name in fn.namespace and fn.namespace[name] is not value:
+            return None
+    glb, refs = getattr(body_fn, "global_refs", (None, ()))
+    own_glb, own_refs = getattr(fn, "global_refs", (None, ()))
+    if refs and own_glb is not None and glb is not own_glb:
+        return None
+    # functions and modules passed in are constants inside
+    kinds = [(STATIC, a.value) if isinstance(a, ir.Const) and static_value(a.value) else "?"
+             for a in args]
+    statics.bind(body_fn, kinds)
+    counter[0] += 1
+    base = callee.__name__.lstrip("_") or "f"
+    prefix = f"_{base}{counter[0]}_"
+    names = set(body_fn.params)
+    for st in ir.walk(body_fn.body):
+        names.update(bound_names(st))
+        if isinstance(st, (ir.For, ir.While)) and st.brk:
+            names.add(st.brk)
+    ren = {}
+    for v in sorted(names):
+        new = prefix + v.lstrip("_")
+        while new in taken:
+            new = "_" + new
+        ren[v] = new
+        taken.add(new)
+    _rename_block(body_fn.body, ren)
+    ret = body_fn.body[-1]
+    out = []
+    for p, a in zip(body_fn.params, args):
+        if isinstance(a, ir.Const) and static_value(a.value):
+            continue                     # (substituted where it is read)
+        out.append(ir.Assign(ren[p], a, s.origin))
+    out += body_fn.body[:-1]
+    out.append(ir.Assign(s.target, ret.value, ret.origin))
+    fn.namespace.update(body_fn.namespace)
+    if own_glb is not None and refs:
+        fn.global_refs = (own_glb, tuple(own_refs) + tuple(refs))
+    return out
+
+
+def _r(op, ren):
+    if isinstance(op, str):
+        return ren.get(op, op)
+    if isinstance(op, tuple):
+        return tuple(_r(x, ren) for x in op)
+    if isinstance(op, list):
+        return [_r(x, ren) for x in op]
+    if isinstance(op, dict):
+        return {k: _r(v, ren) for k, v in op.items()}
+    if isinstance(op, ir.Index):
+        op.parts = [_r(p, ren) for p in op.parts]
+        return op
+    if isinstance(op, ir.Slice):
+        op.lower, op.upper, op.step = (_r(p, ren) for p in (op.lower, op.upper, op.step))
+        return op
+    return op
+
+
+def _rename_call(call, ren):
+    call.args = [_r(a, ren) for a in call.args]
+    call.kwargs = [(k, _r(a, ren)) for k, a in call.kwargs]
+    if isinstance(call.fn, ir.Dynamic):
+        call.fn = ir.Dynamic(ren.get(call.fn.var, call.fn.var))
+    if "augmented" in call.extra:
+        call.extra["augmented"] = ren.get(call.extra["augmented"], call.extra["augmented"])
+
+
+def _rename_block(stmts, ren):
+    for s in stmts:
+        if isinstance(s, ir.Assign):
+            s.target = ren.get(s.target, s.target)
+            if isinstance(s.value, ir.Call):
+                _rename_call(s.value, ren)
+            else:
+                s.value = _r(s.value, ren)
+        elif isinstance(s, ir.ExprStmt):
+            _rename_call(s.call, ren)
+        elif isinstance(s, ir.SetItem):
+            s.obj = ren.get(s.obj, s.obj)
+            s.index = _r(s.index, ren)
+            s.value = _r(s.value, ren)
+        elif isinstance(s, ir.Return):
+            s.value = _r(s.value, ren)
+        elif isinstance(s, ir.If):
+            s.test = _r(s.test, ren)
+        elif isinstance(s, ir.For):
+            s.target = ren.get(s.target, s.target)
+            s.start, s.stop, s.step = (_r(p, ren) for p in (s.start, s.stop, s.step))
+            if s.brk:
+                s.brk = ren.get(s.brk, s.brk)
+        elif isinstance(s, ir.While):
+            s.test = _r(s.test, ren)
+            if s.brk:
+                s.brk = ren.get(s.brk, s.brk)
+        for b in ir.children(s):
+            _rename_block(b, ren)
