@@ -647,7 +647,9 @@ def obtain(pyfunc, mode, mask, kinds, build):
         key = entry_key(pyfunc, mode, mask, kinds)
     except Unkeyable as e:
         _note("skipped", f"{pyfunc.__qualname__}: no key ({e})")
-        return build()
+        key = None
+    if key is None:
+        return build()          # (outside the except: a refusal build() raises has no context)
     path = entry_path(where, pyfunc, key)
     d = _try_load(path, key, pyfunc)
     if d is not None:

@@ -82,7 +82,8 @@ class CompiledDerivative:
             return None
         bad = _untypeable(args)
         if bad is not None:
-            self.fail(f"argument {bad}: numba compiles floats, integers and NumPy arrays", None)
+            self.fail(f"argument {bad}: the compiled mode takes floats, integers and NumPy "
+                      f"arrays of float64, complex128, int64/int32 or bool", None)
             return None
         disp = self.dispatcher()
         n = len(disp.overloads)
@@ -105,7 +106,17 @@ class CompiledDerivative:
                 self.fail("an array changed shape between iterations, which a compiled "
                           "adjoint cannot follow", None)
                 return None
-            raise
+            if len(disp.overloads) > n:
+                raise                       # (compiled, then the user's code raised)
+            self.fail(f"numba failed while compiling ({type(e).__name__}: {e})", None)
+            return None
+        except Exception as e:
+            if len(disp.overloads) > n or isinstance(e, (KeyboardInterrupt,)):
+                raise                       # (compiled, then the user's code raised)
+            # numba itself failed while typing or lowering (an AssertionError, a TypeError...)
+            self.fail(f"numba failed while compiling ({type(e).__name__}: {_first_line(e)})",
+                      _generated_line(e, self.d.module.filename))
+            return None
         if len(disp.overloads) > n:
             self.compile_time += time.perf_counter() - t0
         return out
@@ -132,15 +143,24 @@ class CompiledDerivative:
             JitFallbackWarning, stacklevel=4)
 
 
+# dtypes whose arithmetic numba promotes as NumPy 2 does (a Python float times a float32 array is
+# float64 under numba, float32 under NumPy): other dtypes run as Python, so the numbers and dtypes
+# are NumPy's
+_DTYPES = {"float64", "complex128", "int64", "int32", "bool"}
+
+
 def _untypeable(args):
     import numpy as np
     for i, a in enumerate(args):
         t = type(a)
-        if t in (float, int, bool, complex) or isinstance(a, (np.generic,)):
+        if t in (float, int, bool, complex):
             continue
-        if t is np.ndarray and a.dtype.kind in "biufc":
+        if isinstance(a, np.generic) and a.dtype.name in _DTYPES:
             continue
-        return f"{i} is {t.__name__}"
+        if t is np.ndarray and a.dtype.name in _DTYPES:
+            continue
+        what = f"an array of dtype {a.dtype}" if hasattr(a, "dtype") else t.__name__
+        return f"{i} is {what}"
     return None
 
 

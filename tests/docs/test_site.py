@@ -108,8 +108,8 @@ def test_gpu_chart_from_results():
     assert len(rows) >= 4
     with open(os.path.join(ROOT, "benchmarks", "RESULTS.md"), encoding="utf-8") as f:
         results = f.read()
-    start = results.index("\n## ")
-    first = results[start:results.index("\n## ", start + 1)]        # the latest run's section
+    # the latest GPU-kernel run's section: the first with an "s2sad µs" column (as gpu_rows reads)
+    first = next(sec for sec in results.split("\n## ") if "s2sad µs" in sec)
     for case, s, cupy, torch in rows:
         line = next(ln for ln in first.splitlines() if ln.startswith(f"| {case} | float32 |"))
         cells = [c.strip() for c in line.strip("|").split("|")]
