@@ -116,7 +116,8 @@ def _inline_site(s, fn, taken, counter, stack):
              for a in args]
     statics.bind(body_fn, kinds)
     counter[0] += 1
-    base = callee.__name__.lstrip("_") or "f"
+    base = callee.__name__.lstrip("_")
+    base = base if base.isidentifier() else "f"         # (a lambda: <lambda>)
     prefix = f"_{base}{counter[0]}_"
     names = set(body_fn.params)
     for st in ir.walk(body_fn.body):

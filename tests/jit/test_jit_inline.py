@@ -76,3 +76,22 @@ def test_inlined_source_points_at_the_callee():
     src = s2sad.differentiate(sum_identity, jit=True).adjoint_source(np.ones(3))
     assert "_sum__fwd" not in src and "identity__fwd" not in src
     assert "# test_jit_inline.py:" in src and "y += f(x[n])" in src
+
+
+sq = lambda v: v * v  # noqa: E731  (a module-level lambda: inlined under a valid name)
+
+
+def sum_sq(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + sq(x[i])
+    return s
+
+
+def test_lambda_callee_is_inlined():
+    x = np.linspace(0.1, 1.0, 6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        g = s2sad.grad(sum_sq, jit=True)(x)
+    np.testing.assert_allclose(g, 2 * x, rtol=1e-12)
+    assert "_f1_v" in s2sad.differentiate(sum_sq, jit=True).adjoint_source(x)
