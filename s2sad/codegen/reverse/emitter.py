@@ -77,7 +77,7 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
         if out_var is not None:
             st.defined.add(out_var)
         rev = self.rev_block(fn.body[:-1], st) if out_var is not None else []
-        self.plan_saves()
+        self.plan_saves(rev)
         o = fn.origin
         fwd = []
         for v, m in self.mode.items():
@@ -118,9 +118,7 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
     def expand(self, hook):
         if hook.when == "discard":
             # the statement raised after saving its inputs: drop what it pushed
-            slot = self.reads.get(hook.key) or {"pre": []}
-            return [T.Line(f"{stack(v)}.pop()", hook.origin) for v in slot["pre"]
-                    if self.mode.get(v) == "stack"]
+            return [T.Line(f"{stack(v)}.pop()", hook.origin) for v in self.discards(hook.key)]
         return [T.Line(f"{v} = {stack(v)}.pop()", hook.origin) for v in self.pops(hook.key)]
 
     def render_function(self, header, body, origin):

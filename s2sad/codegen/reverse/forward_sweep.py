@@ -24,7 +24,8 @@ class ForwardSweep:
                 caps = {}
                 assigned = defined_in(ir.children(s)[0] + [x for blk in ir.children(s)[1:] for x in blk])
                 for v in (self.reads.get(id(s)) or {"pre": []})["pre"]:
-                    if self.mode.get(v) == "stack" and v in assigned:
+                    if self.mode.get(v) == "stack" and v in assigned and \
+                            (id(s), "pre", v) not in self.no_push:
                         caps[v] = self.fresh("cap")
                         out.append(T.Line(f"{caps[v]} = {v}", s.origin))
                 out.extend(self.fwd_stmt(s))

@@ -1,21 +1,45 @@
 """The save plan: per variable the reverse sweep reads, by name in the tape or on a stack; the
-pushes and pops; copies where an array is changed in place later, and the refusal where a call's
-own reverse sweep would read an object changed after it; the tape."""
+pushes and pops (one of each for reads of one value that follow each other); copies where an
+array is changed in place later, and the refusal where a call's own reverse sweep would read an
+object changed after it; the tape."""
 from ... import ir
 from ...classify.closures import _cells, _is_make
 from ...errors import UnsupportedSyntaxError
-from ...frontend.analysis import (definitions, may_run_after, mutations, positions, top_level_defs,
-                                  written_arrays)
+from ...frontend.analysis import (bound_names, defined_in, definitions, may_run_after, mutations,
+                                  positions, top_level_defs, written_arrays)
 from .. import text as T
 from .names import stack
+
+
+_COMPOUND = (ir.If, ir.For, ir.While, ir.Try, ir.With)
+
+
+def _hook_keys(items):
+    """The keys of the "pops" hooks among text items (nested ones included)."""
+    out = set()
+    todo = list(items)
+    while todo:
+        it = todo.pop()
+        if isinstance(it, T.Hook):
+            if it.when == "pops":
+                out.add(it.key)
+        elif isinstance(it, T.Nest):
+            todo.extend(it.body)
+            if isinstance(it.orelse, T.Nest):
+                todo.append(it.orelse)
+            elif it.orelse:
+                todo.extend(it.orelse)
+    return out
 
 
 class SavePlan:
     """The part of :class:`~.emitter.ReverseEmitter` that decides how values reach the reverse sweep."""
 
     # -- saving -----------------------------------------------------------------------------
-    def plan_saves(self):
-        """Decide, per variable the reverse sweep reads, whether it travels by name or on a stack."""
+    def plan_saves(self, rev=()):
+        """Decide, per variable the reverse sweep reads, whether it travels by name or on a stack,
+        and which reads of one value share one push and one pop (``rev``: the reverse sweep's
+        items, whose hooks say which statements pop)."""
         defs = definitions(self.fn)
         top = top_level_defs(self.fn)
         written = written_arrays(self.fn)
@@ -37,6 +61,49 @@ class SavePlan:
                     self.mode[v] = "name"
                 else:
                     self.mode[v] = "stack"
+        self.no_push, self.no_pop = set(), set()          # (id(stmt), "pre" | "post", var)
+        self._share_block(self.fn.body, _hook_keys(rev))
+
+    def _share_block(self, block, hooks):
+        """Reads of one stacked value by statements of one block that follow each other, with no
+        rebinding of the variable between them, share one push (the first read's) and one pop (the
+        last read's, which the reverse sweep runs first; the variable keeps that value until the
+        first read's reverse has run: the reverse sweep rebinds a variable only by popping it, and
+        pops between the two give that same object).  Only variables never changed in place (their
+        pushes are never copies), only blocks whose statements all run once they start (a ``try``
+        or ``with`` body that records progress does not: its reverse may skip a statement's), and
+        only statements whose reverse pops (has a hook)."""
+        last = {}          # var -> the read whose push stands for the value the var has now
+        for s in block:
+            slot = self.reads.get(id(s)) if id(s) in hooks else None
+            compound = isinstance(s, _COMPOUND)
+            bound = defined_in([s]) if compound else set(bound_names(s))
+            for when in ("pre", "post"):
+                if when == "post":
+                    for v in bound:
+                        last.pop(v, None)
+                for v in (slot or {}).get(when, ()):
+                    if self.mode.get(v) != "stack" or v in self.synthetic or v in self.written:
+                        continue
+                    if compound and when == "pre" and v in bound:
+                        continue    # (saved after the statement from a copy of its value before)
+                    if v in last:
+                        self.no_push.add((id(s), when, v))
+                        self.no_pop.add(last[v])
+                    last[v] = (id(s), when, v)
+            if compound:
+                for blk in self._whole_blocks(s):
+                    self._share_block(blk, hooks)
+
+    def _whole_blocks(self, s):
+        """The blocks of compound statement ``s`` whose statements the reverse sweep reverses all
+        or none of (not a ``while`` test, which it does not reverse; not a body that records its
+        progress for the handlers)."""
+        if isinstance(s, ir.While):
+            return [s.body]
+        if isinstance(s, (ir.Try, ir.With)) and ("p", id(s)) in self.site_names:
+            return ir.children(s)[1:]
+        return ir.children(s)
 
     def check_read_then_changed(self, call, s, o):
         """A call whose derivative is made apart (a user function, a closure, a call resolved when
@@ -92,7 +159,7 @@ class SavePlan:
             return []
         out = []
         for v in slot[when]:
-            if self.mode.get(v) == "stack":
+            if self.mode.get(v) == "stack" and (id(s), when, v) not in self.no_push:
                 val = (caps or {}).get(v, v)
                 if v in self.written and self.changed_later(s, v):
                     val = f"_rt.snap({val})"
@@ -106,9 +173,15 @@ class SavePlan:
         out = []
         for when in ("post", "pre"):
             for v in slot[when]:
-                if self.mode.get(v) == "stack":
+                if self.mode.get(v) == "stack" and (key, when, v) not in self.no_pop:
                     out.append(v)
         return out
+
+    def discards(self, key):
+        """What statement ``key`` pushed before it ran (dropped when it raised)."""
+        slot = self.reads.get(key) or {"pre": []}
+        return [v for v in slot["pre"] if self.mode.get(v) == "stack" and
+                (key, "pre", v) not in self.no_push]
 
     def tape_text(self):
         names = self.tape_names()
