@@ -49,7 +49,8 @@ class _Spec:
         static, self.cells = split_closure(self.pyfunc)
         names = self.pyfunc.__code__.co_freevars
         self._snapshot = tuple(static.get(n, _DATA) for n in names)
-        self._memo = {}          # (mask, kinds) -> derivative: the per-call path skips the cache key
+        self._memo = {}          # (mask, kinds, types) -> derivative: the per-call path skips the cache key
+        self._typed = {}         # (mask, kinds) -> how many typed specialisations
         self._quick = {}         # (argument types, wrt, check) -> derivative: skips mask and kinds
         self._generation = CACHE.generation
 
@@ -180,13 +181,26 @@ class _Spec:
         if jit is not None:
             from .classify.types import of_value
             return self._compiled(key, jit, tuple(of_value(a) for a in full)), full
-        d = self._memo.get(key)
+        # specialised on the arguments' types too (kind, dtype kind, ndim: classify/types.py),
+        # at most _TYPED_MAX ways per kinds; then one derivative for all (types unknown)
+        from .classify.types import of_value
+        types = tuple(of_value(a) for a in full)
+        tkey = key + (types,)
+        d = self._memo.get(tkey)
         if d is None or not d.fresh():
-            try:
-                d = self._memo[key] = reverse_derivative(self.pyfunc, key[0], kinds)
-            except S2SADError as e:
-                _relocate(e)
-                raise
+            n = self._typed.get(key, 0)
+            if d is None and n >= _TYPED_MAX:
+                types, tkey = None, key + (None,)
+                d = self._memo.get(tkey)
+            if d is None or not d.fresh():
+                try:
+                    d = self._memo[tkey] = reverse_derivative(self.pyfunc, key[0], kinds,
+                                                              types=types)
+                except S2SADError as e:
+                    _relocate(e)
+                    raise
+                if types is not None:
+                    self._typed[key] = n + 1
         if quick is not None and not self.cells and len(self._quick) < 16:
             self._quick[quick] = d
         return d, full
@@ -203,6 +217,8 @@ class _Spec:
                 raise
         return c
 
+
+_TYPED_MAX = 8          # typed specialisations of one function per argument kinds
 
 _SPECS = {}              # (function, wrt) -> _Spec, most recent last: grad(f)(x) inside a loop
 _SPECS_MAX = 128

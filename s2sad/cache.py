@@ -85,9 +85,12 @@ class DerivativeCache:
 
 def _log_key(what, key):
     code, _, _, mode, mask, kinds = key
-    _logs.log.debug("%s: %s derivative of %s, wrt mask %s, kinds %s", what, mode,
+    types = None
+    if isinstance(mode, tuple):            # (mode, types) / ("reverse-jit", options, types)
+        mode, types = mode[0], mode[-1]
+    _logs.log.debug("%s: %s derivative of %s, wrt mask %s, kinds %s%s", what, mode,
                     _logs.label(code), "".join("1" if m else "0" for m in mask),
-                    ",".join(map(str, kinds)))
+                    ",".join(map(str, kinds)), "" if types is None else f", types {types}")
 
 
 _WRITTEN_CELLS = {}
@@ -127,12 +130,13 @@ def static_cells_key(pyfunc):
 CACHE = DerivativeCache()
 
 
-def reverse_derivative(pyfunc, mask, kinds, mode="reverse"):
+def reverse_derivative(pyfunc, mask, kinds, mode="reverse", types=None):
     """The cached reverse-mode :class:`~s2sad.codegen.build.Derivative` of ``pyfunc``.
 
     ``mode="init"`` differentiates an ``__init__`` as a constructor: its output is ``self``;
-    ``mode="mut"`` a method that updates its object: its outputs are (result, ``self``)."""
-    key = CACHE.key(pyfunc, mode, mask, kinds)
+    ``mode="mut"`` a method that updates its object: its outputs are (result, ``self``).
+    ``types`` (classify/types.py, one per parameter): specialised on them where given."""
+    key = CACHE.key(pyfunc, mode if types is None else (mode, tuple(types)), mask, kinds)
     d = CACHE._store.get(key)
     if d is not None:
         if d.fresh():
@@ -141,7 +145,7 @@ def reverse_derivative(pyfunc, mask, kinds, mode="reverse"):
             return d
         CACHE.discard(key, d)
     return CACHE.get(key, lambda: _build_reverse(pyfunc, mask, kinds, mode == "init",
-                                                 mode == "mut"))
+                                                 mode == "mut", types))
 
 
 def forward_derivative(pyfunc, mask, kinds, init=False, mut=False):
@@ -191,7 +195,7 @@ def _build_forward(pyfunc, mask, kinds, init, mut):
     return diskcache.obtain(pyfunc, mode, mask, kinds, build)
 
 
-def _build_reverse(pyfunc, mask, kinds, constructor=False, mutating=False):
+def _build_reverse(pyfunc, mask, kinds, constructor=False, mutating=False, types=None):
     # the disk layer: a new process reads what another one built (without importing the
     # pipeline, which build() imports)
     from . import diskcache
@@ -199,8 +203,10 @@ def _build_reverse(pyfunc, mask, kinds, constructor=False, mutating=False):
     def build():
         from .codegen.build import build_reverse
         return build_reverse(pyfunc, mask, kinds, _namer_factory, constructor=constructor,
-                             mutating=mutating)
+                             mutating=mutating, param_types=types)
     mode = "init" if constructor else "mut" if mutating else "reverse"
+    if types is not None:
+        mode = f"{mode}|{tuple(types)!r}"        # (the disk key: the types are part of it)
     return diskcache.obtain(pyfunc, mode, mask, kinds, build)
 
 

@@ -158,6 +158,9 @@ def _call(call, types):
     args = [_operand(a, types) for a in call.args]
     if isinstance(fn, ir.Static):
         obj = fn.obj
+        if obj in (operator.pow, operator.ipow) and len(args) == 2 and \
+                all(a is not None and a[0] == "s" for a in args) and args[1][1] not in "bi":
+            return None         # (a Python float to a float power may be complex: (-8.0) ** 0.5)
         if obj in _ARITH or obj in _COMPARE or obj in _UNARY:
             return _broadcast(obj, args) if not call.kwargs else None
         if obj is operator.getitem and len(call.args) == 2:
