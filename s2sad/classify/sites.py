@@ -371,7 +371,10 @@ def classify(fn, param_kinds):
         # kinds only widen; stop at a fixpoint
         if kinds == before:
             break
-    _drop_heres(fn.body, kinds)
+    if _drop_heres(fn.body, kinds):
+        # (the consumers read x itself now, an array or a list: kinds again from the start, as
+        # they only widen: ``for v in x.ravel()`` walks an array)
+        return classify(fn, param_kinds)
     fn.kinds = kinds
     from .writes import rederive_views
     rederive_views(fn, kinds)        # (views of an array bound again after writes into it)
@@ -380,8 +383,9 @@ def classify(fn, param_kinds):
 
 def _drop_heres(block, kinds):
     """``_rt.here(x)`` where x is known to be a list, array, number... (not an iterator): the
-    consuming call reads x itself."""
+    consuming call reads x itself.  Returns how many were dropped."""
     keep = []
+    dropped = 0
     for s in block:
         v = s.value if isinstance(s, ir.Assign) else None
         if isinstance(v, ir.Call) and isinstance(v.fn, ir.Static) and v.fn.obj is runtime.here and \
@@ -395,11 +399,13 @@ def _drop_heres(block, kinds):
                 call.args[k] = v.args[0]
                 kinds.pop(s.target, None)
                 classify_call(call, kinds, s.origin)
+                dropped += 1
                 continue
         keep.append(s)
         for b in ir.children(s):
-            _drop_heres(b, kinds)
+            dropped += _drop_heres(b, kinds)
     block[:] = keep
+    return dropped
 
 
 def site_description(call):

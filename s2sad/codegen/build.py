@@ -97,6 +97,8 @@ def build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, m
         from ..runtime import jit as _jit_rt
         namespace["_rt"] = _jit_rt.namespace()
         namespace["_adj"] = _jit_adj.namespace()
+        from ..rules import jit_substitutes     # (SciPy callees: their numba versions)
+        jit_substitutes.bind(fn, namespace)
         header[0] = (0, header[0][1] + "; forward and reverse sweeps in one function, for "
                         "numba.njit (jit=True)", None)
         fwd_name = bwd_name = f"{name}__vjp"

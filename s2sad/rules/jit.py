@@ -415,10 +415,38 @@ def _reshape_back(g, a, order="C"):
 
 @overload(transpose)
 def _transpose(g, a, axes=None):
-    """The adjoint of ``a.T`` / ``np.transpose(a)``: g reversed back (other axes: Python)."""
-    if _whole(axes) and _fc_array(a) and isinstance(g, nt.Array) and g.ndim == a.ndim and \
-            _fits(g, a):
+    """The adjoint of ``a.T`` / ``np.transpose(a)``: g reversed back; of ``np.transpose(a, axes)``
+    with a tuple of a.ndim integers: g permuted by the inverse permutation."""
+    if not (_fc_array(a) and isinstance(g, nt.Array) and g.ndim == a.ndim and _fits(g, a)):
+        return None
+    if _whole(axes):
         return lambda g, a, axes=None: like(np.ascontiguousarray(g.T), a)
+    if isinstance(axes, nt.UniTuple) and isinstance(axes.dtype, nt.Integer) and \
+            len(axes) == a.ndim:
+        def impl(g, a, axes=None):
+            nd = a.ndim
+            inv = axes
+            for i in range(nd):
+                inv = _jrt.tuple_setitem(inv, axes[i] % nd, i)
+            return like(np.ascontiguousarray(np.transpose(g, inv)), a)
+        return impl
+
+
+def array_adjoint_of(g, obj):
+    raise NotImplementedError
+
+
+@overload(array_adjoint_of)
+def _array_adjoint_of(g, obj):
+    """The adjoint of ``np.array(obj)`` for a list of floats (a comprehension's list): one float per
+    item, held as a 1-d array (what ``_rt.unappend`` and ``_rt.seq_adjoint_of`` take); for an
+    array ``obj``, g in its shape and dtype."""
+    if isinstance(obj, nt.List) and isinstance(obj.dtype, nt.Float) and \
+            isinstance(g, nt.Array) and g.ndim == 1 and not _jrt._is_complex(g):
+        dt = obj.dtype
+        return lambda g, obj: g.astype(dt)
+    if _fc_array(obj) and isinstance(g, nt.Array) and g.ndim == obj.ndim and _fits(g, obj):
+        return lambda g, obj: like(np.ascontiguousarray(g).reshape(obj.shape), obj)
 
 
 # -- linear algebra (2-d, float or complex; stacks of matrices run as Python) -------------------
@@ -481,6 +509,82 @@ def _solve(g, ans, a, b):
         ga = -(gb @ _mH(ans))
         return like(ga, a), like(gb, b)
     return impl2
+
+
+def solve_triangular(g, ans, a, b, trans=0, lower=False, unit_diagonal=False):
+    raise NotImplementedError
+
+
+@overload(solve_triangular, prefer_literal=True)
+def _solve_triangular_adj(g, ans, a, b, trans=0, lower=False, unit_diagonal=False):
+    """``rules.scipy.linalg.solve_triangular`` for one matrix: gb = op(A)^-H g,
+    g_op(A) = -gb x^H, on a's triangle (its diagonal left out for a unit diagonal)."""
+    from . import jit_substitutes as S
+    tr = S._trans_code(trans)
+    if tr is None or not (_mat(a) and _fc_array(b, (1, 2)) and isinstance(g, nt.Array) and
+                          g.ndim == b.ndim and isinstance(ans, nt.Array) and
+                          ans.ndim == b.ndim and _fits(g, a) and _fits(g, b)):
+        return None
+    rt = _result(g, a)
+    solve = S.trsolve
+
+    def impl(g, ans, a, b, trans=0, lower=False, unit_diagonal=False):
+        G = np.empty((g.shape[0], 1 if g.ndim == 1 else g.shape[-1]), rt)
+        X = np.ascontiguousarray(ans).reshape((ans.shape[0], -1))
+        G[:, :] = np.ascontiguousarray(g).reshape((g.shape[0], -1))
+        if tr == 0:
+            gb = solve(a, G, 2, lower, unit_diagonal)
+        elif tr == 2:
+            gb = solve(a, G, 0, lower, unit_diagonal)
+        else:
+            gb = _jrt.cj(solve(a, np.ascontiguousarray(_jrt.cj(G)), 0, lower, unit_diagonal))
+        gop = -(gb @ _mH(X))
+        if tr == 0:
+            ga = gop
+        elif tr == 1:
+            ga = np.ascontiguousarray(gop.T)
+        else:
+            ga = _mH(gop)
+        ga = np.tril(ga) if lower else np.triu(ga)
+        if unit_diagonal:
+            for i in range(ga.shape[0]):
+                ga[i, i] = 0
+        return like(ga, a), like(gb.reshape(b.shape), b)
+    return impl
+
+
+def cho_solve(g, ans, c_and_lower, b):
+    raise NotImplementedError
+
+
+@overload(cho_solve)
+def _cho_solve_adj(g, ans, c_and_lower, b):
+    """``rules.scipy.linalg.cho_solve``: ((gc, None), gb), gb = A^-1 g, gc from the symmetric
+    part of -gb x^H on c's triangle."""
+    from . import jit_substitutes as S
+    if not (isinstance(c_and_lower, nt.BaseTuple) and len(c_and_lower.types) == 2 and
+            _mat(c_and_lower.types[0]) and isinstance(c_and_lower.types[1], nt.Boolean) and
+            _fc_array(b, (1, 2)) and isinstance(g, nt.Array) and g.ndim == b.ndim and
+            isinstance(ans, nt.Array) and ans.ndim == b.ndim and
+            _fits(g, c_and_lower.types[0]) and _fits(g, b)):
+        return None
+    rt = _result(g, c_and_lower.types[0])
+    solve2 = S._cho_solve2
+
+    def impl(g, ans, c_and_lower, b):
+        c = c_and_lower[0]
+        G = np.empty((g.shape[0], 1 if g.ndim == 1 else g.shape[-1]), rt)
+        G[:, :] = np.ascontiguousarray(g).reshape((g.shape[0], -1))
+        X = np.ascontiguousarray(ans).reshape((ans.shape[0], -1))
+        gb = solve2(c_and_lower, G, G, False)
+        gA = -(gb @ _mH(X))
+        Sy = gA + _mH(gA)
+        if c_and_lower[1]:
+            gc = np.tril(Sy @ np.tril(c))
+        else:
+            gc = np.triu(np.triu(c) @ Sy)
+        return (like(gc, c), None), like(gb.reshape(b.shape), b)
+    return impl
 
 
 @register_jitable
@@ -716,13 +820,219 @@ def _power_exponent(g, ans, x1, x2):
     return impl
 
 
+# -- concatenate / stack of a list of arrays, transpose with axes, cumsum, trace, clip -----------
+def concatenate(g, arrays, axis=0):
+    raise NotImplementedError
+
+
+def stack(g, arrays, axis=0):
+    raise NotImplementedError
+
+
+def cumsum(g, a, axis=None):
+    raise NotImplementedError
+
+
+def trace(g, a, offset=0, axis1=0, axis2=1):
+    raise NotImplementedError
+
+
+def clip_bounds(a, a_min, a_max, min, max):
+    raise NotImplementedError
+
+
+def clip(g, a, lo, hi, which):
+    raise NotImplementedError
+
+
+def _array_list(arrays, g):
+    """A list of float or complex arrays of one type, whose adjoints ``g`` fits."""
+    return isinstance(arrays, nt.List) and _fc_array(arrays.dtype) and \
+        isinstance(g, nt.Array) and _fits(g, arrays.dtype)
+
+
+@overload(concatenate, prefer_literal=True)
+def _concatenate(g, arrays, axis=0):
+    """The pieces of g along a literal axis 0, 1 or 2 (of the items' dimensions), as a list of
+    adjoints in the items' dtype (``_rt.parts`` takes it)."""
+    ax = _lit(axis, _NOLIT)
+    if not (_array_list(arrays, g) and isinstance(ax, int) and g.ndim == arrays.dtype.ndim):
+        return None
+    nd = g.ndim
+    k = ax % nd if -nd <= ax < nd else None
+    if k is None or k > 2:
+        return None
+    piece = (_piece0, _piece1, _piece2)[k]
+
+    def impl(g, arrays, axis=0):
+        out = []
+        o = 0
+        for a in arrays:
+            n = a.shape[k]
+            out.append(like(np.ascontiguousarray(piece(g, o, o + n)), a))
+            o += n
+        return out
+    return impl
+
+
+@register_jitable
+def _piece0(g, i, j):
+    return g[i:j]
+
+
+@register_jitable
+def _piece1(g, i, j):
+    return g[:, i:j]
+
+
+@register_jitable
+def _piece2(g, i, j):
+    return g[:, :, i:j]
+
+
+@overload(stack, prefer_literal=True)
+def _stack(g, arrays, axis=0):
+    """g's slices along a literal axis 0 (the new one), one per item, as a list of adjoints."""
+    ax = _lit(axis, _NOLIT)
+    if not (_array_list(arrays, g) and isinstance(ax, int) and g.ndim == arrays.dtype.ndim + 1
+            and ax % g.ndim == 0 and -g.ndim <= ax < g.ndim):
+        return None
+
+    def impl(g, arrays, axis=0):
+        out = []
+        for i in range(len(arrays)):
+            out.append(like(np.ascontiguousarray(g[i]), arrays[i]))
+        return out
+    return impl
+
+
+@overload(cumsum)
+def _cumsum(g, a, axis=None):
+    """Reversed cumulative sums of g: of the flattened g (axis None, in C order), or along
+    axis 0 or 1 of a 1-d or 2-d a."""
+    if not (_fc_array(a, (1, 2)) and isinstance(g, nt.Array) and _fits(g, a)):
+        return None
+    rt = _result(g, a)
+    if _whole(axis) and g.ndim == 1:
+        def impl(g, a, axis=None):
+            f = np.ascontiguousarray(g)
+            r = np.empty(f.size, rt)
+            t = rt(0)
+            for i in range(f.size - 1, -1, -1):
+                t += f[i]
+                r[i] = t
+            return like(r.reshape(a.shape), a)
+        return impl
+    if isinstance(axis, nt.Integer) and g.ndim == a.ndim:
+        def impl2(g, a, axis=None):
+            ax = axis % a.ndim
+            G = np.ascontiguousarray(g).reshape((g.shape[0], -1))
+            r = np.empty(G.shape, rt)
+            if ax == 0:
+                for j in range(G.shape[1]):
+                    t = rt(0)
+                    for i in range(G.shape[0] - 1, -1, -1):
+                        t += G[i, j]
+                        r[i, j] = t
+            else:
+                for i in range(G.shape[0]):
+                    t = rt(0)
+                    for j in range(G.shape[1] - 1, -1, -1):
+                        t += G[i, j]
+                        r[i, j] = t
+            return like(r.reshape(a.shape), a)
+        return impl2
+
+
+@overload(trace, prefer_literal=True)
+def _trace(g, a, offset=0, axis1=0, axis2=1):
+    """g on the offset-th diagonal of zeros shaped like a matrix a (axes 0 and 1)."""
+    a1, a2 = _lit(axis1, _NOLIT), _lit(axis2, _NOLIT)
+    if not (_fc_array(a, (2,)) and isinstance(g, (nt.Float, nt.Integer, nt.Complex)) and
+            _fits(g, a) and a1 in (0, -2) and a2 in (1, -1)):
+        return None
+    dt = a.dtype
+
+    def impl(g, a, offset=0, axis1=0, axis2=1):
+        out = np.zeros(a.shape, dt)
+        n, m = a.shape
+        if offset >= 0:
+            for i in range(max(0, min(n, m - offset))):
+                out[i, i + offset] = g
+        else:
+            for i in range(max(0, min(n + offset, m))):
+                out[i - offset, i] = g
+        return out
+    return impl
+
+
+@overload(clip_bounds)
+def _clip_bounds(a, a_min, a_max, min, max):
+    """(lo, hi): a_min/a_max, else min/max (None where neither is given)."""
+    none = lambda t: t is None or isinstance(t, (nt.NoneType, nt.Omitted))  # noqa: E731
+    lo = "min" if none(a_min) else "a_min"
+    hi = "max" if none(a_max) else "a_max"
+    src = f"def impl(a, a_min, a_max, min, max):\n    return ({lo}, {hi})\n"
+    ns = {}
+    exec(src, ns)
+    return ns["impl"]
+
+
+@overload(clip, prefer_literal=True)
+def _clip(g, a, lo, hi, which):
+    """``rules.numpy.elementwise.clip`` for real values: ties split evenly."""
+    w = _lit(which, _NOLIT)
+    if w not in ("a", "lo", "hi") or not (_fc(g) and isinstance(a, nt.Array) and _real(a) and
+                                          not _jrt._is_complex(g)):
+        return None
+    nolo, nohi = isinstance(lo, nt.NoneType), isinstance(hi, nt.NoneType)
+    if not ((nolo or _real(lo)) and (nohi or _real(hi))) or (nolo and nohi):
+        return None
+    if (w == "hi" and nohi) or (w == "lo" and nolo):
+        return None
+    C = _jrt.const_of(g)
+    ub = _jrt.unbroadcast
+    if w == "hi":
+        if nolo:
+            return lambda g, a, lo, hi, which: ub(_clip_share(g, a, hi, C(0.5), 1), hi)
+        return lambda g, a, lo, hi, which: ub(_clip_share(g, np.maximum(a, lo), hi, C(0.5), 1),
+                                              hi)
+    if nolo:                                    # (w == "a")
+        return lambda g, a, lo, hi, which: ub(_clip_share(g, a, hi, C(0.5), -1), a)
+    if nohi:
+        def g_t(g, t, hi):
+            return g
+    else:
+        def g_t(g, t, hi):
+            return _clip_share(g, t, hi, C(0.5), -1)
+    g_t = register_jitable(g_t)
+    if w == "a":
+        return lambda g, a, lo, hi, which: ub(_clip_share(g_t(g, np.maximum(a, lo), hi), a, lo,
+                                                          C(0.5), 1), a)
+
+    def impl(g, a, lo, hi, which):
+        gt = g_t(g, np.maximum(a, lo), hi)
+        return ub(gt - _clip_share(gt, a, lo, C(0.5), 1), lo)
+    return impl
+
+
+@register_jitable
+def _clip_share(g, t, b, half, side):
+    """g where t is beyond the bound b on ``side`` (1: above, -1: below), half of g where
+    t == b, else 0 (``rules.numpy.elementwise.clip``'s np.where pairs)."""
+    win = (t > b) if side > 0 else (t < b)
+    return np.where(win, g, np.where(t == b, half * g, 0 * g))
+
+
 def namespace():
     """A module holding the compiled helpers under the names templates use (``_adj``)."""
     mod = _types.ModuleType("s2sad_jit_adjoints")
     for name in ("sum", "mean", "matmul", "dot", "like", "kron", "diag", "triu", "tril", "outer",
                  "reshape_back", "transpose", "inv", "det", "slogdet", "solve", "cholesky",
                  "where", "maximum", "_correction", "var", "std", "prod", "extremum",
-                 "power_base", "power_exponent"):
+                 "power_base", "power_exponent", "array_adjoint_of", "solve_triangular",
+                 "concatenate", "stack", "cumsum", "trace", "clip_bounds", "clip",
+                 "cho_solve"):
         setattr(mod, name, globals()[name])
     mod.__getattr__ = _jrt.missing("_adj")
     return mod

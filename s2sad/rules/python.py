@@ -201,8 +201,8 @@ defrule(functools.partial, "func, /, *args, **keywords",
         vjp={"args": "_rt.partial_args_adjoint(g, n_args)",
              "keywords": "_rt.partial_keywords_adjoint(g)"}, kind="any")
 for _sq in (_r.seq, _r.loop_seq):
-    defrule(_sq, "x, /", vjp={"x": "_rt.seq_adjoint_of(g, x)"},
-            jvp={"x": "_fw.seq_tangent(t, x, ans)"}, kind="any", view=True,
+    defrule(_sq, "x, /", vjp={"x": "_rt.seq_adjoint_of(g, x)"},        # (an array: itself)
+            jvp={"x": "_fw.seq_tangent(t, x, ans)"}, kind="same", view=True,
             name="loop sequence")
 defrule(builtins.super, "cls, obj, /", vjp={"obj": "g"}, jvp={"obj": "t"}, kind="any", view=True)
 

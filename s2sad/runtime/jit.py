@@ -18,6 +18,7 @@ import numpy as np
 from numba import njit
 from numba.core import types as nt
 from numba.core.errors import TypingError
+from numba.cpython.unsafe.tuple import tuple_setitem
 from numba.extending import overload, register_jitable
 
 _SCALAR = (nt.Float, nt.Integer, nt.Boolean)
@@ -246,8 +247,18 @@ def _getitem_adjoint(g, x, idx):
     return impl
 
 
-@overload(acc_getitem)
+@overload(acc_getitem, prefer_literal=True)
 def _acc_getitem(acc, x, idx, g):
+    if isinstance(acc, nt.UniTuple) and isinstance(acc.dtype, nt.Float) and \
+            isinstance(x, nt.BaseTuple) and len(x.types) == len(acc.types) and \
+            isinstance(idx, nt.IntegerLiteral) and isinstance(g, (nt.Float, nt.Integer)):
+        # a tuple's item (``mu, l = f(t)``): the adjoint of the tuple, g added at idx
+        n = len(acc.types)
+        k = idx.literal_value
+        if not -n <= k < n:
+            return None
+        k %= n
+        return lambda acc, x, idx, g: tuple_setitem(acc, k, acc[k] + g)
     if not isinstance(acc, nt.Array) or not _basic_index(idx):
         raise TypingError("s2sad jit: the adjoint of this subscript is not compiled "
                           "(an index other than integers and slices)")
@@ -383,6 +394,130 @@ def _abs_adjoint(g, x):
         return lambda g, x: g * np.sign(x)
 
 
+# -- sequences a loop or a comprehension walks (runtime/containers.py) ----------------------------
+def seq(x):
+    raise NotImplementedError
+
+
+def loop_seq(x):
+    raise NotImplementedError
+
+
+def seq_adjoint_of(g, x):
+    raise NotImplementedError
+
+
+def unappend(g):
+    raise NotImplementedError
+
+
+def parts(g, n):
+    raise NotImplementedError
+
+
+def _walkable(x):
+    """What ``seq`` hands back as it is: arrays and lists (a tuple too, when all its items have
+    one type)."""
+    return isinstance(x, (nt.Array, nt.List, nt.UniTuple))
+
+
+@overload(seq)
+def _seq(x):
+    """``runtime.containers.seq``: lists, tuples and arrays as they are."""
+    if _walkable(x):
+        return lambda x: x
+
+
+@overload(loop_seq)
+def _loop_seq(x):
+    """``loop_seq``: :func:`seq` (only iterators, which do not compile, are marked)."""
+    if _walkable(x):
+        return lambda x: x
+
+
+@overload(seq_adjoint_of)
+def _seq_adjoint_of(g, x):
+    """The adjoint of ``seq(x)`` is the same adjoint (for an array or a list; the adjoint of a list
+    of floats is a 1-d array of them in compiled code, see ``_adj.array_adjoint_of``)."""
+    if isinstance(x, (nt.Array, nt.List)) and isinstance(g, (nt.Array, nt.List)):
+        return lambda g, x: g
+
+
+@overload(unappend)
+def _unappend(g):
+    """``runtime.containers.unappend``: (the adjoint of the list before ``append``, the appended
+    value's adjoint), for a list adjoint held as a 1-d array or a list."""
+    if (isinstance(g, nt.Array) and g.ndim == 1) or isinstance(g, nt.List):
+        return lambda g: (g[:-1], g[-1])
+
+
+@overload(parts, prefer_literal=True)
+def _parts(g, n):
+    """``runtime.containers.parts``: the adjoints of a tuple's or a list's items (in compiled code
+    a tuple adjoint is a tuple of them, a list's a list or a 1-d array)."""
+    if isinstance(g, nt.BaseTuple) and isinstance(n, (nt.IntegerLiteral,)) and \
+            len(g.types) == n.literal_value:
+        return lambda g, n: g
+    if isinstance(g, nt.List) or (isinstance(g, nt.Array) and g.ndim == 1):
+        def impl(g, n):
+            if len(g) != n:
+                raise ValueError(SHAPE_ERROR)
+            return g
+        return impl
+
+
+def _tuple_fn(n, item, args):
+    """A function of ``args`` returning the n-tuple whose item i is ``item.format(i=i)``."""
+    src = f"def f({args}):\n    return (" + "".join(item.format(i=i) + ", " for i in range(n)) + ")\n"
+    ns = {}
+    exec(src, ns)
+    return ns["f"]
+
+
+def extremum_adjoint(g, args, key, pick, *ans):
+    raise NotImplementedError
+
+
+@register_jitable
+def _first_best(items, sign):
+    """The index Python's max (sign 1) / min (-1) takes: the first item no later one beats."""
+    best = 0
+    for k in range(1, len(items)):
+        if (items[k] > items[best]) if sign > 0 else (items[k] < items[best]):
+            best = k
+    return best
+
+
+@overload(extremum_adjoint)
+def _extremum_adjoint(g, args, key, pick, *ans):
+    """``runtime.containers.extremum_adjoint`` of the builtin ``max``/``min`` of several real
+    numbers, or of one 1-d real array, without ``key``: g to the item Python picks (the first of
+    equal ones), 0.0 to the others."""
+    if not (isinstance(key, nt.NoneType) and isinstance(g, (nt.Float, nt.Integer))):
+        return None
+    fn = getattr(pick, "typing_key", None)
+    import builtins
+    sign = 1 if fn is builtins.max else -1 if fn is builtins.min else 0
+    if not sign or not isinstance(args, nt.BaseTuple):
+        return None
+    n = len(args.types)
+    if n >= 2 and isinstance(args, nt.UniTuple) and isinstance(args.dtype, nt.Float):
+        # (floats only: an int compared with a float as Python does it exactly)
+        out = register_jitable(_tuple_fn(n, "g if best == {i} else 0.0", "g, best"))
+        return lambda g, args, key, pick, *ans: out(float(g), _first_best(args, sign))
+    if n == 1 and isinstance(args.types[0], nt.Array) and args.types[0].ndim == 1 and \
+            isinstance(args.types[0].dtype, nt.Float):
+        dt = args.types[0].dtype
+
+        def impl1(g, args, key, pick, *ans):
+            x = args[0]
+            out = np.zeros(x.shape, dt)
+            if len(x):
+                out[_first_best(x, sign)] = g
+            return (out,)
+        return impl1
+
+
 def missing(prefix):
     """A module ``__getattr__``: numba reads a helper's attribute while it types the derivative;
     one with no numba version raises this AttributeError, which the caller turns into the
@@ -395,12 +530,69 @@ def missing(prefix):
 def namespace():
     """A module holding the compiled helpers under the names generated code uses (``_rt``)."""
     mod = _types.ModuleType("s2sad_jit_runtime")
-    for name in ("zero_of", "acc", "is_zero", "cj", "real_like", "unbroadcast", "getitem_adjoint",
+    for name in ("share_guard", "zero_of", "acc", "is_zero", "cj", "real_like", "unbroadcast", "getitem_adjoint",
                  "acc_getitem", "setitem_adjoint", "setitem_value_adjoint", "add", "snap",
-                 "pow_base_adjoint", "pow_exponent_adjoint", "abs_adjoint"):
+                 "pow_base_adjoint", "pow_exponent_adjoint", "abs_adjoint", "seq", "loop_seq",
+                 "seq_adjoint_of", "unappend", "parts", "extremum_adjoint"):
         setattr(mod, name, globals()[name])
     mod.__getattr__ = missing("_rt")
     return mod
 
 
 __all__ = ["namespace", "SHAPE_ERROR", "njit"]
+
+
+# -- run-time checks (classify/writes.py) ------------------------------------------------------------
+# A check that finds what it refuses raises REFUSED; codegen/jit.py then runs the call again as the
+# Python derivative, whose own check raises the error that names the user's line (a compiled
+# function cannot carry it).  The check here may say more than the exact one (memory bounds that
+# overlap, not shared elements): then the Python derivative runs and decides.
+REFUSED = "s2sad-jit: a run-time check refused"
+
+
+def share_guard(value, name, others, fix, origin, *seen):
+    raise NotImplementedError
+
+
+@register_jitable
+def _bounds(a):
+    lo = a.ctypes.data
+    hi = lo
+    for i in range(a.ndim):
+        step = (a.shape[i] - 1) * a.strides[i]
+        if step < 0:
+            lo += step
+        else:
+            hi += step
+    return lo, hi + a.itemsize
+
+
+def _overlaps(a, b):
+    raise NotImplementedError
+
+
+@overload(_overlaps)
+def _overlaps_impl(a, b):
+    if isinstance(a, nt.Array) and isinstance(b, nt.Array):
+        def impl(a, b):
+            if a.size == 0 or b.size == 0:
+                return False
+            alo, ahi = _bounds(a)
+            blo, bhi = _bounds(b)
+            return alo < bhi and blo < ahi
+        return impl
+    if isinstance(a, nt.Array) and (_is_scalar(b) or isinstance(b, nt.Complex)):
+        return lambda a, b: False
+
+
+@overload(share_guard)
+def _share_guard(value, name, others, fix, origin, *seen):
+    if not isinstance(value, nt.Array):
+        return None
+    from numba import literal_unroll
+
+    def impl(value, name, others, fix, origin, *seen):
+        for v in literal_unroll(seen):
+            if _overlaps(value, v):
+                raise ValueError(REFUSED)
+    return impl
