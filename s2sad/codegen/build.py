@@ -96,6 +96,10 @@ def build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, m
         from ..rules import jit as _jit_adj
         from ..runtime import jit as _jit_rt
         namespace["_rt"] = _jit_rt.namespace()
+        for k, v in list(namespace.items()):
+            if isinstance(v, ir.Origin):
+                namespace[k] = 0            # (a check's site: numba cannot type it; the check
+                #                              defers to the Python derivative for the message)
         namespace["_adj"] = _jit_adj.namespace()
         from ..rules import jit_substitutes     # (SciPy callees: their numba versions)
         jit_substitutes.bind(fn, namespace)

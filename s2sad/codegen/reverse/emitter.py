@@ -51,8 +51,9 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
     def zero(self, v):
         """The text of a zero adjoint for ``v``: the symbolic ``0.0``; for numba (which types every
         variable once), a zero of v's own type: ``0.0`` for a float, zeros like v for an array."""
-        if self.jit and self.kinds.get(v) == "a":
-            return f"_rt.zero_of({v})"
+        if self.jit and self.kinds.get(v) not in ("f", "i") and \
+                (self.types.get(v) or ("?",))[0] != "s":
+            return f"_rt.zero_of({v})"          # (numba picks 0.0 or zeros by v's type)
         return "0.0"
 
     # -- reads ------------------------------------------------------------------------------
