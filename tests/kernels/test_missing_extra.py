@@ -49,6 +49,8 @@ def test_numpy_gradients_need_no_numba(no_numba):
 def test_missing_numba_cuda_is_named(monkeypatch):
     """numba present but numba-cuda missing: the module that failed is named."""
     monkeypatch.setitem(sys.modules, "numba.cuda", None)
+    if "numba" in sys.modules:          # (`from numba import cuda` reads the package attribute)
+        monkeypatch.delattr(sys.modules["numba"], "cuda", raising=False)
     monkeypatch.setattr(launch, "cuda", None)
     monkeypatch.setattr(launch, "_kernels", {})
     with pytest.raises(MissingExtraError, match=r"numba\.cuda is not installed .*\nFix: pip "
