@@ -2178,24 +2178,10 @@ def test_loop_over_dict_keys_or_a_copy_of_items_writing_agrees():
         assert check_source(textwrap.dedent(src), seed=0, modes=("rev", "fwd")).outcome == "agree"
 
 
-# -- found by the fuzzer, seed 4711 (3000 programs at 88e2305; both already at 0da3d21) -------
-
-@pytest.mark.xfail(strict=False, reason="rev+fwd wrong derivative: enumerate over a list built "
-                   "from sorted(zip(...), key=itemgetter(1)) with ties in the keys (open)")
-def test_enumerate_of_sorted_zip_with_tied_keys():
-    # replay 4711:1544: rev 15.0168 vs central differences 15.3577
-    judge("""
-        import operator
-        import numpy as np
-
-        def f(x, y):
-            d1 = {}
-            i2, k3 = list(enumerate('b'))[0]
-            d1[k3] = np.mean(np.minimum(x, y))
-            it6 = enumerate([p for p, q in sorted(zip(x, [y, d1['b'], y]), key=operator.itemgetter(1))])
-            return sum((v * i for i, v in it6))
-    """, points=(7, 31, 39))          # (the points where it is wrong; 0-2 happen to agree)
-
+# -- found by the fuzzer, seed 4711 (3000 programs at 88e2305; already at 0da3d21) ---------------
+# (its other finding, 4711:1544, is not s2sad's: sort keys [y, mean(min(x, y)), y] tie exactly in
+# real arithmetic where every x > y, and differ in the last bit; central differences cross orders
+# there. The oracle's non-smoothness check does not see ties made by rounding.)
 
 @pytest.mark.xfail(strict=False, reason="fwd crash: the tangent of `y - zeros` is a float, and "
                    "`.copy()` of it fails (a tangent shaped like its value is not ensured; open)")
