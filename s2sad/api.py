@@ -49,7 +49,7 @@ class _Spec:
         static, self.cells = split_closure(self.pyfunc)
         names = self.pyfunc.__code__.co_freevars
         self._snapshot = tuple(static.get(n, _DATA) for n in names)
-        self._memo = {}          # (mask, kinds, types) -> derivative: the per-call path skips the cache key
+        self._memo = {}          # (mask, kinds, types) -> derivative (skips the cache key)
         self._typed = {}         # (mask, kinds) -> how many typed specialisations
         self._quick = {}         # (argument types, wrt, check) -> derivative: skips mask and kinds
         self._generation = CACHE.generation
@@ -148,7 +148,7 @@ class _Spec:
                 not (self.pyfunc.__closure__ and self._closure_changed()):
             # positional floats, ints and NumPy arrays (no CuPy: no device guard) of the types of
             # an earlier call pick the derivative that call picked
-            sig = _py_signature(args)
+            sig = _signature(args)
             if sig is not None:
                 quick = (sig, tuple(wrt), check)
                 d = self._quick.get(quick)
@@ -679,47 +679,32 @@ def value_and_grad(fn, wrt=None, *, has_aux=False, argnums=None, jit=None):
 
 
 def _vg(specs, has_aux=False, jit=None):
-    fast = {} if jit is not None and not has_aux else None
-    quick = {} if jit is None and not has_aux else None
+    # arguments of the types of an earlier call (positional floats, ints, complex numbers and NumPy
+    # arrays of a dtype; with jit, of a layout too) run the derivative that call used, with what
+    # the full path would check: rules unchanged (CACHE.generation), the globals it read still
+    # bound to the same objects (d.fresh()); compiled: numba's own dispatch, the call's cost
+    memo = {} if not has_aux else None      # signature -> (spec, derivative, cache generation)
 
     def vg(*args, **kwargs):
-        if quick is not None and not kwargs:
-            # Python mode: arguments of the types of an earlier call (positional floats, ints,
-            # complex numbers and NumPy arrays of a dtype) run the derivative that call built,
-            # with what the full path would check: rules unchanged (CACHE.generation), the
-            # globals it read still bound to the same objects (d.fresh())
-            hit = quick.get(_py_signature(args))
-            if hit is not None:
-                s, d, gen = hit
-                if gen == CACHE.generation and d.fresh():
+        sig = _signature(args, layout=jit is not None) if memo is not None and not kwargs else None
+        hit = memo.get(sig) if sig is not None else None
+        if hit is not None:
+            s, d, gen = hit
+            if gen == CACHE.generation and d.fresh() and getattr(d, "failed", None) is None:
+                if jit is None:
                     value, grads = _run(_sweeps, d, s.pyfunc, args)
-                    g = _finish_grads(grads, args, s.wrt)
-                    return value, (g[0] if s.single else tuple(g))
-        if fast is not None and not kwargs:
-            # jit=True: arguments of the types of an earlier call go straight to the compiled
-            # function (numba's own dispatch then costs what the call itself costs)
-            sig = _jit_signature(args)
-            hit = fast.get(sig)
-            if hit is not None:
-                s, c, gen = hit
-                if gen == CACHE.generation and c.failed is None and c.fresh():
-                    value, grads = _run(c.dispatcher(), *args, 1.0)
+                else:
+                    value, grads = _run(d.dispatcher(), *args, 1.0)
                     _scalar_seed(value, s.pyfunc)
-                    g = _finish_grads(list(grads), args, s.wrt)
-                    return value, (g[0] if s.single else tuple(g))
+                    grads = list(grads)
+                g = _finish_grads(grads, args, s.wrt)
+                return value, (g[0] if s.single else tuple(g))
         s = specs.get(args, kwargs)
         v, g, d = _value_and_grad(s, args, kwargs, s.wrt, has_aux, jit)
-        if fast is not None and not kwargs and s is specs.one and not s.pyfunc.__closure__ and \
-                s.plain and \
-                len(args) == len(s.params) and getattr(d, "failed", True) is None and \
-                len(fast) < 16 and sig is not None:
-            fast[sig] = (s, d, CACHE.generation)
-        if quick is not None and not kwargs and s is specs.one and not s.pyfunc.__closure__ and \
-                s.plain and s.bound_self is None and len(args) == len(s.params) and \
-                len(quick) < 16:
-            sig = _py_signature(args)
-            if sig is not None:
-                quick[sig] = (s, d, CACHE.generation)
+        if sig is not None and s is specs.one and not s.pyfunc.__closure__ and s.plain and \
+                s.bound_self is None and len(args) == len(s.params) and len(memo) < 16 and \
+                (jit is None or getattr(d, "failed", True) is None):   # (compiled, not fallen back)
+            memo[sig] = (s, d, CACHE.generation)
         return v, (g[0] if s.single else tuple(g))
     return vg
 
@@ -729,10 +714,11 @@ def _sweeps(d, pyfunc, args):
     return value, d.bwd(tape, _scalar_seed(value, pyfunc))
 
 
-def _py_signature(args):
-    """What picks a Python-mode derivative for positional arguments (their kinds and types,
-    and whether each carries a derivative): each argument's type, and an array's dtype and ndim;
-    None when an argument is not a float, int, complex, bool or NumPy array of a numeric dtype."""
+def _signature(args, layout=False):
+    """What picks a derivative for positional arguments (their kinds and types, and whether each
+    carries a derivative): each argument's type, and an array's dtype and ndim (with ``layout``,
+    also its contiguity, on which numba dispatches); None when an argument is not a float, int,
+    complex, bool or NumPy array of a numeric dtype."""
     out = []
     for a in args:
         t = type(a)
@@ -740,23 +726,11 @@ def _py_signature(args):
             dt = a.dtype
             if dt.kind not in "biufc":
                 return None
-            out.append((dt, a.ndim))
-        elif t is float or t is int or t is complex or t is bool:
-            out.append(t)
-        else:
-            return None
-    return tuple(out)
-
-
-def _jit_signature(args):
-    """What numba dispatches a call on: each argument's type, and an array's dtype, ndim and
-    layout; None when an argument is not a float, int or NumPy array."""
-    out = []
-    for a in args:
-        t = type(a)
-        if t is _NDARRAY:
-            f = a.flags
-            out.append((a.dtype, a.ndim, f.c_contiguous, f.f_contiguous))
+            if layout:
+                f = a.flags
+                out.append((dt, a.ndim, f.c_contiguous, f.f_contiguous))
+            else:
+                out.append((dt, a.ndim))
         elif t is float or t is int or t is complex or t is bool:
             out.append(t)
         else:

@@ -97,6 +97,26 @@ def operand_vars(op):
     return []
 
 
+def map_vars(op, mapping):
+    """``op`` with each variable it reads replaced by ``mapping.get(name, name)`` (a name, or an
+    operand such as a Const); Index and Slice parts are replaced in place."""
+    if isinstance(op, str):
+        return mapping.get(op, op)
+    if isinstance(op, tuple):
+        return tuple(map_vars(x, mapping) for x in op)
+    if isinstance(op, list):
+        return [map_vars(x, mapping) for x in op]
+    if isinstance(op, dict):
+        return {k: map_vars(v, mapping) for k, v in op.items()}
+    if isinstance(op, Index):
+        op.parts = [map_vars(p, mapping) for p in op.parts]
+        return op
+    if isinstance(op, Slice):
+        op.lower, op.upper, op.step = (map_vars(p, mapping) for p in (op.lower, op.upper, op.step))
+        return op
+    return op
+
+
 # -- callees ----------------------------------------------------------------------------------
 class Static:
     """A callee known at build time: ``obj`` is the object, ``text`` its spelling in user code."""

@@ -146,27 +146,9 @@ def _inline_site(s, fn, taken, counter, stack):
     return out
 
 
-def _r(op, ren):
-    if isinstance(op, str):
-        return ren.get(op, op)
-    if isinstance(op, tuple):
-        return tuple(_r(x, ren) for x in op)
-    if isinstance(op, list):
-        return [_r(x, ren) for x in op]
-    if isinstance(op, dict):
-        return {k: _r(v, ren) for k, v in op.items()}
-    if isinstance(op, ir.Index):
-        op.parts = [_r(p, ren) for p in op.parts]
-        return op
-    if isinstance(op, ir.Slice):
-        op.lower, op.upper, op.step = (_r(p, ren) for p in (op.lower, op.upper, op.step))
-        return op
-    return op
-
-
 def _rename_call(call, ren):
-    call.args = [_r(a, ren) for a in call.args]
-    call.kwargs = [(k, _r(a, ren)) for k, a in call.kwargs]
+    call.args = [ir.map_vars(a, ren) for a in call.args]
+    call.kwargs = [(k, ir.map_vars(a, ren)) for k, a in call.kwargs]
     if isinstance(call.fn, ir.Dynamic):
         call.fn = ir.Dynamic(ren.get(call.fn.var, call.fn.var))
     if "augmented" in call.extra:
@@ -180,24 +162,24 @@ def _rename_block(stmts, ren):
             if isinstance(s.value, ir.Call):
                 _rename_call(s.value, ren)
             else:
-                s.value = _r(s.value, ren)
+                s.value = ir.map_vars(s.value, ren)
         elif isinstance(s, ir.ExprStmt):
             _rename_call(s.call, ren)
         elif isinstance(s, ir.SetItem):
             s.obj = ren.get(s.obj, s.obj)
-            s.index = _r(s.index, ren)
-            s.value = _r(s.value, ren)
+            s.index = ir.map_vars(s.index, ren)
+            s.value = ir.map_vars(s.value, ren)
         elif isinstance(s, ir.Return):
-            s.value = _r(s.value, ren)
+            s.value = ir.map_vars(s.value, ren)
         elif isinstance(s, ir.If):
-            s.test = _r(s.test, ren)
+            s.test = ir.map_vars(s.test, ren)
         elif isinstance(s, ir.For):
             s.target = ren.get(s.target, s.target)
-            s.start, s.stop, s.step = (_r(p, ren) for p in (s.start, s.stop, s.step))
+            s.start, s.stop, s.step = (ir.map_vars(p, ren) for p in (s.start, s.stop, s.step))
             if s.brk:
                 s.brk = ren.get(s.brk, s.brk)
         elif isinstance(s, ir.While):
-            s.test = _r(s.test, ren)
+            s.test = ir.map_vars(s.test, ren)
             if s.brk:
                 s.brk = ren.get(s.brk, s.brk)
         for b in ir.children(s):

@@ -62,29 +62,11 @@ def _name_for(obj, param, fn, taken):
     return name
 
 
-def _sub(op, consts):
-    if isinstance(op, str):
-        return consts.get(op, op)
-    if isinstance(op, tuple):
-        return tuple(_sub(x, consts) for x in op)
-    if isinstance(op, list):
-        return [_sub(x, consts) for x in op]
-    if isinstance(op, dict):
-        return {k: _sub(v, consts) for k, v in op.items()}
-    if isinstance(op, ir.Index):
-        op.parts = [_sub(p, consts) for p in op.parts]
-        return op
-    if isinstance(op, ir.Slice):
-        op.lower, op.upper, op.step = (_sub(p, consts) for p in (op.lower, op.upper, op.step))
-        return op
-    return op
-
-
 def _call(call, consts, fn, taken):
     """Substitute in a call; fold ``module.attr`` and method calls on constant modules.  Returns
     the call, or a Const where the whole call is an attribute of a constant module."""
-    call.args = [_sub(a, consts) for a in call.args]
-    call.kwargs = [(k, _sub(a, consts)) for k, a in call.kwargs]
+    call.args = [ir.map_vars(a, consts) for a in call.args]
+    call.kwargs = [(k, ir.map_vars(a, consts)) for k, a in call.kwargs]
     f = call.fn
     if isinstance(f, ir.Dynamic) and f.var in consts:
         c = consts[f.var]
@@ -113,7 +95,7 @@ def _block(stmts, consts, more, counts, fn, taken):
             if isinstance(v, ir.Call):
                 s.value = _call(v, consts, fn, taken)
             else:
-                s.value = _sub(v, consts)
+                s.value = ir.map_vars(v, consts)
             v = s.value
             if isinstance(v, ir.Const) and counts.get(s.target) == 1 and static_value(v.value) \
                     and s.target not in consts:
@@ -124,16 +106,16 @@ def _block(stmts, consts, more, counts, fn, taken):
             r = _call(s.call, consts, fn, taken)
             s.call = r if isinstance(r, ir.Call) else s.call
         elif isinstance(s, ir.SetItem):
-            s.index = _sub(s.index, consts)
-            s.value = _sub(s.value, consts)
+            s.index = ir.map_vars(s.index, consts)
+            s.value = ir.map_vars(s.value, consts)
         elif isinstance(s, ir.Return):
-            s.value = _sub(s.value, consts)
+            s.value = ir.map_vars(s.value, consts)
         elif isinstance(s, ir.If):
-            s.test = _sub(s.test, consts)
+            s.test = ir.map_vars(s.test, consts)
         elif isinstance(s, ir.For):
-            s.start, s.stop, s.step = (_sub(p, consts) for p in (s.start, s.stop, s.step))
+            s.start, s.stop, s.step = (ir.map_vars(p, consts) for p in (s.start, s.stop, s.step))
         elif isinstance(s, ir.While):
-            s.test = _sub(s.test, consts)
+            s.test = ir.map_vars(s.test, consts)
         elif isinstance(s, ir.Mutate):
             if isinstance(s.call, ir.Call):
                 r = _call(s.call, consts, fn, taken)

@@ -7,7 +7,6 @@ helper is a stub with a numba ``overload`` (the body is chosen by argument types
 derivative compiles), with the semantics of its Python twin in ``rules/numpy``.  Imports numba:
 only ``jit=True`` imports this module.
 """
-import types as _types
 
 import numpy as np
 from numba.core import types as nt
@@ -1026,13 +1025,10 @@ def _clip_share(g, t, b, half, side):
 
 def namespace():
     """A module holding the compiled helpers under the names templates use (``_adj``)."""
-    mod = _types.ModuleType("s2sad_jit_adjoints")
-    for name in ("sum", "mean", "matmul", "dot", "like", "kron", "diag", "triu", "tril", "outer",
+    return _jrt.helper_module("s2sad_jit_adjoints", "_adj", (
+                 "sum", "mean", "matmul", "dot", "like", "kron", "diag", "triu", "tril", "outer",
                  "reshape_back", "transpose", "inv", "det", "slogdet", "solve", "cholesky",
                  "where", "maximum", "_correction", "var", "std", "prod", "extremum",
                  "power_base", "power_exponent", "array_adjoint_of", "solve_triangular",
                  "concatenate", "stack", "cumsum", "trace", "clip_bounds", "clip",
-                 "cho_solve"):
-        setattr(mod, name, globals()[name])
-    mod.__getattr__ = _jrt.missing("_adj")
-    return mod
+                 "cho_solve"), globals())

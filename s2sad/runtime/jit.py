@@ -527,22 +527,30 @@ def missing(prefix):
     return __getattr__
 
 
+def helper_module(modname, prefix, names, ns):
+    """A module holding the helpers ``names`` of the namespace ``ns`` (a module's globals), read by
+    generated code as ``prefix.name``; any other name is the AttributeError of :func:`missing`."""
+    mod = _types.ModuleType(modname)
+    for name in names:
+        setattr(mod, name, ns[name])
+    mod.__getattr__ = missing(prefix)
+    return mod
+
+
 def namespace():
     """A module holding the compiled helpers under the names generated code uses (``_rt``)."""
-    mod = _types.ModuleType("s2sad_jit_runtime")
-    for name in ("share_guard", "zero_of", "acc", "is_zero", "cj", "real_like", "unbroadcast", "getitem_adjoint",
-                 "acc_getitem", "setitem_adjoint", "setitem_value_adjoint", "add", "snap",
+    return helper_module("s2sad_jit_runtime", "_rt", (
+                 "share_guard", "zero_of", "acc", "is_zero", "cj", "real_like", "unbroadcast",
+                 "getitem_adjoint", "acc_getitem", "setitem_adjoint", "setitem_value_adjoint",
+                 "add", "snap",
                  "pow_base_adjoint", "pow_exponent_adjoint", "abs_adjoint", "seq", "loop_seq",
-                 "seq_adjoint_of", "unappend", "parts", "extremum_adjoint"):
-        setattr(mod, name, globals()[name])
-    mod.__getattr__ = missing("_rt")
-    return mod
+                 "seq_adjoint_of", "unappend", "parts", "extremum_adjoint"), globals())
 
 
 __all__ = ["namespace", "SHAPE_ERROR", "njit"]
 
 
-# -- run-time checks (classify/writes.py) ------------------------------------------------------------
+# -- run-time checks (classify/writes.py) -------------------------------------------------
 # A check that finds what it refuses raises REFUSED; codegen/jit.py then runs the call again as the
 # Python derivative, whose own check raises the error that names the user's line (a compiled
 # function cannot carry it).  The check here may say more than the exact one (memory bounds that
