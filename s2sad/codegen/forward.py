@@ -145,16 +145,22 @@ class ForwardEmitter:
         return T.simplify(tree, real_names=real)
 
     def needs_broadcast(self, rule, bound):
-        """Elementwise broadcasting op with two or more array operands: a single tangent term
-        may be smaller than the output."""
+        """Elementwise broadcasting op where the sum of the tangent terms may be smaller than
+        the output: some operand that may be an array is inactive (``y - zeros(3)`` with a float
+        ``y``: the term ``_d_y`` is a float, the output has shape (3,)).  When every operand that
+        may be an array is active, the terms together broadcast to the output's shape."""
         fn = rule.fn
         elementwise = rule.broadcast or isinstance(fn, np.ufunc) or fn is np.where
         if not elementwise:
             return False
-        ops = [bound.get(p) for p in rule.differentiable]
-        arrays = [o for o in ops if isinstance(o, str) and not _is_scalar_operand(o, self.kinds)
-                  or isinstance(o, ir.Const) and hasattr(o.value, "shape")]
-        return len(arrays) >= 2
+        for p in rule.differentiable:
+            v = bound.get(p)
+            for o in (v if isinstance(v, tuple) else v.values() if isinstance(v, dict) else (v,)):
+                if o is None or _is_scalar_operand(o, self.kinds):
+                    continue
+                if not (isinstance(o, str) and self.is_active(o)):
+                    return True
+        return False
 
     def primitive_tangent(self, call, target, ans=None):
         """Source text of the tangent of a primitive call site's result (``ans``: the name that
@@ -189,11 +195,38 @@ class ForwardEmitter:
                 tree = _ast.BinOp(tree, _ast.Add(), t)
         tree = _ast.fix_missing_locations(_Fold().visit(tree))
         text = T.unparse(tree)
-        if self.needs_broadcast(rule, bound) and not (len(terms) > 1 and not fallback):
+        if self.needs_broadcast(rule, bound):
             text = f"_fw.bcast({text}, {ans or target})"
         elif target in self.written and not rule.view and isinstance(tree, _ast.Name):
             text = f"_rt.snap({text})"
         return text
+
+    def vjp_loop(self, rule, p, bound, ans):
+        """jit mode, a rule without a tangent template for ``p``: the tangent from the rule's
+        adjoint template, one output element at a time, ``(J t)_k = <J^T e_k, t>``, as lines in
+        :attr:`pre` (numba compiles them with the rest); returns the name that holds it.  The
+        ``_fw`` pieces have bodies for real outputs only (others: the fallback to Python)."""
+        tree = rule.template("*" if rule.joint else p)
+        if rule.joint:
+            k = list(rule.joint[0]).index(p)
+            tree = _ast.Subscript(tree, _ast.Constant(k), _ast.Load())
+        k, g, out = self.fresh("k"), self.fresh("e"), self.fresh("jv")
+        mapping = {q: T.parse_expr(self.text(bound.get(q))) for q in rule.signature.parameters}
+        names = {n.id for n in _ast.walk(tree) if isinstance(n, _ast.Name)}
+        for nm in names:
+            if nm.startswith("n_") and isinstance(bound.get(nm[2:]), tuple):
+                mapping[nm] = T.parse_expr(str(len(bound[nm[2:]])))
+        mapping["g"] = T.parse_expr(g)
+        mapping["ans"] = T.parse_expr(ans)
+        tree = T.simplify(T.substitute(tree, mapping), real_names=self.real)
+        pulled = T.unparse(_ast.fix_missing_locations(tree))
+        tan = self.tangent_text(bound.get(p), True)
+        o = self.origin
+        self.pre += [T.Line(f"{out} = _fw.out_zeros({ans})", o),
+                     T.Nest(f"for {k} in range(_fw.out_size({ans})):", o, [
+                         T.Line(f"{g} = _fw.basis({ans}, {k})", o),
+                         T.Line(f"{out} = _fw.put({out}, {k}, _fw.inner({pulled}, {tan}))", o)])]
+        return out
 
     # -- statements -------------------------------------------------------------------------
     def block(self, stmts):
@@ -587,6 +620,30 @@ class _Fold(_ast.NodeTransformer):
         if op is _ast.Add and isinstance(rt, _ast.UnaryOp) and isinstance(rt.op, _ast.USub):
             return _ast.copy_location(_ast.BinOp(lt, _ast.Sub(), rt.operand), node)
         return node
+
+
+def _drop_default_keywords(tree, rule, bound):
+    """jit mode: a template's keyword argument ``kw=q`` where the call left the rule parameter
+    ``q`` at its default (``np.sum(t, axis=axis, keepdims=keepdims)`` for ``np.sum(x)``) is left
+    out, so the callee takes its own default (the rule's signature states the callee's); numba
+    compiles ``np.sum(t)`` but not every keyword NumPy takes.  A copy of ``tree``."""
+    params = rule.signature.parameters
+
+    def at_default(q):
+        p = params.get(q)
+        v = bound.get(q)
+        if p is None or p.default is p.empty or not isinstance(v, ir.Const):
+            return False
+        d = p.default
+        return (d is None and v.value is None) or (
+            type(d) in (bool, int, str) and type(v.value) is type(d) and v.value == d)
+    tree = copy.deepcopy(tree)
+    for node in _ast.walk(tree):
+        if isinstance(node, _ast.Call):
+            node.keywords = [k for k in node.keywords
+                             if not (k.arg and isinstance(k.value, _ast.Name) and
+                                     k.value.id in params and at_default(k.value.id))]
+    return tree
 
 
 def _tuple_text(parts):

@@ -2183,9 +2183,9 @@ def test_loop_over_dict_keys_or_a_copy_of_items_writing_agrees():
 # real arithmetic where every x > y, and differ in the last bit; central differences cross orders
 # there. The oracle's non-smoothness check does not see ties made by rounding.)
 
-@pytest.mark.xfail(strict=False, reason="fwd crash: the tangent of `y - zeros` is a float, and "
-                   "`.copy()` of it fails (a tangent shaped like its value is not ensured; open)")
 def test_copy_of_broadcast_difference_forward():
+    # fixed: forward mode broadcast a single tangent term only when two operands were arrays, so
+    # the tangent of `y - zeros(3)` (float y) was the float _d_y (and `np.sum` of it was 1, not 3)
     # replay 4711:2619: AttributeError: 'float' object has no attribute 'copy' in f__jvp
     judge("""
         import numpy as np
