@@ -117,6 +117,27 @@ def cholesky(g, ans, a, upper=False):
     m = xp(a)
     L = _mH(ans) if upper else ans
     gL = _mH(m.asarray(g)) if upper else m.asarray(g)
+    if m is np and L.ndim == 2:
+        try:
+            import scipy.linalg as sl
+        except ImportError:
+            sl = None
+        if sl is not None:
+            # S = L^-H Phi(L^H gL) L^-1 by two triangular solves (Murray 2016, "Differentiation
+            # of the Cholesky decomposition"): X = L^-H P, then S = X L^-1 = (L^-H X^H)^H
+            n = L.shape[-1]
+            P = np.tril(_mH(L) @ gL)
+            P.flat[::n + 1] *= 0.5
+            X = sl.solve_triangular(L, P, trans="C", lower=True, check_finite=False)
+            S = sl.solve_triangular(L, _mH(X), trans="C", lower=True, check_finite=False)
+            # (this is S^H, which gives the same S + S^H): the gradient w.r.t. the Hermitian A
+            # is (S + S^H) / 2; LAPACK reads one triangle, which gets twice its off-diagonal part
+            R = S + _mH(S)
+            r = np.triu(R) if upper else np.tril(R)
+            r.flat[::n + 1] *= 0.5
+            if r.dtype.kind == "c":
+                r.flat[::n + 1] = r.flat[::n + 1].real
+            return like(r, a)
     P = _phi(_mH(L) @ gL)
     # S = L^-H P L^-1
     n = L.shape[-1]
