@@ -13,7 +13,8 @@ between two device synchronisations, so host and device time are both in it):
 
 * primal: the step's value alone, on CuPy (``--numpy``: NumPy);
 * s2sad: ``s2sad.value_and_grad(step, wrt=<all parameters>)``;
-* s2sad graph: the same with ``graph=True`` ("n/a" while s2sad has no graph mode);
+* s2sad graph: the same with ``graph=True`` (a CUDA graph replayed from the second call; a
+  ``GraphFallbackWarning`` on stderr says when a step could not be captured; "n/a" with --numpy);
 * PyTorch: eager, autograd ``backward`` into fresh ``.grad`` buffers, TF32 off,
   ``torch.cuda.synchronize()`` around each call;
 * JAX: ``jax.jit(jax.value_and_grad(step, argnums=...))`` traced and run inside
@@ -267,6 +268,8 @@ def to_numpy(a):
 
 def run_s2sad(step, params, data, xp, sync, args, graph=False):
     n = len(params)
+    if graph and xp is np:
+        return None                 # (graph mode captures CuPy work; NumPy arguments are refused)
     try:
         vg = s2sad.value_and_grad(step, wrt=tuple(range(n)), graph=True) if graph else \
             s2sad.value_and_grad(step, wrt=tuple(range(n)))

@@ -19,6 +19,7 @@ from .errors import ArgumentError, NonScalarOutputError, S2SADError, WrtError, c
 from .frontend.source import _static_value, get_function
 from .kernels.device import guard_arguments
 from . import pickling
+from . import graphs
 from .runtime.transformed import Transformed
 
 _RECURSION_LIMIT = 20000
@@ -434,7 +435,7 @@ def _wrt_or_argnums(wrt, argnums):
 class Differentiable:
     """What ``@differentiate`` returns: the original function, plus its derivatives."""
 
-    def __init__(self, fn, wrt=0, mode="reverse", has_aux=False, jit=None):
+    def __init__(self, fn, wrt=0, mode="reverse", has_aux=False, jit=None, graph=False):
         self.__s2sad_function__ = fn
         functools.update_wrapper(self, fn)
         self._fn = fn
@@ -445,6 +446,8 @@ class Differentiable:
         self._jit_options = _jit_options(fn, jit)
         self._specs = _Specs(fn, wrt)
         self._last = None
+        self._graph = _graph_option(graph, jit, fn) and \
+            graphs.Graphed(_graph_step(self._specs, has_aux), fn)
 
     @property
     def _spec(self):
@@ -461,16 +464,20 @@ class Differentiable:
         options = {"wrt": self._wrt, "mode": self._mode, "has_aux": self._has_aux}
         if getattr(self, "_jit", None) is not None:
             options["jit"] = self._jit
+        if getattr(self, "_graph", False):
+            options["graph"] = True
         return pickling.reduce(self, Differentiable, self._fn, options)
 
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
         return Differentiable(self._fn.__get__(obj, objtype), self._wrt, self._mode, self._has_aux,
-                              self._jit)
+                              self._jit, bool(getattr(self, "_graph", False)))
 
     def value_and_grad(self, *args, **kwargs):
         """``(value, gradient)``; with ``has_aux=True``, ``((value, aux), gradient)``."""
+        if self._graph:
+            return self._graph(args, kwargs)
         spec = self._specs.get(args, kwargs)
         v, g, self._last = _value_and_grad(spec, args, kwargs, spec.wrt, self._has_aux,
                                            self._jit_options)
@@ -541,18 +548,20 @@ def explain_derivative(d):
     return "\n".join(lines)
 
 
-def differentiate(fn=None, *, wrt=None, mode="reverse", has_aux=False, argnums=None, jit=None):
+def differentiate(fn=None, *, wrt=None, mode="reverse", has_aux=False, argnums=None, jit=None,
+                  graph=False):
     """Decorator: ``@differentiate`` or ``@differentiate(wrt=(0, "x"))``.
 
     The decorated function still runs as itself; it gains ``.value_and_grad``, ``.grad``,
     ``.vjp``, ``.adjoint_source()`` and ``.explain()``.  ``wrt`` defaults to 0; ``argnums`` is
     another name for it (JAX's).  With ``has_aux=True`` the function returns ``(value, aux)``:
     ``.grad`` returns ``(gradient, aux)`` and ``.value_and_grad`` ``((value, aux), gradient)``.
-    ``jit=True`` compiles the derivative with ``numba.njit`` (see :func:`grad`)."""
+    ``jit=True`` compiles the derivative with ``numba.njit``; ``graph=True`` replays a CUDA graph
+    of ``.value_and_grad``/``.grad`` on CuPy arrays (see :func:`grad`)."""
     wrt = _wrt_or_argnums(wrt, argnums)
     if fn is None:
-        return lambda f: Differentiable(f, wrt, mode, has_aux, jit)
-    return Differentiable(fn, wrt, mode, has_aux, jit)
+        return lambda f: Differentiable(f, wrt, mode, has_aux, jit, graph)
+    return Differentiable(fn, wrt, mode, has_aux, jit, graph)
 
 
 class _Specs:
@@ -666,16 +675,56 @@ def _mark(call, fn, wrt, kind, specs=None, has_aux=False, options=None):
     return wrapper
 
 
-def value_and_grad(fn, wrt=None, *, has_aux=False, argnums=None, jit=None):
+def value_and_grad(fn, wrt=None, *, has_aux=False, argnums=None, jit=None, graph=False):
     """``value_and_grad(f, wrt)(*args) -> (value, gradient)``; a tuple of gradients for a tuple wrt.
 
     ``wrt`` defaults to 0; ``argnums`` is another name for it (JAX's).  ``has_aux=True``: ``f``
     returns ``(value, aux)`` and the call ``((value, aux), gradient)``; ``aux`` carries no
-    derivative.  ``jit=True`` compiles the derivative with ``numba.njit`` (see :func:`grad`)."""
+    derivative.  ``jit=True`` compiles the derivative with ``numba.njit``; ``graph=True`` replays
+    the step as a CUDA graph on CuPy arrays (see :func:`grad`)."""
     wrt = _wrt_or_argnums(wrt, argnums)
     specs = _Specs(fn, wrt)
+    if _graph_option(graph, jit, fn):
+        g = graphs.Graphed(_graph_step(specs, has_aux), fn)
+        return _mark(lambda *a, **k: g(a, k), fn, wrt, "value_and_grad", specs, has_aux,
+                     {"graph": True})
     return _mark(_vg(specs, has_aux, _jit_options(fn, jit)), fn, wrt, "value_and_grad", specs,
                  has_aux, None if jit is None else {"jit": jit})
+
+
+def _graph_option(graph, jit, fn):
+    """Whether ``graph=`` asks for graph mode (True/False only; not with ``jit=True``)."""
+    if graph is not True and graph is not False:
+        raise ArgumentError(f"graph={graph!r} for {_label(fn)}: graph takes True or False",
+                            origin=caller_origin(), fix="pass graph=True or graph=False")
+    if graph and jit:
+        raise ArgumentError(f"graph=True and jit=True for {_label(fn)}: jit compiles the derivative "
+                            f"for the CPU with numba, graph captures CuPy's GPU work; they do not "
+                            f"combine", origin=caller_origin(),
+                            fix="use graph=True for CuPy arrays, jit=True for NumPy arrays")
+    return graph
+
+
+def _graph_step(specs, has_aux):
+    """The step :class:`~s2sad.graphs.Graphed` runs and captures: ``value_and_grad`` through
+    the derivative's graph-safe sweeps (:func:`~s2sad.graphs.sweeps`); returns
+    ``((value, gradients), the derivatives it used)``."""
+    def step(args, kwargs):
+        s = specs.get(args, kwargs)
+        full_args = s.bind(args, kwargs)
+        d, full = s.derivative(full_args, s.wrt)
+        fwd, bwd = graphs.sweeps(d)
+
+        def sweeps():
+            value, tape = fwd(*full)
+            if has_aux:
+                _check_aux(value, s.pyfunc)
+                return value, bwd(tape, type(value)((_scalar_seed(value[0], s.pyfunc), None)))
+            return value, bwd(tape, _scalar_seed(value, s.pyfunc))
+        value, grads = _run(sweeps)
+        g = _finish_grads(grads, full_args, s.wrt)
+        return (value, g[0] if s.single else tuple(g)), (d,)
+    return step
 
 
 def _vg(specs, has_aux=False, jit=None):
@@ -738,7 +787,7 @@ def _signature(args, layout=False):
     return tuple(out)
 
 
-def grad(fn, wrt=None, *, has_aux=False, argnums=None, jit=None):
+def grad(fn, wrt=None, *, has_aux=False, argnums=None, jit=None, graph=False):
     """``grad(f, wrt)(*args)``: the gradient of a scalar function (a tuple for a tuple wrt).
 
     ``wrt`` defaults to 0; ``argnums`` is another name for it (JAX's).  ``has_aux=True``: ``f``
@@ -748,10 +797,23 @@ def grad(fn, wrt=None, *, has_aux=False, argnums=None, jit=None):
     ``jit=True`` (or ``S2SAD_JIT=1``) compiles the forward and reverse sweeps, fused into one
     function, with ``numba.njit``; a ``numba.njit`` function is compiled with its own options.
     What numba cannot compile runs as Python, with one :class:`~s2sad.errors.JitFallbackWarning`
-    naming the line.  ``jit=False`` never compiles."""
+    naming the line.  ``jit=False`` never compiles.
+
+    ``graph=True`` (CuPy arrays only): the first call per argument specialisation (shapes, dtypes,
+    devices, Python scalar values) runs eagerly and then records the forward and reverse sweeps
+    into a CUDA graph; later calls copy the arguments into the graph's buffers and replay it.  The
+    returned arrays are fresh copies the caller owns.  What cannot be captured (a host
+    synchronisation such as ``float(x.sum())``, data-dependent control flow) runs without a graph,
+    with one :class:`~s2sad.errors.GraphFallbackWarning` naming the line (:mod:`s2sad.graphs`)."""
     wrt = _wrt_or_argnums(wrt, argnums)
     specs = _Specs(fn, wrt)
-    vg = _vg(specs, has_aux, _jit_options(fn, jit))
+    if _graph_option(graph, jit, fn):
+        gr = graphs.Graphed(_graph_step(specs, has_aux), fn)
+
+        def vg(*args, **kwargs):
+            return gr(args, kwargs)
+    else:
+        vg = _vg(specs, has_aux, _jit_options(fn, jit))
 
     if has_aux:
         def g(*args, **kwargs):
@@ -760,7 +822,8 @@ def grad(fn, wrt=None, *, has_aux=False, argnums=None, jit=None):
     else:
         def g(*args, **kwargs):
             return vg(*args, **kwargs)[1]
-    return _mark(g, fn, wrt, "grad", specs, has_aux, None if jit is None else {"jit": jit})
+    return _mark(g, fn, wrt, "grad", specs, has_aux,
+                 {"graph": True} if graph else None if jit is None else {"jit": jit})
 
 
 def vjp(fn, *args, **kwargs):

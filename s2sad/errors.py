@@ -135,6 +135,16 @@ def caller_origin():
     return None
 
 
+class S2SADWarning(UserWarning):
+    """Base of s2sad's warnings: something ran another way than asked, with the same numbers."""
+
+
+class GraphFallbackWarning(S2SADWarning):
+    """``graph=True`` could not capture a step into a CUDA graph (a host synchronisation, a call
+    that refuses capture); that argument specialisation runs without a graph (the same numbers).
+    The message names the user's line."""
+
+
 class JitFallbackWarning(UserWarning):
     """``jit=True`` could not compile a derivative with numba; it runs as Python instead (the same
     numbers).  The message names the user's line and the construct numba refused."""

@@ -9,6 +9,7 @@ import operator
 
 from ... import runtime as _rt
 from ...errors import RuleError
+from ...kernels.gemm import matmul as _graph_matmul   # a @ b, but capturable in graph mode
 from ..adjoints import (A, _NDARRAY, _each, _inverse, _mH, _np, _np_outer, asarray, cj, export,
                         is_zero, like, shape, xp)
 from ..registry import defmethod, defrule
@@ -91,12 +92,12 @@ def matmul(g, a, b, which):
     if a1:
         G = G[..., None, :]
     if which == 0:
-        r = G @ _mH(B)
+        r = _graph_matmul(G, _mH(B))
         r = _rt.unbroadcast(r, A)
         if a1:
             r = r[0]
         return like(r, a)
-    r = _mH(A) @ G
+    r = _graph_matmul(_mH(A), G)
     r = _rt.unbroadcast(r, B)
     if b1:
         r = r[:, 0]

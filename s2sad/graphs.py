@@ -1,0 +1,265 @@
+"""Graph mode (``graph=True``): a whole ``value_and_grad`` step on CuPy arrays, forward and reverse
+sweeps together, recorded once into a CUDA graph per argument specialisation and replayed.
+
+Per specialisation (the structure of the arguments; each CuPy array's shape, dtype, contiguity and
+device; each Python scalar's type and value):
+
+1. the first call runs the step eagerly, with matrix products already on the capturable route
+   (:mod:`.kernels.gemm`), so every kernel it needs is compiled and loaded, the derivative is
+   built, and the device's memory pool is warm; its result is returned;
+2. right after it, the same step is captured on a private stream (``stream.begin_capture()``) into
+   a CUDA graph, reading static input buffers (copies of that call's arrays) and allocating
+   everything it makes from a memory pool that belongs to the graph (so eager work never reuses
+   memory the graph writes);
+3. later calls copy their arrays into the static buffers, launch the graph on the current stream,
+   and return **fresh copies** of the value and the gradients (arrays the caller owns: a later
+   call never overwrites them).  Python objects in the result (not arrays) are the ones the
+   capture returned.
+
+Anything the capture cannot record falls back, for that specialisation and for good, to the plain
+step (``graph=False``), with one :class:`~s2sad.errors.GraphFallbackWarning` naming the user's line:
+a host synchronisation (``float(x.sum())``, ``.get()``, ``if x.max() > 0`` on a device value), a
+library call that refuses capture (cuBLAS through CuPy outside the matrix products s2sad routes,
+cuSOLVER, ...), an allocation the capture rejects.
+
+What a replay cannot see: values the step computes on the host (Python floats of host arithmetic,
+NumPy arrays, host random numbers) are those of the capturing call; device arrays reached other
+than through the arguments (globals, closure cells) are read where they were at capture (in-place
+updates are seen; a global rebound to another array makes the next call capture again, as the
+derivative's freshness check fails).
+"""
+import ast
+import threading
+import warnings
+
+from .errors import ArgumentError, GraphFallbackWarning, caller_origin
+from .kernels import gemm
+
+MAX_SPECIALISATIONS = 8
+_SWEEPS = "_s2sad_graph_sweeps"
+
+
+# -- the derivative's sweeps, with matrix products on the capturable route -------------------------
+
+class _MatmulSites(ast.NodeTransformer):
+    """``a @ b`` and ``np.matmul(a, b)`` / ``cupy.matmul(a, b)`` -> ``_s2sad_matmul(a, b)``."""
+
+    def __init__(self, namespace):
+        self.modules = {n for n, v in namespace.items()
+                        if getattr(v, "__name__", None) in ("numpy", "cupy")}
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.MatMult):
+            return ast.copy_location(ast.Call(ast.Name("_s2sad_matmul", ast.Load()),
+                                              [node.left, node.right], []), node)
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Attribute) and f.attr == "matmul" and isinstance(f.value, ast.Name) \
+                and f.value.id in self.modules and len(node.args) == 2 and not node.keywords:
+            return ast.copy_location(ast.Call(ast.Name("_s2sad_matmul", ast.Load()), node.args, []),
+                                     node)
+        return node
+
+
+def sweeps(d):
+    """(fwd, bwd) of derivative ``d`` with its matrix products through :func:`.kernels.gemm.matmul`
+    (the same generated source, compiled again under the same file name, so tracebacks and the
+    source map still name the user's lines).  Built once per derivative."""
+    got = getattr(d, _SWEEPS, None)
+    if got is not None:
+        return got
+    ns = dict(d.module.module.__dict__)
+    tree = _MatmulSites(ns).visit(ast.parse(d.module.source))
+    ast.fix_missing_locations(tree)
+    ns["_s2sad_matmul"] = gemm.matmul
+    exec(compile(tree, d.module.filename, "exec"), ns)
+    got = (ns[d.fwd.__name__], ns[d.bwd.__name__])
+    try:
+        setattr(d, _SWEEPS, got)
+    except AttributeError:
+        pass
+    return got
+
+
+# -- arguments: leaves and the key of a specialisation ---------------------------------------------
+
+def _is_cupy(x):
+    return type(x).__module__.split(".")[0] == "cupy" and hasattr(x, "data") and \
+        hasattr(x, "dtype")
+
+
+def _flatten(obj, leaves):
+    """The structure of ``obj`` (tuples, lists, dicts), its leaves appended to ``leaves``."""
+    t = type(obj)
+    if t is tuple or t is list:
+        return (t, tuple(_flatten(v, leaves) for v in obj))
+    if t is dict:
+        return (dict, tuple((k, _flatten(v, leaves)) for k, v in obj.items()))
+    leaves.append(obj)
+    return None
+
+
+def _unflatten(tree, it):
+    if tree is None:
+        return next(it)
+    t, parts = tree
+    if t is dict:
+        return {k: _unflatten(v, it) for k, v in parts}
+    return t(_unflatten(v, it) for v in parts)
+
+
+def _leaf_key(x):
+    if _is_cupy(x):
+        f = x.flags
+        return ("a", x.dtype, x.shape, f.c_contiguous, f.f_contiguous, x.device.id)
+    t = type(x)
+    if t in (float, int, complex, bool, str, type(None)):
+        return ("v", t, x)
+    return None
+
+
+# -- one captured specialisation ------------------------------------------------------------------
+
+class _Captured:
+    def __init__(self, graph, pool, buffers, out_tree, out_leaves, fresh):
+        self.graph, self.pool, self.buffers = graph, pool, buffers
+        self.out_tree, self.out_leaves, self.fresh = out_tree, out_leaves, fresh
+        self.done = None
+
+    def replay(self, leaves):
+        import cupy
+        stream = cupy.cuda.get_current_stream()
+        if self.done is not None:
+            stream.wait_event(self.done)       # the previous replay (maybe on another stream)
+        for buf, x in zip(self.buffers, leaves):
+            if buf is not None:
+                if x.flags.c_contiguous and buf.flags.c_contiguous or \
+                        x.flags.f_contiguous and buf.flags.f_contiguous:
+                    buf.data.copy_from_device_async(x.data, x.nbytes, stream)
+                else:
+                    buf[...] = x
+        self.graph.launch(stream)
+        out = [o.copy() if _is_cupy(o) else o for o in self.out_leaves]
+        self.done = stream.record()
+        return _unflatten(self.out_tree, iter(out))
+
+
+class _Eager:
+    """A specialisation that could not be captured: runs as ``graph=False``."""
+
+    def __init__(self, why):
+        self.why = why
+
+
+class Graphed:
+    """``graph=True`` around one ``value_and_grad`` step: ``step(args, kwargs)`` runs it eagerly
+    and returns ``((value, grads), derivatives used)``; ``pyfunc`` is the user's function (for
+    messages)."""
+
+    def __init__(self, step, pyfunc):
+        self.step = step
+        self.pyfunc = pyfunc
+        self.entries = {}
+        self.lock = threading.RLock()
+        self.warned = False
+
+    def __call__(self, args, kwargs):
+        leaves = []
+        tree = _flatten((args, kwargs), leaves)
+        keys = tuple(_leaf_key(x) for x in leaves)
+        if not any(k is not None and k[0] == "a" for k in keys):
+            self._refuse_host(leaves)
+        key = (tree, keys) if None not in keys else None
+        with self.lock:
+            e = self.entries.get(key) if key is not None else None
+            if isinstance(e, _Captured):
+                if e.fresh():
+                    return e.replay(leaves)
+                del self.entries[key]              # a global it read was rebound: capture again
+                e = None
+            if isinstance(e, _Eager) or e is None and (key is None or
+                                                       len(self.entries) >= MAX_SPECIALISATIONS):
+                if key is None and not self.warned:
+                    odd = next(x for x, k in zip(leaves, keys) if k is None)
+                    self._warn(None, f"an argument of type {type(odd).__name__} (graph mode "
+                                     f"captures CuPy arrays and Python scalars)")
+                return self.step(args, kwargs)[0]
+            with gemm.graph_matmuls():             # warm-up: the capturable route, eagerly
+                out, used = self.step(args, kwargs)
+            self.entries[key] = self._capture(tree, leaves, used)
+            return out
+
+    def _refuse_host(self, leaves):
+        kinds = sorted({type(x).__module__.split(".")[0] + "." + type(x).__name__
+                        for x in leaves if hasattr(x, "dtype")})
+        raise ArgumentError(
+            f"graph=True needs CuPy arrays, but {self.pyfunc.__qualname__} got "
+            + (", ".join(kinds) if kinds else "no arrays") +
+            " (CUDA graphs record GPU work; there is nothing to capture)",
+            origin=caller_origin(),
+            fix="pass CuPy arrays, or drop graph=True for NumPy arguments (the gradient is the "
+                "same without it)")
+
+    def _capture(self, tree, leaves, used):
+        import cupy
+        from .cache import CACHE
+        gen = CACHE.generation
+        cur = cupy.cuda.get_current_stream()
+        buffers = []
+        for x in leaves:
+            if _is_cupy(x):
+                with x.device:
+                    b = cupy.empty(x.shape, x.dtype,
+                                   order="F" if x.flags.f_contiguous and not x.flags.c_contiguous
+                                   else "C")
+                    b[...] = x
+                buffers.append(b)
+            else:
+                buffers.append(None)
+        sargs, skw = _unflatten(tree, iter(b if b is not None else x
+                                           for b, x in zip(buffers, leaves)))
+        gemm.prepare()
+        stream = cupy.cuda.Stream(non_blocking=True)
+        stream.wait_event(cur.record())
+        pool = cupy.cuda.MemoryPool()
+        err = graph = out = None
+        with cupy.cuda.using_allocator(pool.malloc), gemm.graph_matmuls(), stream:
+            stream.begin_capture()
+            try:
+                out, _ = self.step(sargs, skw)
+            except Exception as e:                 # noqa: BLE001 (reported as the fallback's cause)
+                err = e
+            finally:
+                try:
+                    graph = stream.end_capture()
+                except Exception as e:             # noqa: BLE001
+                    err = err or e
+        if err is not None:
+            self._warn(err, f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+            return _Eager(err)
+        out_leaves = []
+        out_tree = _flatten(out, out_leaves)
+
+        def fresh():
+            return CACHE.generation == gen and all(d.fresh() for d in used)
+        return _Captured(graph, pool, buffers, out_tree, out_leaves, fresh)
+
+    def _warn(self, err, why):
+        self.warned = True
+        from .api import _user_origin
+        from .callables import _def_origin
+        origin = getattr(err, "origin", None) if err is not None else None
+        if origin is None and err is not None:
+            origin = _user_origin(err)
+        if origin is None:
+            origin = _def_origin(self.pyfunc)
+        where = origin.short() if hasattr(origin, "short") else str(origin)
+        text = getattr(origin, "text", "")
+        warnings.warn(f"{where}: graph=True could not capture the step of "
+                      f"{self.pyfunc.__qualname__} into a CUDA graph here: {why}\n    {text}\n"
+                      f"It runs without a graph for these argument shapes and dtypes (the same "
+                      f"numbers, without the speed).", GraphFallbackWarning, stacklevel=4)

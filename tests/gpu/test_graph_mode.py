@@ -1,0 +1,194 @@
+"""graph=True on the GPU (issue 14 item 2): whole value_and_grad steps captured into CUDA graphs
+and replayed, against graph=False; the fallback warning; specialisations; the capturable matrix
+product (s2sad/kernels/gemm.py).  Skipped without CuPy and a GPU."""
+import warnings
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import graphs
+from s2sad.errors import GraphFallbackWarning
+from s2sad.kernels import gemm
+from gpu_helpers import GPU_OK, cp, needs_gpu
+
+pytestmark = needs_gpu
+
+if GPU_OK:
+    gam = cp.get_array_module
+else:
+    def gam(*a):
+        return np
+
+
+def mlp(W1, b1, W2, b2, x, t):
+    xp = gam(x)
+    h = xp.maximum(x @ W1 + b1, 0.0)
+    h = xp.tanh(h @ W2 + b2)
+    z = h - xp.max(h, axis=1, keepdims=True)
+    logp = z - xp.log(xp.sum(xp.exp(z), axis=1, keepdims=True))
+    return -xp.sum(logp * t) / x.shape[0]
+
+
+def attention(Wq, Wk, Wo, x):
+    xp = gam(x)
+    B, T, D = x.shape
+    q = (x @ Wq).reshape(B, T, 2, D // 2).transpose(0, 2, 1, 3)
+    k = xp.swapaxes((x @ Wk).reshape(B, T, 2, D // 2), 1, 2)
+    s = q @ xp.swapaxes(k, -1, -2)
+    p = xp.exp(s - xp.max(s, axis=-1, keepdims=True))
+    p = p / xp.sum(p, axis=-1, keepdims=True)
+    o = xp.moveaxis(p @ q, 1, 2).reshape(B, T, D)
+    h = xp.tanh(xp.concatenate([x, o @ Wo], axis=-1))
+    return xp.mean(h * h)
+
+
+def host_sync(W, x):
+    xp = gam(x)
+    s = float(xp.sum(x))
+    return xp.sum(xp.tanh(W @ x)) * s
+
+
+def _mlp_args(seed, n=16):
+    rng = np.random.default_rng(seed)
+    a = [rng.standard_normal((8, 12)), rng.standard_normal(12), rng.standard_normal((12, 5)),
+         rng.standard_normal(5), rng.standard_normal((n, 8))]
+    t = np.eye(5)[rng.integers(0, 5, n)]
+    return [cp.asarray(v) for v in a + [t]]
+
+
+def _att_args(seed):
+    rng = np.random.default_rng(seed)
+    return [cp.asarray(rng.standard_normal(s) * 0.5) for s in ((6, 6), (6, 6), (6, 6), (2, 5, 6))]
+
+
+def _close(got, want, rtol=1e-9):
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert type(g) is type(w) and g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(w), rtol=rtol, atol=1e-12)
+
+
+@pytest.mark.parametrize("fn, make, wrt", [(mlp, _mlp_args, (0, 1, 2, 3)),
+                                           (attention, _att_args, (0, 1, 2))])
+def test_equal_to_graph_false_and_replays_new_inputs(fn, make, wrt):
+    plain = s2sad.value_and_grad(fn, wrt=wrt)
+    d = s2sad.differentiate(fn, wrt=wrt, graph=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GraphFallbackWarning)
+        results = []
+        for seed in (0, 0, 1, 2):                    # warm-up + capture, replay, new values twice
+            args = make(seed)
+            v, g = d.value_and_grad(*args)
+            v0, g0 = plain(*args)
+            _close(v, v0)
+            _close(g, g0)
+            results.append((v, g))
+    (entry,) = d._graph.entries.values()
+    assert isinstance(entry, graphs._Captured)
+    # returned arrays are fresh: later replays did not overwrite the first results
+    v_first, g_first = results[1]
+    _close(v_first, plain(*make(0))[0])
+    assert float(results[1][0]) != float(results[2][0])
+
+
+def test_replay_does_not_run_python():
+    d = s2sad.differentiate(mlp, wrt=(0, 2), graph=True)
+    calls = []
+    step = d._graph.step
+    d._graph.step = lambda a, k: calls.append(1) or step(a, k)
+    for seed in range(4):
+        d.grad(*_mlp_args(seed))
+    assert len(calls) == 2                           # the warm-up and the capture only
+    _close(d.grad(*_mlp_args(7)), s2sad.grad(mlp, wrt=(0, 2))(*_mlp_args(7)))
+
+
+def test_grad_and_value_and_grad_functions():
+    args = _mlp_args(3)
+    g = s2sad.grad(mlp, wrt=(0, 2), graph=True)
+    vg = s2sad.value_and_grad(mlp, wrt=0, graph=True)
+    want = s2sad.grad(mlp, wrt=(0, 2))(*args)
+    for _ in range(3):
+        _close(g(*args), want)
+        v, gW = vg(*args)
+        _close(gW, want[0])
+        _close(v, mlp(*args))
+
+
+def test_host_sync_falls_back_with_one_warning():
+    rng = np.random.default_rng(5)
+    W, x = cp.asarray(rng.standard_normal((3, 4))), cp.asarray(rng.standard_normal((4, 2)))
+    g = s2sad.grad(host_sync, graph=True)
+    want = s2sad.grad(host_sync)(W, x)
+    with pytest.warns(GraphFallbackWarning) as rec:
+        got = g(W, x)
+    _close(got, want)
+    assert len(rec) == 1
+    msg = str(rec[0].message)
+    assert "test_graph_mode.py:" in msg and "s = float(xp.sum(x))" in msg, msg
+    assert "graph=True could not capture the step of host_sync" in msg
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GraphFallbackWarning)
+        for k in range(2):                           # no second warning; still right
+            W2 = W * (k + 2)
+            _close(g(W2, x), s2sad.grad(host_sync)(W2, x))
+
+
+def test_two_specialisations():
+    d = s2sad.differentiate(mlp, wrt=(0, 1), graph=True)
+    plain = s2sad.grad(mlp, wrt=(0, 1))
+    for seed in range(3):
+        for n in (16, 9):
+            args = _mlp_args(seed, n)
+            _close(d.grad(*args), plain(*args))
+    assert len(d._graph.entries) == 2
+    assert all(isinstance(e, graphs._Captured) for e in d._graph.entries.values())
+    f32 = [a.astype(cp.float32) for a in _mlp_args(4)]
+    for _ in range(2):
+        _close(d.grad(*f32), plain(*f32), rtol=1e-5)
+    assert len(d._graph.entries) == 3
+
+
+def test_has_aux():
+    def f(W, x):
+        xp = gam(x)
+        y = xp.tanh(W @ x)
+        return xp.sum(y * y), y
+
+    W, x = _att_args(0)[0], cp.ones((6, 3))
+    vg = s2sad.value_and_grad(f, has_aux=True, graph=True)
+    want = s2sad.value_and_grad(f, has_aux=True)(W, x)
+    for _ in range(3):
+        (v, aux), g = vg(W, x)
+        _close((v, aux, g), (want[0][0], want[0][1], want[1]))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.complex128])
+def test_gemm_layouts_captured(dt):
+    rng = np.random.default_rng(0)
+    cases = [((5, 7), (7, 3)), ((7,), (7, 3)), ((5, 7), (7,)), ((2, 3, 5, 7), (7, 4)),
+             ((2, 3, 5, 7), (2, 3, 7, 4)), ((3, 1, 5, 7), (4, 7, 2))]
+    for sa, sb in cases:
+        a = cp.asarray(rng.standard_normal(sa)).astype(dt)
+        b = cp.asarray(rng.standard_normal(sb)).astype(dt)
+        for ta, tb in ((a, b), (a.swapaxes(-1, -2).copy().swapaxes(-1, -2), b),
+                       (a, b[..., ::-1] if b.ndim > 1 else b)):
+            ref = cp.asnumpy(ta) @ cp.asnumpy(tb)
+            with gemm.graph_matmuls():
+                eager = gemm.matmul(ta, tb)
+            s = cp.cuda.Stream(non_blocking=True)
+            pool = cp.cuda.MemoryPool()
+            with cp.cuda.using_allocator(pool.malloc), gemm.graph_matmuls(), s:
+                s.begin_capture()
+                try:
+                    out = gemm.matmul(ta, tb)
+                finally:
+                    graph = s.end_capture()
+            graph.launch(s)
+            s.synchronize()
+            tol = 1e-5 if dt == np.float32 else 1e-12
+            for got in (eager, out):
+                assert got.shape == ref.shape and got.dtype == ref.dtype
+                np.testing.assert_allclose(cp.asnumpy(got), ref, rtol=tol, atol=tol * 10)

@@ -1,0 +1,130 @@
+"""s2sad/kernels/gemm.py's operand layouts (op, leading dimension, batch stride) on the CPU: CuPy
+is stood in for by NumPy arrays with a ``.data.ptr`` and cuBLAS by a column-major
+``GemmStridedBatchedEx`` that reads memory through those pointers, as cuBLAS would."""
+import ctypes
+import types
+
+import numpy as np
+import pytest
+
+from s2sad.kernels import gemm
+
+
+class _Arr(np.ndarray):
+    @property
+    def data(self):
+        return types.SimpleNamespace(ptr=self.__array_interface__["data"][0])
+
+
+def _a(x):
+    return np.asarray(x).view(_Arr)
+
+
+def _fake_cupy():
+    cp = types.SimpleNamespace()
+    cp.ascontiguousarray = lambda x: _a(np.ascontiguousarray(x))
+    cp.broadcast_to = lambda x, s: _a(np.broadcast_to(x, s))
+    cp.empty = lambda s, dt: _a(np.full(s, np.nan, dt))
+    cp.zeros = lambda s, dt: _a(np.zeros(s, dt))
+    cp.ones = lambda s, dt: _a(np.ones(s, dt))
+    cp.uint8 = np.uint8
+    return cp
+
+
+def _view(ptr, dtype, rows, cols, ld):
+    """The column-major rows x cols matrix at ptr with leading dimension ld."""
+    it = np.dtype(dtype).itemsize
+    n = (cols - 1) * ld + rows
+    buf = (ctypes.c_char * (n * it)).from_address(ptr)
+    flat = np.frombuffer(buf, dtype)
+    return np.lib.stride_tricks.as_strided(flat, (rows, cols), (it, ld * it))
+
+
+class _Lib:
+    def __init__(self, dtype):
+        self.dtype = dtype
+        self.calls = 0
+
+    def cublasSetStream_v2(self, h, s):
+        return 0
+
+    def cublasGemmStridedBatchedEx(self, h, opa, opb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb,
+                                   sb, beta, C, ct, ldc, sc, count, compute, algo):
+        self.calls += 1
+        it = np.dtype(self.dtype).itemsize
+        assert lda >= (m if opa == 0 else k) and ldb >= (k if opb == 0 else n) and ldc >= m
+        for i in range(count):
+            a = _view(A + i * sa * it, self.dtype, *((m, k) if opa == 0 else (k, m)), lda)
+            b = _view(B + i * sb * it, self.dtype, *((k, n) if opb == 0 else (n, k)), ldb)
+            c = _view(C + i * sc * it, self.dtype, m, n, ldc)
+            c[...] = (a if opa == 0 else a.T) @ (b if opb == 0 else b.T)
+        return 0
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    import sys
+    cp = _fake_cupy()
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    lib = _Lib(np.float64)
+    hd = types.SimpleNamespace(lib=lib, h=None, scalars={np.float64: (_a(np.ones(())),
+                                                                      _a(np.zeros(())))})
+    monkeypatch.setattr(gemm, "_handle", lambda: hd)
+    cp.cuda = types.SimpleNamespace(get_current_stream=lambda: types.SimpleNamespace(ptr=0))
+    return lib
+
+
+CASES = [((5, 7), (7, 3)), ((7,), (7, 3)), ((5, 7), (7,)), ((7,), (7,)), ((2, 3, 5, 7), (7, 4)),
+         ((5, 7), (2, 3, 7, 4)), ((2, 3, 5, 7), (2, 3, 7, 4)), ((3, 1, 5, 7), (4, 7, 2)),
+         ((1, 5, 7), (3, 7, 2)), ((1, 7), (7, 1)), ((5, 1), (1, 4))]
+
+
+@pytest.mark.parametrize("sa, sb", CASES)
+def test_layouts_against_numpy(fake, sa, sb):
+    rng = np.random.default_rng(1)
+    a0 = rng.standard_normal(sa)
+    b0 = rng.standard_normal(sb)
+    variants = [(a0, b0)]
+    if len(sa) >= 2:
+        variants.append((np.ascontiguousarray(np.swapaxes(a0, -1, -2)).swapaxes(-1, -2), b0))
+        variants.append((a0[..., ::-1, :], b0))
+    if len(sb) >= 2:
+        variants.append((a0, np.asfortranarray(b0) if len(sb) == 2 else b0[..., ::-1]))
+        big = rng.standard_normal(sb[:-1] + (2 * sb[-1],))
+        variants.append((a0, big[..., ::2]))              # column stride 2: copied
+        wide = rng.standard_normal(sb[:-1] + (sb[-1] + 3,))
+        variants.append((a0, wide[..., :sb[-1]]))           # row stride > columns: in place
+    if len(sa) >= 3:
+        variants.append((np.moveaxis(np.ascontiguousarray(np.moveaxis(a0, 0, -1)), -1, 0), b0))
+    for a, b in variants:
+        got = gemm._gemm(_a(a), _a(b))
+        want = np.matmul(a, b)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
+    assert fake.calls == len(variants) or sa == (7,) and sb == (7,)
+
+
+def test_in_place_operands_are_not_copied(fake, monkeypatch):
+    """A transposed view and a row-padded view go to cuBLAS as they are (op T, ld)."""
+    copies = []
+    cp = __import__("sys").modules["cupy"]
+    real = cp.ascontiguousarray
+    cp.ascontiguousarray = lambda x: copies.append(x.shape) or real(x)
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((6, 4))
+    x = rng.standard_normal((3, 5, 9))[..., :6]
+    got = gemm._gemm(_a(x), _a(w.T.T))
+    np.testing.assert_allclose(np.asarray(got), x @ w, rtol=1e-12)
+    got = gemm._gemm(_a(x), _a(np.asfortranarray(w)))
+    np.testing.assert_allclose(np.asarray(got), x @ w, rtol=1e-12)
+    assert copies == []
+
+
+def test_outside_graph_mode_is_plain_matmul():
+    a = np.arange(6.0).reshape(2, 3)
+    assert not gemm.active()
+    np.testing.assert_array_equal(gemm.matmul(a, a.T), a @ a.T)
+    with gemm.graph_matmuls():
+        assert gemm.active()
+        np.testing.assert_array_equal(gemm.matmul(a, a.T), [[5.0, 14.0], [14.0, 50.0]])
+    assert not gemm.active()
