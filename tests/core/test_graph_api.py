@@ -121,3 +121,45 @@ def test_fallback_warning_names_the_users_line():
     assert "test_graph_api.py:" in msg and "graph=True could not capture the step of" in msg
     assert "cudaErrorStreamCaptureUnsupported" in msg
     assert "return np.sum(W @ x) + float(np.sum(x))" in msg
+
+
+def _helper(W, x):
+    return np.tanh(W @ x)
+
+
+_K = 2.0
+
+
+def with_callee_loop_and_nested_def(W, x):
+    h = _helper(W, x)                       # a derived callee (its own derivative, not rewritten)
+
+    def inner(z):                           # a nested def: copied as written, read again
+        return z @ W.T * _K
+    y = inner(x.T)
+    s = 0.0
+    for i in range(3):
+        s = s + np.sum(h[i] ** 2)
+    if y.shape[0] > 1:
+        y = y * 2
+    return s + np.sum(np.matmul(y, W) ** 2)
+
+
+def test_graph_step_on_callees_loops_and_nested_defs():
+    """api._graph_step (what graph mode runs and captures) against graph=False, on code whose
+    generated module holds a nested def (rewriting it made s2sad refuse it as stale source)."""
+    from s2sad import api
+    rng = np.random.default_rng(3)
+    W, x = rng.standard_normal((3, 3)), rng.standard_normal((3, 4))
+    step = api._graph_step(api._Specs(with_callee_loop_and_nested_def, (0, 1)), False)
+    want = s2sad.value_and_grad(with_callee_loop_and_nested_def, wrt=(0, 1))(W, x)
+    for on in (False, True):
+        with s2sad.kernels.gemm.graph_matmuls() if on else warnings.catch_warnings():
+            (v, g), used = step((W, x), {})
+        assert v == want[0] and len(used) == 1
+        for a, b in zip(g, want[1]):
+            np.testing.assert_allclose(a, b, rtol=1e-13)
+    d = used[0]
+    fwd, _ = graphs.sweeps(d)
+    assert "_s2sad_matmul" in fwd.__code__.co_names
+    inner = [c for c in fwd.__code__.co_consts if getattr(c, "co_name", "") == "inner"]
+    assert inner and "_s2sad_matmul" not in inner[0].co_names
