@@ -11,7 +11,8 @@ import sys
 import threading
 
 from . import runtime
-from .cache import CACHE, forward_derivative, jit_derivative, reverse_derivative
+from .cache import (CACHE, forward_derivative, forward_jit_derivative, jit_derivative,
+                    reverse_derivative)
 from .callables import (_concrete, _def_origin, _label, _per_call, _relocate, _required_args,
                         _wrt, numba_options)
 from .runtime.forward import _jvp_python, materialize
@@ -518,7 +519,7 @@ class Differentiable:
         ``@differentiate(mode="forward")`` the tangent module; with ``jit=True`` the one function
         that ``numba.njit`` compiles."""
         if self._mode == "forward":
-            return self.forward_source(*args)
+            return self.forward_source(*args, jit=jit)
         return self.derivative(*args, jit=jit, **kwargs).source
 
     def explain(self, *args, **kwargs):
@@ -526,12 +527,15 @@ class Differentiable:
         return explain_derivative(self.derivative(*args, **kwargs))
 
     def jvp(self, primals, tangents):
-        """Forward mode: ``(value, tangent of the output)`` for tangents of the inputs."""
-        return jvp(self._fn, primals, tangents)
+        """Forward mode: ``(value, tangent of the output)`` for tangents of the inputs (compiled
+        with numba under ``differentiate(f, jit=True)``, as :func:`jvp` with ``jit=True``)."""
+        return _jvp(self._fn, primals, tangents, self._jit_options)
 
-    def forward_source(self, *args):
-        """The generated forward-mode (tangent) module as Python source."""
-        return forward_source(self._fn, self._wrt, *args)
+    def forward_source(self, *args, jit=None):
+        """The generated forward-mode (tangent) module as Python source; with ``jit=True`` (or
+        a decorator's ``jit=True``) the function that ``numba.njit`` compiles."""
+        opts = self._jit_options if jit is None else _jit_options(self._fn, jit)
+        return forward_source(self._fn, self._wrt, *args, jit=opts is not None)
 
 
 def explain_derivative(d):
@@ -876,9 +880,17 @@ _TUPLE_FIX = ("pass the arguments as a tuple and their tangents as a tuple of th
               "s2sad.jvp(f, (x,), (t,)), or s2sad.jvp(f, (x, y), (tx, None)) (None: no tangent)")
 
 
-def jvp(f, primals, tangents):
+def jvp(f, primals, tangents, *, jit=None):
     """``(f(*primals), J tangents)``: ``primals`` and ``tangents`` are tuples with one entry per
-    positional argument (``None``, or zeros, for arguments that carry no tangent)."""
+    positional argument (``None``, or zeros, for arguments that carry no tangent).
+
+    ``jit=True`` (or ``S2SAD_JIT=1``, or ``f`` a ``numba.njit`` function) compiles the forward-mode
+    derivative with ``numba.njit``; what numba cannot compile runs as Python, with one
+    :class:`~s2sad.errors.JitFallbackWarning` naming the line.  ``jit=False`` never compiles."""
+    return _jvp(f, primals, tangents, _jit_options(f, jit))
+
+
+def _jvp(f, primals, tangents, options):
     for what, v in (("primals", primals), ("tangents", tangents)):
         if not isinstance(v, (tuple, list)):
             raise ArgumentError(f"jvp({_label(f)}, primals, tangents): {what} must be a tuple with "
@@ -897,20 +909,38 @@ def jvp(f, primals, tangents):
     self_ = getattr(f, "__self__", None) if inspect.ismethod(f) else None
     if self_ is not None:
         primals, tangents = (self_,) + primals, (None,) + tangents
-    value, tout = _run(lambda: _jvp_python(fn, primals, tangents, top=True))
+    compiled = None if options is None else _compiled_jvp(options)
+    value, tout = _run(lambda: _jvp_python(fn, primals, tangents, top=True, compiled=compiled))
     return value, materialize(tout, value)
+
+
+def _compiled_jvp(options):
+    """The ``compiled`` hook of :func:`~s2sad.runtime.forward._jvp_python`: the forward-mode
+    derivative compiled with numba (one per argument types), run on the arguments and their
+    tangents (copies of those the function writes), or None where it runs as Python."""
+    def run(fn, mask, kinds, args, targs):
+        from .classify.types import of_value
+        c = forward_jit_derivative(fn, mask, kinds, options, tuple(of_value(a) for a in args))
+        if c.failed is not None:
+            return None
+        written = set(c.written_params)
+        tans = [materialize(runtime.snap(t) if p in written else t, a)
+                for p, t, a, m in zip(c.ir.params, targs, args, mask) if m]
+        return c.call(tuple(args) + tuple(tans))
+    return run
 
 
 jvp.__s2sad_jvp__ = True        # inside a differentiated function: runtime.jvp_function
 
 
-def forward_source(f, wrt=0, *example_args):
+def forward_source(f, wrt=0, *example_args, jit=False):
     """The generated forward-mode module for ``f`` with respect to ``wrt`` (an index, a name, or
-    a tuple of them).  Built for array arguments unless example arguments are given."""
-    return forward_derivative_of(f, wrt, *example_args).source
+    a tuple of them).  Built for array arguments unless example arguments are given.
+    ``jit=True``: the function ``jvp(..., jit=True)`` compiles with ``numba.njit``."""
+    return forward_derivative_of(f, wrt, *example_args, jit=jit).source
 
 
-def forward_derivative_of(f, wrt=0, *example_args):
+def forward_derivative_of(f, wrt=0, *example_args, jit=False):
     """The built forward-mode :class:`~s2sad.codegen.build.Derivative` whose source
     :func:`forward_source` returns (its module's source map and call sites: ``s2sad dump
     --html``)."""
@@ -936,6 +966,8 @@ def forward_derivative_of(f, wrt=0, *example_args):
         kinds = tuple(runtime.kind_of(a) for a in args) + ("a",) * (nparams - len(args))
     else:
         kinds = ("a",) * nparams
+    if jit:
+        return forward_jit_derivative(fn, mask, kinds, _jit_options(fn, True))
     return forward_derivative(fn, mask, kinds)
 
 

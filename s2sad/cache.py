@@ -185,6 +185,28 @@ def jit_derivative(pyfunc, mask, kinds, options=(), types=None):
     return CACHE.get(key, build)
 
 
+def forward_jit_derivative(pyfunc, mask, kinds, options=(), types=None):
+    """The cached :class:`~s2sad.codegen.jit.CompiledDerivative` of ``pyfunc``'s forward-mode
+    derivative (``jvp(..., jit=True)``): ``f__jvp`` written for numba, compiled with
+    ``numba.njit(**dict(options))`` on first use; one per argument ``types`` (classify.types)
+    where given, so a fallback for one specialisation leaves the others compiled."""
+    options = tuple(sorted(dict(options).items()))
+    types = tuple(types) if types is not None else None
+    key = CACHE.key(pyfunc, ("forward-jit", options, types), tuple(mask), tuple(kinds))
+    c = CACHE._store.get(key)
+    if c is not None:
+        if c.d.fresh():
+            return c
+        CACHE.discard(key, c)
+
+    def build():
+        from .codegen.build_forward import build_forward
+        from .codegen.jit import CompiledDerivative
+        d = build_forward(pyfunc, tuple(mask), tuple(kinds), jit=True)
+        return CompiledDerivative(d, dict(options))
+    return CACHE.get(key, build)
+
+
 def _build_forward(pyfunc, mask, kinds, init, mut):
     from . import diskcache
 

@@ -37,6 +37,17 @@ def lower_function(pyfunc, constructor=False, mutating=False):
     return fn
 
 
+def inline_for_jit(fn, param_kinds, kinds):
+    """``jit=True`` compiles one numba function: calls of user functions are inlined where they
+    can be (classify/inline.py); the kinds of the function after that."""
+    from ..classify import inline
+    for _ in range(inline.MAX_DEPTH):
+        if not inline.expand(fn):
+            break
+        kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
+    return kinds
+
+
 def _sites(fn):
     out = []
     for s in ir.walk(fn.body):
@@ -63,12 +74,7 @@ def build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, m
     param_kinds = statics.bind(fn, param_kinds)    # (functions and modules passed in)
     kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
     if jit:
-        # one numba function: calls of user functions are inlined where they can be
-        from ..classify import inline
-        for _ in range(inline.MAX_DEPTH):
-            if not inline.expand(fn):
-                break
-            kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
+        kinds = inline_for_jit(fn, param_kinds, kinds)
     closures.remake(fn, kinds)       # (closures made again after changes of what they read)
     active, varied = analysis.activity(fn, wrt)
     C.finish(fn, active, varied)
@@ -91,18 +97,8 @@ def build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, m
                   f"({fn.origin.short()}), with respect to {', '.join(wrt) or 'nothing'}", None),
               (0, "", None)]
     if jit:
-        from .jit import njit
-        njit()                          # (numba installed, or the error naming the extra)
-        from ..rules import jit as _jit_adj
-        from ..runtime import jit as _jit_rt
-        namespace["_rt"] = _jit_rt.namespace()
-        for k, v in list(namespace.items()):
-            if isinstance(v, ir.Origin):
-                namespace[k] = 0            # (a check's site: numba cannot type it; the check
-                #                              defers to the Python derivative for the message)
-        namespace["_adj"] = _jit_adj.namespace()
-        from ..rules import jit_substitutes     # (SciPy callees: their numba versions)
-        jit_substitutes.bind(fn, namespace)
+        from .jit import bind_namespace
+        bind_namespace(fn, namespace)
         header[0] = (0, header[0][1] + "; forward and reverse sweeps in one function, for "
                         "numba.njit (jit=True)", None)
         fwd_name = bwd_name = f"{name}__vjp"

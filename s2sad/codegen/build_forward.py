@@ -10,6 +10,7 @@ from ..rules import registry
 from . import text as T
 from .build import Derivative, _sites
 from ..frontend import statics
+from .build import inline_for_jit
 from .build import lower_function as _lower
 from ..runtime import forward as _fw
 from ..runtime.forward import ForwardStub
@@ -57,13 +58,17 @@ def _namer(namespace, own_key, own_name):
     return namer
 
 
-def build_forward(pyfunc, mask, param_kinds, init=False, mut=False):
+def build_forward(pyfunc, mask, param_kinds, init=False, mut=False, jit=False):
     """Build ``f__jvp`` for ``pyfunc`` with respect to the parameters where ``mask`` is True.
-    ``mut``: a method that updates its object, whose outputs are (result, ``self``)."""
+    ``mut``: a method that updates its object, whose outputs are (result, ``self``).
+    ``jit=True``: written for ``numba.njit`` (its ``_rt``, ``_fw`` and ``_adj`` are the numba
+    helpers, calls of user functions inlined); codegen/jit.py compiles it."""
     fn = lower_function(pyfunc, init, mut)
     wrt = [p for p, m in zip(fn.params, mask) if m]
     param_kinds = statics.bind(fn, param_kinds)    # (functions and modules passed in)
     kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
+    if jit:
+        kinds = inline_for_jit(fn, param_kinds, kinds)
     closures.remake(fn, kinds)       # (closures made again after changes of what they read)
     _stub_sites_dynamic(fn)
     active, varied = forward_activity(fn, wrt)
@@ -77,11 +82,15 @@ def build_forward(pyfunc, mask, param_kinds, init=False, mut=False):
     name = pyfunc.__name__ if pyfunc.__name__.isidentifier() else "f"
     jvp_name = f"{name}__jvp"
     namer = _namer(namespace, (pyfunc, tuple(mask)), jvp_name)
-    em = ForwardEmitter(fn, kinds, active, wrt, namespace, namer)
+    em = ForwardEmitter(fn, kinds, active, wrt, namespace, namer, jit=jit)
     triples = em.emit(jvp_name)
     header = [(0, f"# s2sad forward-mode derivative of {pyfunc.__qualname__} "
                   f"({fn.origin.short()}), with respect to {', '.join(wrt) or 'nothing'}", None),
               (0, "", None)]
+    if jit:
+        from .jit import bind_namespace
+        bind_namespace(fn, namespace, forward=True)
+        header[0] = (0, header[0][1] + "; for numba.njit (jit=True)", None)
     triples = header + triples
     lines = T.format_lines(triples)
     line_origins = {i + 1: t[2] for i, t in enumerate(triples) if t[2] is not None}

@@ -20,6 +20,7 @@ The helpers generated forward code calls as ``_fw.*`` (zeros, broadcasting, dyna
 the lazy derived-callee stub, the tangent-from-adjoint fallback) live in :mod:`s2sad.runtime.forward`.
 """
 import ast as _ast
+import copy
 import functools
 import operator
 
@@ -55,8 +56,10 @@ def forward_activity(fn, wrt):
 
 # -- the emitter ----------------------------------------------------------------------------------
 class ForwardEmitter:
-    def __init__(self, fn, kinds, active, wrt, namespace, derived_namer):
+    def __init__(self, fn, kinds, active, wrt, namespace, derived_namer, jit=False):
         self.fn = fn
+        self.jit = jit                            # write for numba.njit (codegen/jit.py)
+        self.pre = []                             # lines a tangent needs first (jit: _vjp_loop)
         self.kinds = kinds
         self.active = active
         self.wrt = list(wrt)
@@ -130,6 +133,8 @@ class ForwardEmitter:
     # -- templates --------------------------------------------------------------------------
     def jvp_tree(self, rule, p, bound, target, ans=None):
         tree = rule.tangent_template(p)
+        if self.jit:
+            tree = _drop_default_keywords(tree, rule, bound)
         names = {n.id for n in _ast.walk(tree) if isinstance(n, _ast.Name)}
         mapping = {}
         for q in rule.signature.parameters:
@@ -182,6 +187,9 @@ class ForwardEmitter:
             else:
                 fallback.append(p)
         for p in fallback:
+            if self.jit:
+                terms.append(T.parse_expr(self.vjp_loop(rule, p, bound, ans or target)))
+                continue
             rname = self.consts.name_for(rule)
             args = "(" + "".join(f"{self.text(bound.get(q))}, " for q in rule.signature.parameters) + ")"
             terms.append(T.parse_expr(f"_fw.jvp_by_vjp({rname}, {p!r}, "
@@ -388,16 +396,20 @@ class ForwardEmitter:
             ta = self.tangent_text(tuple(bound.get("args", ())), True)
             tk = self.tangent_text(dict(bound.get("keywords", {})), True)
             return [T.Line(f"{t} = {T.call_text(call, c)}", o), T.Line(f"{self.d(t)} = ({ta}, {tk})", o)]
+        self.pre = []
         tan = self.primitive_tangent(call, t)
         primal = T.call_text(call, c)
         if t in call.reads():
-            if _reads_name(tan, t):          # the tangent reads the old value: keep it apart
-                tmp = self.fresh("v")        # (and the result, ``ans``, under another name)
+            if _reads_name(tan, t) or self.pre:   # the tangent reads the old value: keep it
+                self.pre = []                     # apart (and the result, ``ans``, under
+                tmp = self.fresh("v")             # another name)
                 tan = self.primitive_tangent(call, t, ans=tmp)
-                return [T.Line(f"{tmp} = {primal}", o), T.Line(f"{self.d(t)} = {tan}", o),
-                        T.Line(f"{t} = {tmp}", o)]
+                pre, self.pre = self.pre, []
+                return [T.Line(f"{tmp} = {primal}", o)] + pre + \
+                    [T.Line(f"{self.d(t)} = {tan}", o), T.Line(f"{t} = {tmp}", o)]
             return [T.Line(f"{self.d(t)} = {tan}", o), T.Line(f"{t} = {primal}", o)]
-        return [T.Line(f"{t} = {primal}", o), T.Line(f"{self.d(t)} = {tan}", o)]
+        pre, self.pre = self.pre, []
+        return [T.Line(f"{t} = {primal}", o)] + pre + [T.Line(f"{self.d(t)} = {tan}", o)]
 
     def zero_of_call(self, call, t):
         """The tangent of a value computed without active inputs (a display's is a display of

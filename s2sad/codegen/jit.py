@@ -5,7 +5,9 @@
 keeps its lists native), every adjoint has one type (a zero adjoint is ``0.0`` for a float and
 zeros for an array), and ``_rt``/``_adj`` are numba versions of the helpers
 (``runtime/jit.py``, ``rules/jit.py``).  :class:`CompiledDerivative` compiles it, per argument
-types (numba's own dispatch).
+types (numba's own dispatch).  ``build_forward(..., jit=True)`` writes forward mode's
+``f__jvp(*params, *tangents) -> (value, tangent)`` the same way (its ``_fw`` helpers:
+``runtime/jit_forward.py``), compiled by the same class (:meth:`CompiledDerivative.call`).
 
 What numba cannot compile (a helper without a numba version, a Python object, a derived callee)
 falls back to the Python derivative: :meth:`CompiledDerivative.run` returns ``None`` and warns
@@ -45,6 +47,28 @@ def njit():
     return numba.njit
 
 
+def bind_namespace(fn, namespace, forward=False):
+    """Make a generated module's namespace (``namespace``, for the IR function ``fn``) the one
+    ``numba.njit`` compiles against: ``_rt``, ``_adj`` (and, for forward mode, ``_fw``) are the
+    numba helpers, SciPy callees their numba versions (rules/jit_substitutes.py), and a run-time
+    check's site (an Origin, which numba cannot type) an int."""
+    njit()                              # (numba installed, or the error naming the extra)
+    from .. import ir
+    from ..rules import jit as _jit_adj
+    from ..rules import jit_substitutes
+    from ..runtime import jit as _jit_rt
+    namespace["_rt"] = _jit_rt.namespace()
+    for k, v in list(namespace.items()):
+        if isinstance(v, ir.Origin):
+            namespace[k] = 0            # (a check's site: numba cannot type it; the check
+            #                              defers to the Python derivative for the message)
+    namespace["_adj"] = _jit_adj.namespace()
+    if forward:
+        from ..runtime import jit_forward
+        namespace["_fw"] = jit_forward.namespace()
+    jit_substitutes.bind(fn, namespace)
+
+
 class CompiledDerivative:
     """The numba-compiled fused sweeps of one derivative (``d``: its Derivative, whose module holds
     ``f__vjp``), or, after a failure, the record of why it runs as Python."""
@@ -78,6 +102,12 @@ class CompiledDerivative:
     def run(self, args, seed):
         """``(value, gradients)`` from the compiled function, or ``None`` when it cannot be
         compiled for these arguments (then it has warned, and the caller runs Python)."""
+        return self.call(args, (seed,))
+
+    def call(self, args, extra=()):
+        """The compiled function of ``*args, *extra`` (a forward-mode derivative's: primals and
+        tangents, ``(value, tangent)``), or ``None`` as :meth:`run`; ``args`` are checked for
+        types the compiled mode takes."""
         if self.failed is not None:
             return None
         bad = _untypeable(args)
@@ -89,7 +119,7 @@ class CompiledDerivative:
         n = len(disp.overloads)
         t0 = time.perf_counter()
         try:
-            out = disp(*args, seed)
+            out = disp(*args, *extra)
         except _numba_errors() as e:
             self.fail(_first_line(e), _generated_line(e, self.d.module.filename))
             return None

@@ -197,12 +197,13 @@ def _is_python(fn):
 
 
 def _jvp_python(fn, args, targs, kwargs=None, tkwargs=None, top=False, ftan=None, init=False,
-                mut=False):
+                mut=False, compiled=None):
     """Run the forward derivative of the Python function ``fn`` on these arguments and tangents
     (None: no tangent).  ``top``: the tangents are the user's, copy those the function writes.
     ``ftan``: the tangent of a closure (``{captured name: tangent}``, ``"param="`` for the
     defaults it was made with).  ``init``: ``fn`` is an ``__init__`` run as a constructor on
-    ``args[0]``, whose tangent (a dict of attribute tangents) it fills in."""
+    ``args[0]``, whose tangent (a dict of attribute tangents) it fills in.  ``compiled``: the
+    hook of ``jvp(..., jit=True)`` (see below)."""
     forward_derivative = hooks.forward_derivative
     kwargs = kwargs or {}
     tkwargs = tkwargs or {}
@@ -236,6 +237,12 @@ def _jvp_python(fn, args, targs, kwargs=None, tkwargs=None, top=False, ftan=None
         value = fn(*call_args, **call_kwargs)
         return value, zeros_like(value)
     kinds = tuple(runtime.kind_of(a) for a in args)
+    if compiled is not None and not (init or mut):
+        # jvp(..., jit=True): compiled(fn, mask, kinds, args, tangents) runs the numba-compiled
+        # derivative, or gives None where it falls back (it has warned): then Python runs
+        out = compiled(fn, mask, kinds, args, targs)
+        if out is not None:
+            return out
     dv = forward_derivative(fn, mask, kinds, init=init, mut=mut)
     written = set(getattr(dv, "written_params", ())) if top else set()
     tans = [materialize(runtime.snap(t) if p in written else t, a)

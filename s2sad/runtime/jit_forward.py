@@ -1,0 +1,183 @@
+"""What forward-mode derivatives compiled with ``jit=True`` call as ``_fw.*``: the tangent helpers
+of :mod:`.tangents` and :mod:`.forward` again, for ``numba.njit``.
+
+The same pattern as :mod:`.jit` (``_rt``): each helper is a Python stub with a numba ``overload``
+whose body numba picks by the argument types when it compiles the derivative; a type no body here
+handles is a typing error, which ``codegen/jit.py`` turns into a fallback to Python with one
+warning naming the user's line.  Any ``_fw`` helper not listed in :func:`namespace` (dynamic call
+sites, objects, containers) is the AttributeError of :func:`.jit.missing`: that derivative runs
+as Python.
+
+A rule without a tangent template (``jvp=``) has its tangent computed from its adjoint template,
+one output element at a time (``codegen/forward.py``, ``_vjp_loop``): ``(J t)_k = <J^T e_k, t>``.
+:func:`basis`, :func:`inner`, :func:`put`, :func:`out_size` and :func:`out_zeros` are the pieces of
+that loop; they have bodies for real floats and real float arrays only (a complex output needs the
+second direction ``i e_k``: it runs as Python, as :func:`.forward.jvp_by_vjp`).  Imports numba:
+only ``jit=True`` imports this module.
+"""
+import numpy as np
+from numba.core import types as nt
+from numba.extending import overload
+
+from . import jit as _jrt
+
+
+def _real_float(t):
+    d = t.dtype if isinstance(t, nt.Array) else t
+    return isinstance(d, nt.Float)
+
+
+# -- the stubs (called only inside compiled derivatives) ------------------------------------------
+def zeros_like(x):
+    raise NotImplementedError("s2sad: _fw.zeros_like runs inside numba-compiled derivatives only")
+
+
+def bcast(t, ans):
+    raise NotImplementedError
+
+
+def into(t, dest):
+    raise NotImplementedError
+
+
+def out_zeros(ans):
+    raise NotImplementedError
+
+
+def out_size(ans):
+    raise NotImplementedError
+
+
+def basis(ans, k):
+    raise NotImplementedError
+
+
+def inner(a, t):
+    raise NotImplementedError
+
+
+def put(out, k, v):
+    raise NotImplementedError
+
+
+# -- their bodies ---------------------------------------------------------------------------------
+@overload(zeros_like)
+def _zeros_like(x):
+    """``runtime.tangents.zeros_like``: 0.0 for a real number, 0j for a complex one, a floating
+    zero array (float64 for integer arrays) for an array."""
+    if isinstance(x, nt.Array):
+        dt = _jrt._float_dtype(x)
+        return lambda x: np.zeros(x.shape, dt)
+    if isinstance(x, nt.Complex):
+        return lambda x: 0j
+    if isinstance(x, (nt.Float, nt.Integer, nt.Boolean)):
+        return lambda x: 0.0
+
+
+@overload(bcast)
+def _bcast(t, ans):
+    """``runtime.tangents.bcast``: ``t`` broadcast to the shape of ``ans`` (a copy), or ``t``
+    itself where it has that shape already or ``ans`` has no shape."""
+    if not isinstance(ans, nt.Array):
+        if isinstance(t, (nt.Float, nt.Integer, nt.Complex, nt.Boolean)):
+            return lambda t, ans: t
+        return None
+    if isinstance(t, nt.Array):
+        if t.ndim == ans.ndim:
+            def impl(t, ans):
+                if t.shape == ans.shape:
+                    return t
+                return np.broadcast_to(t, ans.shape).copy()
+            return impl
+        return lambda t, ans: np.broadcast_to(t, ans.shape).copy()
+    if isinstance(t, (nt.Float, nt.Integer, nt.Complex)):
+        return lambda t, ans: np.full(ans.shape, t)
+
+
+@overload(into)
+def _into(t, dest):
+    """``runtime.tangents.into``: the tangent written into ``dest[...]``; an integer or bool
+    array keeps none (0)."""
+    if isinstance(dest, nt.Array):
+        if isinstance(dest.dtype, (nt.Float, nt.Complex)):
+            return lambda t, dest: t
+        return lambda t, dest: 0.0
+    return None
+
+
+@overload(out_zeros)
+def _out_zeros(ans):
+    if not _real_float(ans):
+        return None
+    if isinstance(ans, nt.Array):
+        dt = ans.dtype
+        return lambda ans: np.zeros(ans.shape, dt)
+    return lambda ans: 0.0
+
+
+@overload(out_size)
+def _out_size(ans):
+    if not _real_float(ans):
+        return None
+    if isinstance(ans, nt.Array):
+        return lambda ans: ans.size
+    return lambda ans: 1
+
+
+@overload(basis)
+def _basis(ans, k):
+    """The ``k``-th unit cotangent of a real output: ``1.0`` for a number, an array shaped like
+    ``ans`` with one 1 at flat position ``k``."""
+    if not _real_float(ans):
+        return None
+    if isinstance(ans, nt.Array):
+        dt = ans.dtype
+
+        def impl(ans, k):
+            e = np.zeros(ans.size, dt)
+            e[k] = 1.0
+            return e.reshape(ans.shape)
+        return impl
+    return lambda ans, k: 1.0
+
+
+@overload(inner)
+def _inner(a, t):
+    """The real inner product of an adjoint ``a`` and a tangent ``t`` of one input (same shape;
+    a number and a number)."""
+    if not (_real_float(a) or isinstance(a, nt.Integer)) or \
+            not (_real_float(t) or isinstance(t, nt.Integer)):
+        return None
+    if isinstance(a, nt.Array) and isinstance(t, nt.Array):
+        def impl(a, t):
+            if a.shape != t.shape:
+                raise ValueError(_jrt.REFUSED)    # (the Python derivative decides)
+            return np.sum(a * t)
+        return impl
+    if isinstance(a, nt.Array) or isinstance(t, nt.Array):
+        return lambda a, t: np.sum(a * t)
+    return lambda a, t: a * t
+
+
+@overload(put)
+def _put(out, k, v):
+    """``out`` with its flat element ``k`` set to ``v`` (an array, written in place), or ``v``
+    (a number: the only element)."""
+    if isinstance(out, nt.Array):
+        def impl(out, k, v):
+            out.reshape(-1)[k] = v
+            return out
+        return impl
+    if isinstance(out, nt.Float):
+        return lambda out, k, v: float(v)
+
+
+def namespace():
+    """A module holding the compiled helpers under the names generated forward code uses
+    (``_fw``)."""
+    return _jrt.helper_module("s2sad_jit_forward", "_fw", (
+        "zeros_like", "bcast", "into", "out_zeros", "out_size", "basis", "inner", "put"),
+        globals())
+
+
+__all__ = ["namespace"]
