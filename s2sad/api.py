@@ -21,6 +21,7 @@ from .frontend.source import _static_value, get_function
 from .kernels.device import guard_arguments
 from . import pickling
 from . import graphs
+from .codegen.load import user_origin as _user_origin
 from .runtime.transformed import Transformed
 
 _RECURSION_LIMIT = 20000
@@ -270,19 +271,6 @@ def _run(fn, *args):
     finally:
         if old < _RECURSION_LIMIT:
             sys.setrecursionlimit(old)
-
-
-def _user_origin(e):
-    """The user's line behind the innermost generated-code frame of an exception's traceback."""
-    from .codegen.load import origin_of
-    tb = e.__traceback__
-    origin = None
-    while tb is not None:
-        o = origin_of(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
-        if o is not None:
-            origin = o
-        tb = tb.tb_next
-    return origin
 
 
 def _locate(e):

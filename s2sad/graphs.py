@@ -32,8 +32,12 @@ import ast
 import threading
 import warnings
 
+from .cache import CACHE
+from .callables import _def_origin
+from .codegen.load import user_origin
 from .errors import ArgumentError, GraphFallbackWarning, caller_origin
 from .kernels import gemm
+from .runtime import hooks
 
 MAX_SPECIALISATIONS = 8
 _SWEEPS = "_s2sad_graph_sweeps"
@@ -104,6 +108,9 @@ def sweeps(d):
     except AttributeError:
         pass
     return got
+
+
+hooks.register(graph_sweeps=sweeps)     # derived callees' sweeps in graph mode (runtime.dispatch)
 
 
 # -- arguments: leaves and the key of a specialisation ---------------------------------------------
@@ -227,7 +234,6 @@ class Graphed:
 
     def _capture(self, tree, leaves, used):
         import cupy
-        from .cache import CACHE
         gen = CACHE.generation
         cur = cupy.cuda.get_current_stream()
         buffers = []
@@ -271,11 +277,9 @@ class Graphed:
 
     def _warn(self, err, why):
         self.warned = True
-        from .api import _user_origin
-        from .callables import _def_origin
         origin = getattr(err, "origin", None) if err is not None else None
         if origin is None and err is not None:
-            origin = _user_origin(err)
+            origin = user_origin(err)
         if origin is None:
             origin = _def_origin(self.pyfunc)
         where = origin.short() if hasattr(origin, "short") else str(origin)

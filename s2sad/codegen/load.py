@@ -11,6 +11,18 @@ from ..frontend.source import is_generated, origin_of  # noqa: F401
 _counter = itertools.count(1)
 
 
+def user_origin(e):
+    """The user's line behind the innermost generated-code frame of an exception's traceback."""
+    tb = e.__traceback__
+    origin = None
+    while tb is not None:
+        o = origin_of(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        if o is not None:
+            origin = o
+        tb = tb.tb_next
+    return origin
+
+
 class GeneratedModule:
     def __init__(self, name, source, namespace, line_origins, filename=None):
         """``filename``: the real file the source was read from (an entry of the disk cache)."""

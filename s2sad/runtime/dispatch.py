@@ -7,6 +7,7 @@ and s2sad's own transforms called inside differentiated code.  Derivatives are b
 import numpy as np
 
 from ..errors import ArgumentWriteError
+from ..kernels.gemm import active as _graph_mode
 from . import hooks
 from .arrays import _BuiltinType, _FunctionType, _ModuleType, _is_array, _z, add, is_zero
 from .iterators import Iter
@@ -60,8 +61,9 @@ class DerivedStub:
 
     def fwd(self, *args):
         d, args = self.resolve(args)
-        value, tape = d.fwd(*args)
-        return value, (d.bwd, tape)
+        fwd, bwd = _sweeps(d)
+        value, tape = fwd(*args)
+        return value, (bwd, tape)
 
     @staticmethod
     def bwd(tape, g):
@@ -346,7 +348,7 @@ def _call_derived(fn, args, kwargs, self_=None, mode="reverse"):
         _MUTATING.add(fn.__code__)
         mode = "mut"
         d = reverse_derivative(fn, mask, kinds, mode)
-    value, tape = d.fwd(*full)
+    value, tape = _sweeps(d)[0](*full)
     if mode == "mut":
         value = value[0]
     return value, ("derived", d, tape, mask, names, list(kwargs), len(cells), cellnames, nself,
@@ -354,6 +356,14 @@ def _call_derived(fn, args, kwargs, self_=None, mode="reverse"):
 
 
 _MUTATING = set()          # code objects of methods that update their object
+
+
+def _sweeps(d):
+    """A derived callee's (fwd, bwd); in graph mode (``graph=True`` preparing or capturing a CUDA
+    graph) the ones whose matrix products the capture accepts (:func:`s2sad.graphs.sweeps`)."""
+    if _graph_mode() and hooks.graph_sweeps is not None:
+        return hooks.graph_sweeps(d)
+    return d.fwd, d.bwd
 
 
 def pull(rec, g, g_self=_NOTHING):
@@ -402,7 +412,7 @@ def pull(rec, g, g_self=_NOTHING):
         return 0.0, tuple(_z(v) for v in pos), kw
     if kind == "derived":
         d, tape, mut = rec[1], rec[2], rec[-1]
-        return _derived_adjoints(rec, d.bwd(tape, (g, 0.0) if mut else g))
+        return _derived_adjoints(rec, _sweeps(d)[1](tape, (g, 0.0) if mut else g))
     if kind == "operator":                  # a user class's __add__ / __radd__ / __neg__...
         _, inner, reflected = rec
         g_self, g_args, _ = pull(inner, g)
@@ -468,7 +478,7 @@ def _pull_mut(rec, g, g_self):
         if is_zero(g) and is_zero(g_self):
             return _ZERO_PULL
         # the sweep's output adjoint is (result, object after); its bwd takes the pair
-        return _derived_adjoints(rec, rec[1].bwd(rec[2], (g, g_self)))
+        return _derived_adjoints(rec, _sweeps(rec[1])[1](rec[2], (g, g_self)))
     r = pull(rec, g)
     c, a, k = r[0], r[1], r[2]
     return (add(g_self, c) if not is_zero(g_self) else c), a, k

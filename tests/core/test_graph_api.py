@@ -158,6 +158,13 @@ def test_graph_step_on_callees_loops_and_nested_defs():
         assert v == want[0] and len(used) == 1
         for a, b in zip(g, want[1]):
             np.testing.assert_allclose(a, b, rtol=1e-13)
+    # in graph mode the derived callee runs its rewritten sweeps too (runtime.dispatch._sweeps)
+    from s2sad.runtime import dispatch
+    callee = s2sad.differentiate(_helper, wrt=(0, 1)).derivative(W, x)
+    assert dispatch._sweeps(callee) == (callee.fwd, callee.bwd)
+    with s2sad.kernels.gemm.graph_matmuls():
+        assert dispatch._sweeps(callee) == graphs.sweeps(callee)
+        assert "_s2sad_matmul" in dispatch._sweeps(callee)[0].__code__.co_names
     d = used[0]
     fwd, _ = graphs.sweeps(d)
     assert "_s2sad_matmul" in fwd.__code__.co_names

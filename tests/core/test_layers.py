@@ -46,6 +46,7 @@ LAYERS = {
     # 8 -- the front door and the transforms (callables <- api <- transforms)
     "s2sad.callables": 8,
     "s2sad.api": 8,
+    "s2sad.graphs": 8,          # graph=True: capture and replay (api imports it)
     "s2sad.pickling": 8,
     "s2sad.transforms": 8,
     # the rules for s2sad's own API (grad inside a differentiated function) name the API's
