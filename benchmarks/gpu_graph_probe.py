@@ -19,6 +19,8 @@ then a few numbers.  Probes:
   v    replay against eager for a 30-op elementwise chain (small and large arrays).
   vi   if s2sad's own graph-safe matmul (s2sad/kernels/gemm.py) is importable: its results against
        CuPy's for several layouts, batches and dtypes, eagerly and under capture.
+  vii  s2sad's graph=True on a small MLP and attention step: gradients against graph=False (also
+       after the inputs change), fallback warnings, ms per call.  PROBE_TRACE=1 prints tracebacks.
 """
 import ctypes
 import os
@@ -413,6 +415,45 @@ def p_s2sad_gemm():
     return f"{len(errs)} products (eager + captured), worst relative error {worst:.2g}"
 
 
+def p_s2sad_graph_steps():
+    """s2sad's graph=True on the issue's small MLP and attention steps (benchmarks/gpu_step.py):
+    gradients against graph=False, any GraphFallbackWarning, ms per call of both."""
+    import warnings
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import s2sad
+    import gpu_step
+    rng = np.random.default_rng(0)
+    f32 = lambda *s: cp.asarray(rng.standard_normal(s) * 0.3, dtype=cp.float32)   # noqa: E731
+    t = cp.asarray(np.eye(10)[rng.integers(0, 10, 64)], dtype=cp.float32)
+    cases = [("mlp N64", gpu_step.mlp_step,
+              [f32(32, 64), f32(64), f32(64, 64), f32(64), f32(64, 10), f32(10)], [f32(64, 32), t]),
+             ("attention B4 T32 D64", gpu_step.attention_step,
+              [f32(64, 64) for _ in range(4)], [f32(4, 32, 64), f32(4, 32, 128)])]
+    out = []
+    for name, step, params, data in cases:
+        wrt = tuple(range(len(params)))
+        plain = s2sad.value_and_grad(step, wrt=wrt)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            graph = s2sad.value_and_grad(step, wrt=wrt, graph=True)
+            for _ in range(3):
+                v, g = graph(*params, *data)
+            params2 = [p * 1.5 for p in params]
+            v2, g2 = graph(*params2, *data)
+        v0, g0 = plain(*params, *data)
+        v20, g20 = plain(*params2, *data)
+        err = max(float(cp.abs(a - b).max() / (cp.abs(b).max() + 1e-30))
+                  for a, b in zip(g + g2, g0 + g20))
+        ms_plain = _best(lambda: plain(*params, *data), 20) / 1e3
+        ms_graph = _best(lambda: graph(*params, *data), 20) / 1e3
+        warned = "; ".join(str(x.message).splitlines()[0][:160] for x in w)
+        out.append(f"{name}: max rel grad err {err:.2g}, value {float(v):.6g} vs {float(v0):.6g}, "
+                   f"plain {ms_plain:.3f} ms, graph {ms_graph:.3f} ms"
+                   + (f", WARNINGS: {warned}" if warned else ""))
+    return " | ".join(out)
+
+
 def main():
     print(f"CuPy {cp.__version__}, CUDA runtime {cp.cuda.runtime.runtimeGetVersion()}, "
           f"device {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, "
@@ -434,7 +475,8 @@ def main():
             ("iii.d ctypes cublasGemmStridedBatchedEx f16/f32/f64/c64/c128", p_gemm_ex_batched),
             ("iv  numba kernel on the capture stream (external_stream)", p_numba_kernel_in_capture),
             ("v   30-op chain: eager vs replay", p_timing),
-            ("vi  s2sad.kernels.gemm.matmul eager + captured", p_s2sad_gemm)]:
+            ("vi  s2sad.kernels.gemm.matmul eager + captured", p_s2sad_gemm),
+            ("vii s2sad graph=True steps vs graph=False", p_s2sad_graph_steps)]:
         report(name, fn)
     print("summary:", " ".join(f"{n.split()[0]}={r}" for n, r in RESULTS))
 

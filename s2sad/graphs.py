@@ -143,7 +143,7 @@ def _unflatten(tree, it):
 def _leaf_key(x):
     if _is_cupy(x):
         f = x.flags
-        return ("a", x.dtype, x.shape, f.c_contiguous, f.f_contiguous, x.device.id)
+        return ("a", x.dtype, x.shape, f.c_contiguous, f.f_contiguous, x.data.device_id)
     t = type(x)
     if t in (float, int, complex, bool, str, type(None)):
         return ("v", t, x)
@@ -171,9 +171,19 @@ class _Captured:
                 else:
                     buf[...] = x
         self.graph.launch(stream)
-        out = [o.copy() if _is_cupy(o) else o for o in self.out_leaves]
+        out = [_fresh(o, stream) if _is_cupy(o) else o for o in self.out_leaves]
         self.done = stream.record()
         return _unflatten(self.out_tree, iter(out))
+
+
+def _fresh(o, stream):
+    """A copy of the graph's output array ``o`` (one memcpy where it is contiguous)."""
+    import cupy
+    if o.flags.c_contiguous and o.nbytes:
+        c = cupy.empty(o.shape, o.dtype)
+        c.data.copy_from_device_async(o.data, o.nbytes, stream)
+        return c
+    return o.copy()
 
 
 class _Eager:
