@@ -264,7 +264,7 @@ class Graphed:
         stream.wait_event(cur.record())
         pool = cupy.cuda.MemoryPool()
         err = graph = out = None
-        with cupy.cuda.using_allocator(pool.malloc), gemm.graph_matmuls(), stream:
+        with cupy.cuda.using_allocator(pool.malloc), gemm.graph_matmuls() as kept, stream:
             stream.begin_capture()
             try:
                 out, _ = self.step(sargs, skw)
@@ -283,7 +283,9 @@ class Graphed:
 
         def fresh():
             return CACHE.generation == gen and all(d.fresh() for d in used)
-        return _Captured(graph, pool, buffers, out_tree, out_leaves, fresh)
+        c = _Captured(graph, pool, buffers, out_tree, out_leaves, fresh)
+        c.kept = kept             # device buffers the graph reads that nothing else may keep
+        return c
 
     def _warn(self, err, why):
         self.warned = True

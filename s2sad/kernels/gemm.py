@@ -44,13 +44,23 @@ def active():
 
 @contextlib.contextmanager
 def graph_matmuls():
-    """Inside: :func:`matmul` of CuPy arrays calls cuBLAS directly (graph-capturable)."""
-    before = active()
-    _state.on = True
+    """Graph mode on this thread: :func:`matmul` of CuPy arrays calls cuBLAS directly
+    (graph-capturable), and the device buffers kernels read that the caller does not own (cached
+    tables, this handle's workspace and scalars) are collected, through :func:`retain`, in the
+    list this yields: a captured graph keeps them alive."""
+    before, kept = active(), getattr(_state, "keep", None)
+    _state.on, _state.keep = True, []
     try:
-        yield
+        yield _state.keep
     finally:
-        _state.on = before
+        _state.on, _state.keep = before, kept
+
+
+def retain(obj):
+    """Inside :func:`graph_matmuls`, keep ``obj`` alive as long as the graph being made."""
+    keep = getattr(_state, "keep", None)
+    if keep is not None:
+        keep.append(obj)
 
 
 def matmul(a, b):
@@ -187,6 +197,7 @@ def _gemm(a, b):
         out = cupy.zeros(batch + (m, n), dt)
     else:
         hd = _handle()
+        retain(hd)
         A, sa, opa, lda = _operand(a, batch, m, k)
         B, sb, opb, ldb = _operand(b, batch, k, n)
         out = cupy.empty(batch + (m, n), dt)

@@ -21,6 +21,7 @@ import threading
 import numpy as np
 
 from ..errors import MissingExtraError
+from .gemm import retain
 
 CONFIG = {
     "tpb": 128,        # threads per block, segments kernel (tuned on H200: 128x8 best of 4)
@@ -325,6 +326,8 @@ def _launch(launcher, grid, block, gpu, args, keep=None):
     rec = getattr(_tls, "rec", None)
     if rec is not None:
         rec.append((launcher, grid, block, args, keep))
+    if keep is not None:
+        retain(keep)          # graph mode: a captured graph holds the tables its kernels read
     launcher(grid, block, args, gpu)
 
 
@@ -388,7 +391,9 @@ def _replay(plan, g, acc):
     launches, fresh_spec, outs_spec = plan
     bufs = [(cp.zeros(n, dt) if zero else cp.empty(n, dt)) for dt, n, zero in fresh_spec]
     gptr = g.data.ptr
-    for launcher, grid, block, sdelta, slen, grp, dd, tail, _keep in launches:
+    for launcher, grid, block, sdelta, slen, grp, dd, tail, keep in launches:
+        if keep is not None:
+            retain(keep)
         dbase = dd if grp < 0 else bufs[grp].data.ptr + dd
         launcher(grid, block, (gptr + sdelta, slen, dbase) + tail, True)
     outs = []

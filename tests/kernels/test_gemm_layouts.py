@@ -128,3 +128,15 @@ def test_outside_graph_mode_is_plain_matmul():
         assert gemm.active()
         np.testing.assert_array_equal(gemm.matmul(a, a.T), [[5.0, 14.0], [14.0, 50.0]])
     assert not gemm.active()
+
+
+def test_retain_collects_inside_graph_mode_only():
+    a, b = object(), object()
+    gemm.retain(a)                                  # outside: nothing kept, no error
+    with gemm.graph_matmuls() as kept:
+        gemm.retain(a)
+        with gemm.graph_matmuls() as inner:
+            gemm.retain(b)
+        gemm.retain(b)
+    assert kept == [a, b] and inner == [b]
+    assert getattr(gemm._state, "keep", None) is None
