@@ -276,7 +276,9 @@ class Graphed:
                 except Exception as e:             # noqa: BLE001
                     err = err or e
         if err is not None:
-            self._warn(err, f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+            if not self.warned:
+                self._warn(err, f"{type(err).__name__}: "
+                                f"{str(err).splitlines()[0] if str(err) else ''}")
             return _Eager(err)
         out_leaves = []
         out_tree = _flatten(out, out_leaves)

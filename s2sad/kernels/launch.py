@@ -21,7 +21,7 @@ import threading
 import numpy as np
 
 from ..errors import MissingExtraError
-from .gemm import retain
+from .gemm import active as graph_active, retain
 
 CONFIG = {
     "tpb": 128,        # threads per block, segments kernel (tuned on H200: 128x8 best of 4)
@@ -292,6 +292,10 @@ def _device_table(table):
     t = _tables.get(key)
     if t is None:
         stream = cp.cuda.get_current_stream()
+        if graph_active() and cp.cuda.runtime.streamIsCapturing(stream.ptr):
+            # a capture only records the upload: the cached table would be empty for later calls
+            raise RuntimeError("graph mode: a kernel table the warm-up call did not make is "
+                               "needed during capture")
         mem = cp.cuda.alloc_pinned_memory(max(table.nbytes, 1))
         host = np.frombuffer(mem, table.dtype, table.size).reshape(table.shape)
         host[...] = table
