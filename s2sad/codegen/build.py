@@ -103,6 +103,8 @@ def build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, m
                         "numba.njit (jit=True)", None)
         fwd_name = bwd_name = f"{name}__vjp"
         triples = header + em.emit_fused(fwd_name)
+        from .jit_fuse import fuse      # (runs of elementwise statements: one loop each)
+        triples = fuse(triples, fn.params, param_types, namespace)
     else:
         triples = header + fwd_triples + [(0, "", None), (0, "", None)] + bwd_triples
     lines = T.format_lines(triples)

@@ -518,6 +518,28 @@ def _extremum_adjoint(g, args, key, pick, *ans):
         return impl1
 
 
+# -- what fused loops call (codegen/jit_fuse.py) -------------------------------------------------
+@njit(error_model="numpy")
+def fdiv(a, b):
+    """``a / b`` of two numbers as NumPy divides array elements (a zero divisor gives inf or nan,
+    not ZeroDivisionError)."""
+    return a / b
+
+
+def flat(x):
+    raise NotImplementedError
+
+
+@overload(flat)
+def _flat(x):
+    """The elements of ``x`` in C order as a 1-d array: a view of a C-contiguous array, else a
+    copy."""
+    if isinstance(x, nt.Array):
+        if x.layout == "C":
+            return lambda x: x.reshape(x.size)
+        return lambda x: np.ascontiguousarray(x).reshape(x.size)
+
+
 def missing(prefix):
     """A module ``__getattr__``: numba reads a helper's attribute while it types the derivative;
     one with no numba version raises this AttributeError, which the caller turns into the
@@ -544,7 +566,8 @@ def namespace():
                  "getitem_adjoint", "acc_getitem", "setitem_adjoint", "setitem_value_adjoint",
                  "add", "snap",
                  "pow_base_adjoint", "pow_exponent_adjoint", "abs_adjoint", "seq", "loop_seq",
-                 "seq_adjoint_of", "unappend", "parts", "extremum_adjoint"), globals())
+                 "seq_adjoint_of", "unappend", "parts", "extremum_adjoint", "fdiv", "flat"),
+                 globals())
 
 
 __all__ = ["namespace", "SHAPE_ERROR", "njit"]
