@@ -879,6 +879,14 @@ def jvp(f, primals, tangents, *, jit=None):
 
 
 def _jvp(f, primals, tangents, options):
+    key = None
+    if options is not None:
+        key = _jvp_key(f, primals, tangents, options)
+        hit = _JVP_MEMO.get(key) if key is not None else None
+        if hit is not None:
+            done = _jvp_again(hit, primals, tangents)
+            if done is not None:
+                return done
     for what, v in (("primals", primals), ("tangents", tangents)):
         if not isinstance(v, (tuple, list)):
             raise ArgumentError(f"jvp({_label(f)}, primals, tangents): {what} must be a tuple with "
@@ -897,15 +905,21 @@ def _jvp(f, primals, tangents, options):
     self_ = getattr(f, "__self__", None) if inspect.ismethod(f) else None
     if self_ is not None:
         primals, tangents = (self_,) + primals, (None,) + tangents
-    compiled = None if options is None else _compiled_jvp(options)
+    used = []
+    compiled = None if options is None else _compiled_jvp(options, used)
     value, tout = _run(lambda: _jvp_python(fn, primals, tangents, top=True, compiled=compiled))
+    if key is not None and used and fn is f and not f.__closure__ and len(_JVP_MEMO) < 64:
+        c, mask = used[-1]
+        if c.failed is None and not c.written_params and len(mask) == len(primals):
+            _JVP_MEMO[key] = (c, mask, CACHE.generation)
     return value, materialize(tout, value)
 
 
-def _compiled_jvp(options):
+def _compiled_jvp(options, used):
     """The ``compiled`` hook of :func:`~s2sad.runtime.forward._jvp_python`: the forward-mode
     derivative compiled with numba (one per argument types), run on the arguments and their
-    tangents (copies of those the function writes), or None where it runs as Python."""
+    tangents (copies of those the function writes), or None where it runs as Python; ``used``
+    gets (compiled derivative, mask) of each run."""
     def run(fn, mask, kinds, args, targs):
         from .classify.types import of_value
         c = forward_jit_derivative(fn, mask, kinds, options, tuple(of_value(a) for a in args))
@@ -914,8 +928,58 @@ def _compiled_jvp(options):
         written = set(c.written_params)
         tans = [materialize(runtime.snap(t) if p in written else t, a)
                 for p, t, a, m in zip(c.ir.params, targs, args, mask) if m]
-        return c.call(tuple(args) + tuple(tans))
+        out = c.call(tuple(args) + tuple(tans))
+        if out is not None:
+            used.append((c, mask))
+        return out
     return run
+
+
+# jvp(f, ..., jit=True) of a plain function (module-level or closure-free, positional arguments
+# only) called again with arguments and tangents of the same types and layouts: the compiled
+# derivative that call ran, while the rules (CACHE.generation) and the globals it read (fresh())
+# are unchanged and it has not fallen back; the checks of the full path that the types do not
+# settle (tangent shapes) are made again
+_JVP_MEMO = {}       # (f, options, primals' signature, tangents' signature) -> (c, mask, generation)
+_FUNCTION = type(_signature)
+
+
+def _jvp_key(f, primals, tangents, options):
+    if type(f) is not _FUNCTION or type(primals) is not tuple or type(tangents) is not tuple or \
+            len(primals) != len(tangents) or f.__closure__:
+        return None
+    code = f.__code__
+    if code.co_argcount != len(primals) or code.co_kwonlyargcount or \
+            code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return None
+    ps = _signature(primals, layout=True)
+    if ps is None:
+        return None
+    ts = _signature(tuple(t for t in tangents if t is not None), layout=True)
+    if ts is None:
+        return None
+    return (f, tuple(sorted(options.items())), ps, tuple(t is None for t in tangents), ts)
+
+
+def _jvp_again(hit, primals, tangents):
+    c, mask, gen = hit
+    if gen != CACHE.generation or c.failed is not None or not c.fresh():
+        return None
+    tans = []
+    for p, t, m in zip(primals, tangents, mask):
+        if t is None:
+            continue
+        if type(t) is not type(p) or (type(t) is _NDARRAY and t.shape != p.shape):
+            return None                     # (the full path says why, or materialises zeros)
+        if m:
+            tans.append(t)
+    try:
+        return _run(c.dispatcher(), *primals, *tans)
+    except ValueError as e:
+        from .runtime.jit import REFUSED
+        if REFUSED in str(e):
+            return None                     # (the full path runs the Python derivative)
+        raise
 
 
 jvp.__s2sad_jvp__ = True        # inside a differentiated function: runtime.jvp_function

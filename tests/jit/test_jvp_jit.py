@@ -245,3 +245,30 @@ def test_closure_callee_falls_back_naming_the_call():
         got = s2sad.jvp(outer, (x, 2.0), (t, None), jit=True)
     assert sum(w.category is JitFallbackWarning for w in rec) == 1
     _same(got, s2sad.jvp(outer, (x, 2.0), (t, None)))
+
+
+def test_repeated_calls_check_what_types_do_not_settle():
+    """Calls with arguments of an earlier call's types reuse its compiled derivative; a tangent
+    of another shape is still refused, a float tangent of an array still means zeros, and other
+    types build another specialisation."""
+    from s2sad.errors import ArgumentError
+    r = _rng()
+    x, t = r.standard_normal(6), r.standard_normal(6)
+    first = s2sad.jvp(sum_sin_loop, (x, 0.5), (t, 1.0), jit=True)
+    again = s2sad.jvp(sum_sin_loop, (x, 0.5), (t, 1.0), jit=True)
+    _same(first, again)
+    _same(first, s2sad.jvp(sum_sin_loop, (x, 0.5), (t, 1.0)))
+    with pytest.raises(ArgumentError, match="tangent"):
+        s2sad.jvp(sum_sin_loop, (x, 0.5), (t[:5], 1.0), jit=True)
+    y = r.standard_normal(3)
+    _same(s2sad.jvp(sum_sin_loop, (y, 0.5), (np.ones(3), 0.0), jit=True),
+          (0.5 * np.sum(np.sin(y)), 0.5 * np.sum(np.cos(y))))
+    X = r.standard_normal((4, 2))     # a 2-d x: s is a float, then an array (numba: one type)
+    line = sum_sin_loop.__code__.co_firstlineno + 4
+    with pytest.warns(JitFallbackWarning, match=f"{HERE}:{line}: .*sum_sin_loop"):
+        got = s2sad.jvp(sum_sin_loop, (X, 0.5), (np.ones((4, 2)), 0.0), jit=True)
+    np.testing.assert_allclose(got[1], 0.5 * np.cos(X).sum(axis=0), rtol=1e-12)
+    _same(got, s2sad.jvp(sum_sin_loop, (X, 0.5), (np.ones((4, 2)), 0.0)))
+    # (the 1-d specialisation is still compiled)
+    c = _compiled(sum_sin_loop, (x, 0.5), (True, True))
+    assert c.failed is None
