@@ -2,6 +2,14 @@
 
     NUMBA_ENABLE_CUDASIM=0 PYTHONPATH=. python benchmarks/gpu_kernels.py [--out results.md] [--quick]
 
+The float16 check of issue 14 (one call, about a minute; `timeout` so that it cannot hang):
+
+    NUMBA_ENABLE_CUDASIM=0 timeout -k 10 175 python benchmarks/gpu_kernels.py --no-tune --tune-f16 \
+        --dtypes float16,float32 --cases "concat 8x16M,permute" --compare-words
+
+``--compare-words`` adds, under each case, a row of s2sad with words off (the element path:
+``launch.CONFIG["words"] = False``) and checks that both paths give the same bits.
+
 Every method ACCUMULATES into existing gradient buffers (dx += adjoint), so the effective bandwidth
 counts dy read + dx read + dx written:
   * s2sad:  s2sad.kernels.concat_adjoint(dy, xs, 0, acc=dxs) / permute_adjoint(dy, axes, acc=dx)
@@ -105,13 +113,33 @@ def _own_grads(tensors):
         t.grad = torch.zeros_like(t)
 
 
-def bench_concat(k, n, dt):
+def words_off(fn, compare, fresh_acc, result):
+    """With ``compare``: s2sad's time with words off, and whether both paths give the same bits
+    (one call each on the same inputs into fresh copies of the accumulation buffers)."""
+    if not compare:
+        return {}
+    a1, a2 = fresh_acc(), fresh_acc()
+    fn(a1)
+    launch.CONFIG["words"] = False
+    try:
+        fn(a2)
+        same = all(bool(cp.array_equal(x.view(cp.uint8), y.view(cp.uint8)))
+                   for x, y in zip(result(a1), result(a2)))
+        t = measure(lambda: fn(a2), 3 * sum(x.nbytes for x in result(a2)))
+    finally:
+        launch.CONFIG["words"] = True
+    return {"s2sad words off": t, "same bits": same}
+
+
+def bench_concat(k, n, dt, compare=False):
     xs = [rand((n,), dt) for _ in range(k)]
     dy = rand((k * n,), dt)
     dxs = [cp.zeros((n,), dt) for _ in range(k)]
     nbytes = 3 * dy.nbytes
     res = {}
     res["s2sad"] = measure(lambda: concat_adjoint(dy, xs, 0, acc=dxs), nbytes)
+    res.update(words_off(lambda acc: concat_adjoint(dy, xs, 0, acc=acc), compare,
+                         lambda: [d.copy() for d in dxs], lambda acc: acc))
 
     def cupy_native():
         for i in range(k):
@@ -135,7 +163,7 @@ def bench_concat(k, n, dt):
     return nbytes, res
 
 
-def bench_permute(shape, axes, dt, peers=True):
+def bench_permute(shape, axes, dt, peers=True, compare=False):
     x = rand(shape, dt)
     dy = cp.ascontiguousarray(x.transpose(axes))
     dx = cp.zeros(shape, dt)
@@ -143,6 +171,9 @@ def bench_permute(shape, axes, dt, peers=True):
     nbytes = 3 * dy.nbytes
     res = {}
     res["s2sad"] = measure(lambda: permute_adjoint(dy, axes, acc=dx), nbytes)
+    base = dx + rand(shape, dt) if compare else None
+    res.update(words_off(lambda acc: permute_adjoint(dy, axes, acc=acc), compare,
+                         lambda: base.copy(), lambda acc: [acc]))
     if not peers:
         d0 = dx.copy()
         permute_adjoint(dy, axes, acc=dx)
@@ -221,6 +252,21 @@ def tune_permute():
     return tb
 
 
+def tune_f16():
+    """Pick the float16 permute tile (tile edge, block height) on the two float16 permutes, as
+    tune_permute does for float32 (float16 moves in pairs of halves: a thread moves
+    tile / (2 * min(32, tile / 2)) x (tile / block height) words)."""
+    tb = {}
+    for tile, by in [(64, 4), (64, 8), (32, 8), (64, 2)]:
+        launch.CONFIG["tile_wide"] = {"float16": (tile, by)}
+        r2 = [bench_permute(shape, axes, np.float16, peers=False)
+              for shape, axes in [((8192, 8192), (1, 0)), ((256, 256, 256), (2, 0, 1))]]
+        tb[(tile, by)] = tuple(round(nb / r["s2sad"][0] / 1e12, 3) for nb, r in r2)
+    best = max(tb, key=lambda k: min(tb[k]))
+    launch.CONFIG["tile_wide"] = {"float16": best}
+    return tb
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
@@ -230,6 +276,9 @@ def main():
     ap.add_argument("--cases", default="", help="only cases whose label contains one of these (comma-separated)")
     ap.add_argument("--launch", default=None, help="s2sad kernel launcher: cupy or numba")
     ap.add_argument("--profile", action="store_true", help="append a host profile of the small calls")
+    ap.add_argument("--tune-f16", action="store_true", help="tune only the float16 permute tile")
+    ap.add_argument("--compare-words", action="store_true",
+                    help="also time s2sad with words off (the element path) and compare the bits")
     args = ap.parse_args()
     if args.launch:
         launch.CONFIG["launch"] = args.launch
@@ -240,17 +289,22 @@ def main():
     bw = copy_bandwidth()
     lines.append(f"Device-to-device copy (cp.copyto, 1 GiB float32, read+write): {bw:.2f} TB/s")
     tuned = tune_permute() if args.tune_permute else (None if args.no_tune else tune())
-    lines.append(f"Launch config: {dict((k, launch.CONFIG[k]) for k in ('tpb', 'ept', 'tile', 'tile_by', 'tile_wide'))}; "
+    if args.tune_f16:
+        tuned = {"float16 (tile, block y) -> TB/s": tune_f16(), "other": tuned}
+    print(lines[-1], f"\ntuning: {tuned}", flush=True)
+    lines.append(f"Launch config: {dict((k, launch.CONFIG[k]) for k in ('tpb', 'ept', 'tile', 'tile_by', 'tile_wide', 'words', 'word_copy', 'word_acc'))}; "
                  f"tuning: {tuned}")
     lines.append("")
     lines.append("| case | dtype | s2sad µs | s2sad GPU µs | s2sad TB/s | %copy | cupy µs | cupy GPU µs "
                  "| cupy TB/s | torch µs | torch GPU µs | torch TB/s |")
     lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    cases = [("concat 8x16M", lambda dt: bench_concat(8, 1 << 24, dt)),
-             ("concat 8x1K", lambda dt: bench_concat(8, 1 << 10, dt)),
-             ("concat 64x4K", lambda dt: bench_concat(64, 1 << 12, dt)),
-             ("permute 8192² (1,0)", lambda dt: bench_permute((8192, 8192), (1, 0), dt)),
-             ("permute 256³ (2,0,1)", lambda dt: bench_permute((256, 256, 256), (2, 0, 1), dt))]
+    cw = args.compare_words
+    cases = [("concat 8x16M", lambda dt: bench_concat(8, 1 << 24, dt, compare=cw)),
+             ("concat 8x1K", lambda dt: bench_concat(8, 1 << 10, dt, compare=cw)),
+             ("concat 64x4K", lambda dt: bench_concat(64, 1 << 12, dt, compare=cw)),
+             ("permute 8192² (1,0)", lambda dt: bench_permute((8192, 8192), (1, 0), dt, compare=cw)),
+             ("permute 256³ (2,0,1)", lambda dt: bench_permute((256, 256, 256), (2, 0, 1), dt,
+                                                               compare=cw))]
     if args.cases:
         cases = [c for c in cases if any(w in c[0] for w in args.cases.split(","))]
     for label, fn in cases:
@@ -272,10 +326,17 @@ def main():
                     cells.append(f"{100 * nb / t / 1e12 / bw:.0f}%")
             lines.append(f"| {label} | {dname} | " + " | ".join(cells) + " |")
             print(lines[-1], flush=True)
+            if "s2sad words off" in r:
+                t, tg = r["s2sad words off"]
+                lines.append(f"| {label}, words off | {dname} | {t * 1e6:.1f} | {tg * 1e6:.1f} | "
+                             f"{nb / t / 1e12:.3f} | {100 * nb / t / 1e12 / bw:.0f}% | same bits as "
+                             f"words: {r['same bits']} | | | | | |")
+                print(lines[-1], flush=True)
     lines.append("")
     lines.append(f"Kernel entry: {'raw pointers' if launch._use_pointers() else 'array arguments'}, "
                  f"launched by {launch.CONFIG['launch']} (pointer build error: {launch._state['pointer_error']}; "
-                 f"CuPy launch error: {launch._state['cupy_launch_error']})")
+                 f"CuPy launch error: {launch._state['cupy_launch_error']}; "
+                 f"words build error: {launch._state['words_error']})")
     if args.profile:
         profile_host(lines)
     text = "\n".join(lines)

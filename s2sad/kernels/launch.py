@@ -35,13 +35,18 @@ CONFIG = {
     "tile_tx": 32,
     "tile_by": 8,
     "tile_wide": {"float16": (64, 4)},   # (tile, tile_by) for the dtypes that differ
+    # words (see .words): contiguous aligned runs move as uint32/uint64 words; copies of any dtype
+    # as word_copy-byte words, float16 accumulations as word_acc-byte words of packed halves
+    "words": True,
+    "word_copy": 8,
+    "word_acc": 4,
     "max_grid": 1 << 20,
     "pointers": True,  # raw-pointer entry points on the GPU (falls back to arrays if they fail to build)
     "launch": "cupy",  # who launches raw-pointer kernels: "cupy" (a few µs) or "numba"
     "table_cache": 256,
 }
 
-_state = {"pointer_error": None, "cupy_launch_error": None}
+_state = {"pointer_error": None, "cupy_launch_error": None, "words_error": None}
 _kernels = {}
 _streams = {}
 _lock = threading.RLock()
@@ -125,7 +130,8 @@ def _sim_config():
 
 _NAMES = {np.dtype(np.float16): "float16", np.dtype(np.float32): "float32",
           np.dtype(np.float64): "float64", np.dtype(np.complex64): "complex64",
-          np.dtype(np.complex128): "complex128"}
+          np.dtype(np.complex128): "complex128", np.dtype(np.uint32): "uint32",
+          np.dtype(np.uint64): "uint64"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,6 +329,17 @@ def _get(builder, *args):
     return builder(*args, False)
 
 
+def _get_words(builder, *args):
+    """A kernel over words (see :mod:`.words`), or None when it fails to build; the caller then
+    moves elements instead.  The error is kept in ``_state["words_error"]`` (which turns words off
+    from then on); unlike :func:`_get`, a failure does not give up the raw-pointer entry."""
+    try:
+        return builder(*args, _use_pointers())
+    except Exception as e:  # noqa: BLE001  (record and fall back to elements)
+        _state["words_error"] = repr(e)
+        return None
+
+
 _tls = threading.local()      # .rec: the launches being recorded for a plan (see _planned)
 
 
@@ -369,7 +386,8 @@ def _acc_key(acc):
 
 def _config_key():
     return CONFIG["tpb"], CONFIG["ept"], CONFIG["tile"], CONFIG["tile_tx"], CONFIG["tile_by"], \
-        tuple(sorted(CONFIG["tile_wide"].items())), CONFIG["launch"]
+        tuple(sorted(CONFIG["tile_wide"].items())), CONFIG["launch"], CONFIG["words"], \
+        CONFIG["word_copy"], CONFIG["word_acc"]
 
 
 def _planned(key, g, acc, compute):

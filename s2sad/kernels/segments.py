@@ -4,7 +4,8 @@
 to one flat destination buffer in ONE launch: each block finds its segment by binary search in the
 table's cumulative block counts.  Used for every concat adjoint/tangent (all inputs of one
 destination dtype in one launch) and, through :func:`_run_segments`, for the permutations of
-:mod:`.tiled` that keep the innermost axis.
+:mod:`.tiled` that keep the innermost axis.  Contiguous aligned runs move as uint32/uint64 words
+(copies of any dtype; float16 accumulations as packed halves): :mod:`.words`.
 
 Entry points (called by :mod:`s2sad.kernels` for CuPy arrays, or with ``backend="cuda"``):
 :func:`concat_adjoint` and :func:`concat_tangent`.
@@ -13,9 +14,10 @@ import numpy as np
 
 from .device import array_module, check_devices, is_cupy, _other_gpu
 from .launch import CONFIG, _Fresh, _acc_key, _compiled, _config_key, _device_table, _finish, \
-    _get, _launch, _nb, _planned, _use_pointers
+    _get, _get_words, _launch, _nb, _planned, _use_pointers
 from .layout import _Span, _addr, _collapse, _extent, _group_spans, _info, _layout, _norm_axis, \
     _real
+from .words import half_helpers, widen
 
 cuda = None   # numba.cuda, set when a kernel is built (a module global: the simulator swaps it in kernels)
 
@@ -27,17 +29,57 @@ def _compute(a, b):
     return np.float64 if (a == np.float64 or b == np.float64) else np.float32
 
 
-def _segments_kernel(st, dt, D, acc, pointers):
+def _segments_kernel(st, dt, D, acc, pack, pointers):
     tpb, ept = CONFIG["tpb"], CONFIG["ept"]
-    return _compiled(("seg", st, dt, D, acc, pointers, tpb, ept),
-                     lambda: _build_segments(st, dt, D, acc, pointers, tpb, ept))
+    return _compiled(("seg", st, dt, D, acc, pack, pointers, tpb, ept),
+                     lambda: _build_segments(st, dt, D, acc, pointers, tpb, ept, pack))
 
 
-def _build_segments(st, dt, D, acc, pointers, tpb, ept):
+def _element_ops(st, dt, pack):
+    """``(VT, LD, ADD, PUT)`` of the kernel body: the type a thread holds loaded values in, the
+    conversion of a loaded value to it, the value stored by an accumulation ``ADD(old, new)`` and
+    by a copy ``PUT(new)``.  ``pack``: 1 = elements (arithmetic in float32 or float64); 0 = words
+    whose bits are copied; 2 or 4 = words of packed float16 halves (see :mod:`.words`)."""
+    if pack == 1:
+        CT = _compute(st, dt)
+        OT = dt.type
+
+        def LD(x):
+            return CT(x)
+
+        def ADD(b, a):
+            return OT(b + a)
+
+        def PUT(a):
+            return OT(a)
+        return CT, LD, ADD, PUT
+    WT = st.type
+
+    def LD(x):
+        return x
+
+    def PUT(a):
+        return a
+    if pack == 0:
+        return WT, LD, PUT, PUT
+    h2f, f2h = half_helpers()
+    PACK = pack
+
+    def ADD(b, a):
+        r = WT(0)
+        for k in range(PACK):
+            sh = WT(16 * k)
+            m = WT(0xFFFF)
+            r = WT(r | (WT(f2h(h2f((b >> sh) & m) + h2f((a >> sh) & m))) << sh))
+        return r
+    return WT, LD, ADD, PUT
+
+
+def _build_segments(st, dt, D, acc, pointers, tpb, ept, pack=1):
     global cuda
     cuda = _nb()
-    CT = _compute(st, dt)
-    OT = dt.type
+    VT, LD, ADD, PUT = _element_ops(st, dt, pack)
+    LD, ADD, PUT = (cuda.jit(device=True)(f) for f in (LD, ADD, PUT))
     TPB, EPT, ACC = tpb, ept, acc
     W = 4 + 3 * D
 
@@ -64,18 +106,18 @@ def _build_segments(st, dt, D, acc, pointers, tpb, ept):
                 # of one thread overlap instead of waiting on each store)
                 ss = table[(s) * W + 5]
                 ds = table[(s) * W + 6]
-                va = cuda.local.array(EPT, CT)
+                va = cuda.local.array(EPT, VT)
                 for e in range(EPT):
-                    va[e] = CT(src[so + (k0 + e * TPB) * ss])
+                    va[e] = LD(src[so + (k0 + e * TPB) * ss])
                 if ACC:
-                    vb = cuda.local.array(EPT, CT)
+                    vb = cuda.local.array(EPT, VT)
                     for e in range(EPT):
-                        vb[e] = CT(dst[do + (k0 + e * TPB) * ds])
+                        vb[e] = LD(dst[do + (k0 + e * TPB) * ds])
                     for e in range(EPT):
-                        dst[do + (k0 + e * TPB) * ds] = OT(vb[e] + va[e])
+                        dst[do + (k0 + e * TPB) * ds] = ADD(vb[e], va[e])
                 else:
                     for e in range(EPT):
-                        dst[do + (k0 + e * TPB) * ds] = OT(va[e])
+                        dst[do + (k0 + e * TPB) * ds] = PUT(va[e])
                 b += cuda.gridDim.x
                 continue
             for e in range(EPT):
@@ -96,9 +138,9 @@ def _build_segments(st, dt, D, acc, pointers, tpb, ept):
                             si += c * table[(s) * W + 4 + D + d]
                             di += c * table[(s) * W + 4 + 2 * D + d]
                     if ACC:
-                        dst[di] = OT(CT(dst[di]) + CT(src[si]))
+                        dst[di] = ADD(LD(dst[di]), LD(src[si]))
                     else:
-                        dst[di] = OT(CT(src[si]))
+                        dst[di] = PUT(LD(src[si]))
             b += cuda.gridDim.x
 
     return _finish(body, st, dt, pointers)
@@ -108,11 +150,12 @@ def _build_segments(st, dt, D, acc, pointers, tpb, ept):
 # segments: strided regions, launched by groups
 # ---------------------------------------------------------------------------------------------
 class _Seg:
-    __slots__ = ("src", "saddr", "dst", "daddr", "shape", "sst", "dstr", "srdt", "drdt", "n")
+    __slots__ = ("src", "saddr", "dst", "daddr", "shape", "sst", "dstr", "srdt", "drdt", "n", "pack")
 
     def __init__(self, src, saddr, dst, daddr, shape, sst, dstr, srdt, drdt):
         self.src, self.saddr, self.dst, self.daddr = src, saddr, dst, daddr
         self.srdt, self.drdt = srdt, drdt
+        self.pack = 1          # elements; words: see .words.widen
         shape, (sst, dstr) = _collapse(shape, [sst, dstr])
         self.shape, self.sst, self.dstr = shape, sst, dstr
         n = 1
@@ -122,17 +165,30 @@ class _Seg:
 
 
 def _run_segments(segs, acc):
-    """Copy (acc=False) or add (acc=True) every segment; one launch per (dtypes, buffer group, round)."""
+    """Copy (acc=False) or add (acc=True) every segment; one launch per (dtypes, packing, buffer
+    group, round).  Contiguous aligned runs move as words (:func:`.words.widen`); on the GPU the
+    word kernels are built before anything is launched, and if one fails to build all of it
+    moves as elements."""
     segs = [s for s in segs if s.n > 0]
     if not segs:
         return
     gpu = is_cupy(segs[0].src)
+    plan = _batches(widen(segs, acc, _Seg), acc)
+    if gpu and not all(_get_words(_segments_kernel, srdt, drdt, max(len(s.shape) for s in batch),
+                                  acc, pack) is not None
+                       for batch, srdt, drdt, pack in plan if pack != 1):
+        plan = _batches(segs, acc)
+    for batch, srdt, drdt, pack in plan:
+        _launch_segment_batch(batch, srdt, drdt, acc, gpu, pack)
+
+
+def _batches(segs, acc):
+    """(segments, source dtype, destination dtype, packing) of each launch group."""
     by_dt = {}
     for s in segs:
-        by_dt.setdefault((s.srdt, s.drdt), []).append(s)
-    for (srdt, drdt), group in by_dt.items():
-        for batch in _rounds(group, acc):
-            _launch_segment_batch(batch, srdt, drdt, acc, gpu)
+        by_dt.setdefault((s.srdt, s.drdt, s.pack), []).append(s)
+    return [(batch, srdt, drdt, pack) for (srdt, drdt, pack), group in by_dt.items()
+            for batch in _rounds(group, acc)]
 
 
 def _rounds(group, acc):
@@ -160,7 +216,7 @@ def _rounds(group, acc):
     return rounds
 
 
-def _launch_segment_batch(batch, srdt, drdt, acc, gpu):
+def _launch_segment_batch(batch, srdt, drdt, acc, gpu, pack):
     sisz, disz = srdt.itemsize, drdt.itemsize
     # source and destination span groups
     sitems, ditems = {}, {}
@@ -182,10 +238,10 @@ def _launch_segment_batch(batch, srdt, drdt, acc, gpu):
                 continue
             sspan = _Span([o for o, _, _ in sg], [(a, b) for _, a, b in sg], srdt)
             dspan = _Span([o for o, _, _ in dg], [(a, b) for _, a, b in dg], drdt)
-            _launch_segments_table(part, sspan, dspan, srdt, drdt, acc, gpu)
+            _launch_segments_table(part, sspan, dspan, srdt, drdt, acc, gpu, pack)
 
 
-def _launch_segments_table(part, sspan, dspan, srdt, drdt, acc, gpu):
+def _launch_segments_table(part, sspan, dspan, srdt, drdt, acc, gpu, pack):
     D = max(len(s.shape) for s in part)
     W = 4 + 3 * D
     tpb, ept = CONFIG["tpb"], CONFIG["ept"]
@@ -204,8 +260,8 @@ def _launch_segments_table(part, sspan, dspan, srdt, drdt, acc, gpu):
         row[4 + D:4 + 2 * D] = [0] * pad + s.sst
         row[4 + 2 * D:4 + 3 * D] = [0] * pad + s.dstr
         nblocks += -(-s.n // per)
-    kernel = _get(_segments_kernel, srdt, drdt, D, acc) if gpu else \
-        _segments_kernel(srdt, drdt, D, acc, False)
+    kernel = _get(_segments_kernel, srdt, drdt, D, acc, pack) if gpu else \
+        _segments_kernel(srdt, drdt, D, acc, pack, False)
     grid = min(nblocks, CONFIG["max_grid"])
     tlen = table.size
     if not gpu:
@@ -244,7 +300,8 @@ def concat_adjoint(g, arrays, infos, axis, starts, acc):
     if gpu and _use_pointers() and (axis is not None or g.ndim == 1) and \
             (acc is None or not any(b is None and info[1] is not None for b, info in zip(acc, infos))):
         # (mixed fresh and accumulated outputs share one destination span: not planned)
-        key = ("cat", g.shape, g.strides, g.dtype.char, g.device.id, axis, tuple(infos),
+        # (g's address modulo 16: which runs move as words depends on it)
+        key = ("cat", g.shape, g.strides, g.dtype.char, g.device.id, g.data.ptr % 16, axis, tuple(infos),
                tuple(type(x) for x in arrays), _acc_key(acc), _config_key())
         outs = _planned(key, g, acc, compute)
     else:

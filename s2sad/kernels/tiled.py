@@ -5,8 +5,10 @@
 each) for permutations that move the innermost axis; remaining axes are batched.
 Interior tiles take a path without bounds tests, so each thread issues all its loads (and all its
 read-modify-writes) back to back; addresses advance by precomputed steps.  float16 moves through
-float32 tiles and arithmetic.  Permutations that keep the innermost axis, and mixed dtypes, go
-through the ``segments`` kernel of :mod:`.segments` as one strided segment.
+float32 tiles and arithmetic, and, where both fast axes are contiguous, even and 4-byte aligned, in
+pairs: each global access is a uint32 word of two halves (:func:`_pairs`, :mod:`.words`).
+Permutations that keep the innermost axis, and mixed dtypes, go through the ``segments`` kernel of
+:mod:`.segments` as one strided segment.
 
 Entry point (called by :mod:`s2sad.kernels` for CuPy arrays, or with ``backend="cuda"``):
 :func:`permute`.
@@ -15,9 +17,10 @@ import numpy as np
 
 from .device import array_module, check_devices, _other_gpu
 from .launch import CONFIG, _Fresh, _acc_key, _compiled, _config_key, _device_table, _finish, \
-    _get, _launch, _nb, _planned, _use_pointers
+    _get, _get_words, _launch, _nb, _planned, _state, _use_pointers
 from .layout import _Span, _addr, _collapse, _extent, _layout, _real
 from .segments import _Seg, _run_segments
+from .words import HALF, half_helpers
 
 cuda = None   # numba.cuda, set when a kernel is built (a module global: the simulator swaps it in kernels)
 
@@ -39,30 +42,75 @@ def _tile_config(edt):
     return T, min(CONFIG["tile_tx"], T), min(BY, T)
 
 
-def _tiled_kernel(edt, DB, acc, T, TX, BY, pointers):
-    return _compiled(("tile", edt, DB, acc, T, TX, BY, pointers),
-                     lambda: _build_tiled(edt, DB, acc, T, TX, BY, pointers))
+def _tiled_kernel(edt, DB, acc, T, TX, BY, PK, pointers):
+    return _compiled(("tile", edt, DB, acc, T, TX, BY, PK, pointers),
+                     lambda: _build_tiled(edt, DB, acc, T, TX, BY, pointers, PK))
 
 
-def _build_tiled(edt, DB, acc, T, TX, BY, pointers):
+def _word_ops(edt, PK):
+    """``(WT, LD, GET, PUT, ADD)`` of the kernel body for words of ``PK`` elements along both fast
+    axes: the buffers' dtype, a loaded destination word as a thread holds it, element ``k`` of a
+    source word (in the tile's type), the word that stores tile values ``v0, v1`` (``PUT``) or adds
+    them to an old word (``ADD``).  PK = 1: the elements themselves; PK = 2: float16 pairs packed
+    in uint32 words (the low half is the element at the lower address)."""
+    CT = _tile_type(edt)
+    if PK == 1:
+        OT = edt.type
+
+        def LD(x):
+            return CT(x)
+
+        def GET(w, k):
+            return CT(w)
+
+        def PUT(v0, v1):
+            return OT(v0)
+
+        def ADD(old, v0, v1):
+            return OT(old + v0)
+        return edt, LD, GET, PUT, ADD
+    h2f, f2h = half_helpers()
+    WT = np.uint32
+
+    def LD(x):
+        return x
+
+    def GET(w, k):
+        return h2f((w >> WT(16 * k)) & WT(0xFFFF))
+
+    def PUT(v0, v1):
+        return WT(f2h(v0) | (f2h(v1) << WT(16)))
+
+    def ADD(old, v0, v1):
+        return WT(f2h(h2f(old & WT(0xFFFF)) + v0) | (f2h(h2f(old >> WT(16)) + v1) << WT(16)))
+    return np.dtype(WT), LD, GET, PUT, ADD
+
+
+def _build_tiled(edt, DB, acc, T, TX, BY, pointers, PK=1):
     """Tiled transpose over elements of dtype ``edt`` (complex elements move whole: 8/16-byte
-    accesses); float16 moves through float32 tiles and arithmetic."""
+    accesses); float16 moves through float32 tiles and arithmetic, in pairs (``PK == 2``: each
+    global access moves a uint32 word of two halves adjacent along the fast axis of its side)."""
     global cuda
     cuda = _nb()
     from numba.cuda.np.numpy_support import from_dtype
     CT = _tile_type(edt)
     CTN = from_dtype(np.dtype(CT))
-    OT = edt.type
+    WDT, LD, GET, PUT, ADD = _word_ops(edt, PK)
+    VTN = from_dtype(np.dtype(CT)) if PK == 1 else from_dtype(WDT)
+    LD, GET, PUT, ADD = (cuda.jit(device=True)(f) for f in (LD, GET, PUT, ADD))
     ACC = acc
-    NY, NX = T // BY, T // TX        # each thread moves NY x NX elements
+    NY, NX = T // BY, T // (TX * PK)   # each thread moves NY x NX words of PK elements
     NACC = NY * NX
     SHAPE = (T, T + 1)               # compile-time shape of the shared tile (+1: no bank conflicts)
     TT = T
+    TW = T // PK                     # words per tile edge along a fast axis
 
     def body(src, dst, meta, mlen, nbatch):
         # meta: n_a, n_l, nt_a, nt_l, s_a, s_l, d_a, d_l, src_off, dst_off, l_on_x,
         #       (shape, ss, ds) * DB, outermost batch axis first
         # a: the source's fast axis (loads coalesce along it), l: the destination's fast axis.
+        # n_a, n_l count elements; strides and offsets count words (of PK elements; s_a = d_l = 1
+        # when PK > 1).
         # Grid: (l tiles, a tiles, batches) or (a tiles, l tiles, batches); batches stride by
         # gridDim.z.  No integer division except for batch axes after the outermost.
         tile = cuda.shared.array(SHAPE, CTN)
@@ -80,7 +128,7 @@ def _build_tiled(edt, DB, acc, T, TX, BY, pointers):
         else:
             ta = cuda.blockIdx.x
             tl = cuda.blockIdx.y
-        # per-thread steps between the elements a thread moves (strength-reduced addressing)
+        # per-thread steps between the words a thread moves (strength-reduced addressing)
         sx = TX * s_a
         sy = BY * s_l
         dx = TX * d_l
@@ -103,55 +151,65 @@ def _build_tiled(edt, DB, acc, T, TX, BY, pointers):
             a0 = ta * TT
             l0 = tl * TT
             full = a0 + TT <= n_a and l0 + TT <= n_l
-            # load: thread (tx, ty) reads a = a0 + tx + ix*TX, l = l0 + ty + iy*BY
-            p0 = so + (a0 + tx) * s_a + (l0 + ty) * s_l
+            # load: thread (tx, ty) reads the word of a = a0 + PK*(tx + ix*TX) + k, l = l0 + ty + iy*BY
+            p0 = so + (ta * TW + tx) * s_a + (l0 + ty) * s_l
             if full:                  # interior tile: no bounds tests, loads issued together
                 for iy in range(NY):
                     for ix in range(NX):
-                        tile[ty + iy * BY, tx + ix * TX] = CT(src[p0 + iy * sy + ix * sx])
+                        w = src[p0 + iy * sy + ix * sx]
+                        for k in range(PK):
+                            tile[ty + iy * BY, PK * (tx + ix * TX) + k] = GET(w, k)
             else:
                 for iy in range(NY):
                     il = l0 + ty + iy * BY
                     for ix in range(NX):
-                        ia = a0 + tx + ix * TX
+                        ia = a0 + PK * (tx + ix * TX)
                         if il < n_l and ia < n_a:
-                            tile[ty + iy * BY, tx + ix * TX] = CT(src[p0 + iy * sy + ix * sx])
+                            w = src[p0 + iy * sy + ix * sx]
+                            for k in range(PK):
+                                tile[ty + iy * BY, PK * (tx + ix * TX) + k] = GET(w, k)
             cuda.syncthreads()
-            # store: thread (tx, ty) writes l = l0 + tx + ix*TX, a = a0 + ty + iy*BY
-            q0 = do + (a0 + ty) * d_a + (l0 + tx) * d_l
+            # store: thread (tx, ty) writes the word of l = l0 + PK*(tx + ix*TX) + k, a = a0 + ty + iy*BY
+            q0 = do + (a0 + ty) * d_a + (tl * TW + tx) * d_l
             if full and ACC:
                 # all of a thread's loads of dst first, then its stores (not load-add-store
                 # per element, which serialises the thread's memory traffic)
-                old = cuda.local.array(NACC, CTN)
+                old = cuda.local.array(NACC, VTN)
                 k = 0
                 for iy in range(NY):
                     for ix in range(NX):
-                        old[k] = CT(dst[q0 + iy * dy + ix * dx])
+                        old[k] = LD(dst[q0 + iy * dy + ix * dx])
                         k += 1
                 k = 0
                 for iy in range(NY):
                     for ix in range(NX):
-                        dst[q0 + iy * dy + ix * dx] = OT(old[k] + tile[tx + ix * TX, ty + iy * BY])
+                        x0 = PK * (tx + ix * TX)
+                        dst[q0 + iy * dy + ix * dx] = ADD(old[k], tile[x0, ty + iy * BY],
+                                                          tile[x0 + PK - 1, ty + iy * BY])
                         k += 1
             elif full:
                 for iy in range(NY):
                     for ix in range(NX):
-                        dst[q0 + iy * dy + ix * dx] = OT(tile[tx + ix * TX, ty + iy * BY])
+                        x0 = PK * (tx + ix * TX)
+                        dst[q0 + iy * dy + ix * dx] = PUT(tile[x0, ty + iy * BY],
+                                                          tile[x0 + PK - 1, ty + iy * BY])
             else:
                 for iy in range(NY):
                     ia = a0 + ty + iy * BY
                     for ix in range(NX):
-                        il = l0 + tx + ix * TX
+                        x0 = PK * (tx + ix * TX)
+                        il = l0 + x0
                         if il < n_l and ia < n_a:
                             p = q0 + iy * dy + ix * dx
                             if ACC:
-                                dst[p] = OT(CT(dst[p]) + tile[tx + ix * TX, ty + iy * BY])
+                                dst[p] = ADD(LD(dst[p]), tile[x0, ty + iy * BY],
+                                             tile[x0 + PK - 1, ty + iy * BY])
                             else:
-                                dst[p] = OT(tile[tx + ix * TX, ty + iy * BY])
+                                dst[p] = PUT(tile[x0, ty + iy * BY], tile[x0 + PK - 1, ty + iy * BY])
             cuda.syncthreads()
             bz += cuda.gridDim.z
 
-    return _finish(body, edt, edt, pointers)
+    return _finish(body, WDT, WDT, pointers)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,7 +230,8 @@ def permute(g, perm, acc):
     def compute():
         return _permute(g, perm, acc, oshape, xp, gpu)
     if gpu and _use_pointers():
-        key = ("perm", g.shape, g.strides, g.dtype.char, g.device.id, perm,
+        # (g's address modulo 16: whether float16 moves in pairs depends on it)
+        key = ("perm", g.shape, g.strides, g.dtype.char, g.device.id, g.data.ptr % 16, perm,
                _acc_key(None if acc is None else (acc,)), _config_key())
         return _planned(key, g, None if acc is None else (acc,), compute)[0]
     return compute()[0][0]
@@ -231,15 +290,39 @@ def _permute(g, perm, acc, oshape, xp, gpu):
     return [out], fresh, gaddr
 
 
+def _pairs(g, out, shape, sst, dstr, a, l, edt):
+    """True when a float16 permutation can move pairs of halves as uint32 words on both sides:
+    both fast axes have unit stride and even length, every other stride is even and both arrays
+    start on a 4-byte boundary (so every pair of elements 2i, 2i+1 along a fast axis is one
+    aligned word)."""
+    if edt != HALF or not CONFIG["words"] or _state["words_error"] is not None or sst[a] != 1 \
+            or dstr[l] != 1:
+        return False
+    if shape[a] % 2 or shape[l] % 2 or _addr(g) % 4 or _addr(out) % 4:
+        return False
+    return all(x % 2 == 0 for j, x in enumerate(sst) if j != a) and \
+        all(x % 2 == 0 for j, x in enumerate(dstr) if j != l)
+
+
 def _launch_tiled(g, out, shape, sst, dstr, a, l, edt, acc, gpu):
     T, TX, BY = _tile_config(edt)
-    isz = edt.itemsize
-    slo, shi = _extent(shape, sst)
-    dlo, dhi = _extent(shape, dstr)
-    sspan = _Span([g], [(_addr(g) + slo * isz, _addr(g) + shi * isz)], edt)
-    dspan = _Span([out], [(_addr(out) + dlo * isz, _addr(out) + dhi * isz)], edt)
     batch = [j for j in range(len(shape)) if j not in (a, l)]
     DB = len(batch)
+    PK = 2 if _pairs(g, out, shape, sst, dstr, a, l, edt) else 1
+    if PK == 2 and gpu and _get_words(_tiled_kernel, edt, DB, acc, T, min(TX, T // 2), BY, 2) is None:
+        PK = 1                             # the pair kernel failed to build: elements
+    TX = min(TX, T // PK)
+    # words: PK elements along the source's axis a and the destination's axis l
+    wdt = np.dtype(np.uint32) if PK == 2 else edt
+    isz = wdt.itemsize
+    wsh_s = [n // PK if j == a else n for j, n in enumerate(shape)]
+    wsh_d = [n // PK if j == l else n for j, n in enumerate(shape)]
+    sst = [x if j == a else x // PK for j, x in enumerate(sst)]
+    dstr = [x if j == l else x // PK for j, x in enumerate(dstr)]
+    slo, shi = _extent(wsh_s, sst)
+    dlo, dhi = _extent(wsh_d, dstr)
+    sspan = _Span([g], [(_addr(g) + slo * isz, _addr(g) + shi * isz)], wdt)
+    dspan = _Span([out], [(_addr(out) + dlo * isz, _addr(out) + dhi * isz)], wdt)
     nt_a = -(-shape[a] // T)
     nt_l = -(-shape[l] // T)
     nb = 1
@@ -255,8 +338,8 @@ def _launch_tiled(g, out, shape, sst, dstr, a, l, edt, acc, gpu):
     for j in batch:
         meta += [shape[j], sst[j], dstr[j]]
     meta = np.asarray(meta, np.int64)
-    kernel = _get(_tiled_kernel, edt, DB, acc, T, TX, BY) if gpu else \
-        _tiled_kernel(edt, DB, acc, T, TX, BY, False)
+    kernel = _get(_tiled_kernel, edt, DB, acc, T, TX, BY, PK) if gpu else \
+        _tiled_kernel(edt, DB, acc, T, TX, BY, PK, False)
     block = (TX, BY)
     if not gpu:
         _launch(kernel, grid, block, gpu, (sspan.flat(), dspan.flat(), meta, meta.size, nb))

@@ -36,3 +36,25 @@ LAYOUTS = ["C", "F", "neg", "step", "T", "bcast"]
 
 def tol(dtype):
     return {np.float16: 1e-2, np.float32: 1e-5, np.complex64: 1e-5}.get(np.dtype(dtype).type, 1e-12)
+
+
+H = np.float16
+
+
+def special_halves(rng, n):
+    """float16 values with the awkward cases mixed in: subnormals, ±0, ±inf, nan, near overflow."""
+    x = (rng.standard_normal(n) * 4).astype(H)
+    pool = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 6e-8, -6e-8, 1e-5, 65504, -65504, 32768,
+                     0.0999], H)
+    pick = rng.random(n) < 0.3
+    x[pick] = rng.choice(pool, int(pick.sum()))
+    return x
+
+
+def bits_equal(got, expect):
+    """float16 arrays equal bit for bit (every nan counts as equal to every nan)."""
+    got, expect = np.asarray(got), np.asarray(expect)
+    assert got.shape == expect.shape and got.dtype == expect.dtype == H
+    nan = np.isnan(expect)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got.view(np.uint16)[~nan], expect.view(np.uint16)[~nan])

@@ -200,3 +200,48 @@ def test_kernels_on_another_gpu_than_the_current_one():
         check(r, permute_adjoint(g3, (1, 2, 0)))
     permute_adjoint(cg3, (1, 2, 0), acc=acc)
     check(acc, permute_adjoint(g3, (1, 2, 0)))
+
+
+@pytest.mark.parametrize("goff", [0, 1, 2, 3])
+def test_float16_words_bitwise(goff):
+    """float16 concat accumulation in packed pairs (uint32 words) and copies in uint64 words: bit
+    for bit NumPy's float32 sum rounded once, at every alignment of g; the same shapes at another
+    alignment get a plan of their own."""
+    from s2sad.kernels import launch
+    from kernel_cases import bits_equal, special_halves
+    rng = np.random.default_rng(9)
+    sizes = [4097, 1, 2, 3000, 8, 5]
+    n = sum(sizes)
+    gbuf = cp.asarray(special_halves(rng, n + 8))
+    for shift in (goff, (goff + 1) % 4, goff):
+        g = gbuf[shift: shift + n]
+        gh = cp.asnumpy(g)
+        acc_h = [special_halves(rng, k) for k in sizes]
+        accs = [cp.asarray(a) for a in acc_h]
+        concat_adjoint(g, [cp.zeros(k, np.float16) for k in sizes], 0, acc=accs)
+        fresh = concat_adjoint(g, [cp.zeros(k, np.float16) for k in sizes], 0)
+        pos = 0
+        for a, ah, f, k in zip(accs, acc_h, fresh, sizes):
+            part = gh[pos:pos + k]
+            bits_equal(cp.asnumpy(a), (ah.astype(np.float32) + part.astype(np.float32)).astype(np.float16))
+            np.testing.assert_array_equal(cp.asnumpy(f).view(np.uint16), part.view(np.uint16))
+            pos += k
+    assert launch._state["words_error"] is None
+
+
+@pytest.mark.parametrize("shape,axes", [((130, 66), (1, 0)), ((9, 70, 66), (2, 0, 1)),
+                                        ((64, 128), (1, 0)), ((131, 66), (1, 0))])
+def test_float16_permute_pairs_bitwise(shape, axes):
+    from s2sad.kernels import launch
+    from kernel_cases import bits_equal, special_halves
+    rng = np.random.default_rng(10)
+    inv = tuple(np.argsort(axes))
+    for it in range(2):                                  # recorded, then replayed
+        g = special_halves(rng, int(np.prod(shape))).reshape(shape)
+        ref = np.ascontiguousarray(np.transpose(g, inv))
+        a = special_halves(rng, ref.size).reshape(ref.shape)
+        ca = cp.asarray(a)
+        permute_adjoint(cp.asarray(g), axes, acc=ca)
+        bits_equal(cp.asnumpy(ca), (a.astype(np.float32) + ref.astype(np.float32)).astype(np.float16))
+        bits_equal(cp.asnumpy(permute_adjoint(cp.asarray(g), axes)), ref)
+    assert launch._state["words_error"] is None
