@@ -6,6 +6,8 @@ their breadth): a value's type is
 - ``("s", k)``: a scalar (a Python or NumPy number) of kind ``k`` in ``"bifc"``;
 - ``("a", k, ndim)``: a NumPy/CuPy array of kind ``k``;
 - ``("t", "i")``: a tuple of integers (a shape);
+- ``("T", (t0, t1, ...))``: a tuple display of known length, with its items' types (each may be
+  ``None``);
 - ``None``: not known (then the emitter keeps its run-time checks).
 
 Kinds join upwards (``b < i < f < c``: ``s = 0`` then ``s = s + x[i]`` is a float scalar); a
@@ -69,6 +71,8 @@ def join(a, b):
         return None
     if a == b:
         return a
+    if a[0] == b[0] == "T" and len(a[1]) == len(b[1]):
+        return ("T", tuple(x if x == y else join(x, y) for x, y in zip(a[1], b[1])))
     if a[0] == b[0] == "s":
         return ("s", _kmax(a[1], b[1]))
     if a[0] == b[0] == "a" and a[2] == b[2]:
@@ -128,11 +132,22 @@ def _broadcast(f, ts):
     return ("s", k) if nd is None else ("a", k, nd)
 
 
+def _build_tuple():
+    from ..runtime import build_tuple        # (a tuple display: lower/expressions.py)
+    return build_tuple
+
+
 def _subscript(t, idx, types):
     if t is None:
         return None
     if t == ("t", "i"):
         return ("s", "i")
+    if t[0] == "T":
+        p = idx.parts[0] if isinstance(idx, ir.Index) and not idx.is_tuple and \
+            len(idx.parts) == 1 else idx
+        if isinstance(p, ir.Const) and type(p.value) is int and -len(t[1]) <= p.value < len(t[1]):
+            return t[1][p.value]
+        return None
     if t[0] != "a":
         return None
     parts = idx.parts if isinstance(idx, ir.Index) else [idx]
@@ -163,6 +178,8 @@ def _call(call, types):
             return None         # (a Python float to a float power may be complex: (-8.0) ** 0.5)
         if obj in _ARITH or obj in _COMPARE or obj in _UNARY:
             return _broadcast(obj, args) if not call.kwargs else None
+        if obj is _build_tuple() and not call.kwargs and call.args:
+            return ("T", tuple(args))
         if obj is operator.getitem and len(call.args) == 2:
             return _subscript(args[0], call.args[1], types)
         if obj in _MATMUL and len(args) == 2 and all(a is not None and a[0] == "a" for a in args):

@@ -259,6 +259,43 @@ def simplify(tree, real_names=(), drop_unbroadcast_for=()):
     return ast.fix_missing_locations(_Simplify(set(real_names), set(drop_unbroadcast_for)).visit(tree))
 
 
+class _Unstar(ast.NodeTransformer):
+    def __init__(self, arity, fresh):
+        self.arity, self.fresh, self.hoisted = arity, fresh, []
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if not any(isinstance(a, ast.Starred) for a in node.args):
+            return node
+        args = []
+        for a in node.args:
+            if not isinstance(a, ast.Starred):
+                args.append(a)
+            elif isinstance(a.value, (ast.Tuple, ast.List)):
+                args.extend(a.value.elts)               # *(x, y): x, y
+            else:
+                n = self.arity(a.value)
+                if n is None:
+                    args.append(a)                      # (a length not known: left starred)
+                    continue
+                names = [self.fresh() for _ in range(n)]
+                self.hoisted.append((names, ast.unparse(a.value)))
+                args.extend(ast.Name(id=x, ctx=ast.Load()) for x in names)
+        node.args = args
+        return node
+
+
+def unstar(tree, arity, fresh):
+    """Starred arguments of calls in ``tree`` made plain, for numba (a constant after ``*`` is no
+    longer a literal to numba's overloads, and numba has no ``f(*a, k=v)``): ``*(x, y)`` is
+    spliced; ``*e``, where ``arity(e)`` (an AST) says how many values ``e`` has, becomes that many
+    fresh names (``fresh()`` makes one), bound beforehand.  Returns the tree and the bindings to
+    write before it: ``[(names, text of e)]``."""
+    u = _Unstar(arity, fresh)
+    tree = ast.fix_missing_locations(u.visit(tree))
+    return tree, u.hoisted
+
+
 def unparse(tree):
     return ast.unparse(tree)
 

@@ -274,6 +274,26 @@ def _first_parameter(fn):
     return None
 
 
+def _results(n):
+    """Decorator: the helper always returns a tuple of ``n`` values.  A template may pass it
+    starred (``f(g, *_adj.h(x), 'a')``); for numba the emitter binds the ``n`` values to names
+    first (codegen/text.unstar), so constants after it stay literals."""
+    def mark(fn):
+        fn.n_results = n
+        return fn
+    return mark
+
+
+def _shape_only(*params):
+    """Decorator: the helper reads only the shape and dtype of these parameters (``sum``'s
+    ``a``).  In jit mode the emitter then saves the shape of such an argument, where its type
+    is a real array, instead of the array (codegen/reverse/shapes.py)."""
+    def mark(fn):
+        fn.shape_params = params
+        return fn
+    return mark
+
+
 def export(namespace, also=()):
     """Publish the helpers of a table module as ``_adj.<name>``: every public function it defines
     (and the private names in ``also`` that templates use), those linear in their first parameter

@@ -127,9 +127,8 @@ def test_batched_solve_triangular_falls_back():
 
 
 def test_clip_helper_with_literal_which():
-    """``_adj.clip``'s numba body against the Python helper (the clip template passes its bounds
-    with ``*``, which makes ``which`` a non-literal string to numba: np.clip itself still runs as
-    Python)."""
+    """``_adj.clip``'s numba body against the Python helper, every ``which`` and bound (np.clip
+    itself compiles too: tests/jit/test_jit_gaps.py)."""
     from s2sad.rules import jit as J
     from s2sad.rules.numpy import elementwise as E
     a = np.array([-1.0, -0.5, 0.0, 0.5, 0.7, 2.0])

@@ -15,6 +15,8 @@ class AdjointContributions:
     def contribute(self, var, expr, origin, out, st):
         if not isinstance(var, str) or var not in self.active:
             return
+        assert var not in self.tuples, var      # (tuples.py writes their contributions)
+        self.flush_hoisted(origin, out)
         st.zero.discard(var)
         bv = b(var)
         if var in st.defined:
@@ -49,6 +51,7 @@ class AdjointContributions:
         """``expr`` evaluates to a tuple; ``pairs`` lists (position, var) of the parts to use."""
         n = len(pairs)
         live = [(i, v) for i, v in pairs if isinstance(v, str) and v in self.active]
+        self.flush_hoisted(origin, out)
         if not live:
             return
         distinct = len({v for _, v in live}) == len(live)
@@ -64,6 +67,23 @@ class AdjointContributions:
         out.append(T.Line(f"{tmp} = {expr}", origin))
         for i, v in live:
             self.contribute(v, f"{tmp}[{i}]", origin, out, st)
+
+    def result_count(self, node):
+        """How many values the template call ``node`` (an AST) returns, where its helper
+        (``_adj.name``/``_rt.name``) declares it (rules.adjoints._results); else None."""
+        if isinstance(node, _ast.Call) and isinstance(node.func, _ast.Attribute) and \
+                isinstance(node.func.value, _ast.Name) and node.func.value.id in ("_adj", "_rt"):
+            ns = self.namespace.get(node.func.value.id)
+            n = getattr(getattr(ns, node.func.attr, None), "n_results", None)
+            return n if isinstance(n, int) else None
+        return None
+
+    def flush_hoisted(self, origin, out):
+        """The bindings templates hoisted (:meth:`template_text`, jit mode), written into out."""
+        for names, text in self.hoisted:
+            out.append(T.Line(", ".join(names) + ("," if len(names) == 1 else "") +
+                              f" = {text}", origin))
+        self.hoisted = []
 
     def typed_real_scalar(self, o):
         """A variable the type inference knows is a real scalar (a Python or NumPy number)."""
@@ -110,6 +130,10 @@ class AdjointContributions:
                         for o in ops if isinstance(o, (str, ir.Const))):
                 drop_ub = set(arrays)
         tree = T.substitute(tree, mapping)
+        if self.jit:
+            # (numba: starred arguments spliced, or bound to names first: self.hoisted)
+            tree, hoisted = T.unstar(tree, self.result_count, lambda: self.fresh("u"))
+            self.hoisted.extend(hoisted)
         real = self.real | ({_ANS} if self.kinds.get(target) == "f" or target in self.real else set())
         tree = T.simplify(tree, real_names=real, drop_unbroadcast_for=drop_ub)
         used = {n.id for n in _ast.walk(tree) if isinstance(n, _ast.Name)}

@@ -12,9 +12,11 @@ from .operands import _index_only_vars
 from .reverse_calls import ReverseCalls
 from .reverse_sweep import ReverseSweep
 from .saves import SavePlan
+from .tuples import TupleAdjoints, known_tuples
 
 
-class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan, ForwardSweep):
+class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan, ForwardSweep,
+                     TupleAdjoints):
     def __init__(self, fn, kinds, active, varied, wrt, namespace, derived_namer, jit=False,
                  types=None):
         self.fn = fn
@@ -39,6 +41,9 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
         self.real |= {v for v, t in self.types.items() if t[0] in "sa" and t[1] in "bif"}
         self.index_only = _index_only_vars(fn)
         self.changed = changed_in_place(fn)   # variables changed in place (identity checks)
+        # tuples of known length whose adjoints are one variable per element (numba: tuples.py)
+        self.tuples = known_tuples(fn) if jit else {}
+        self.hoisted = []                     # [(names, text)] templates bind first (jit mode)
 
     def fresh(self, base):
         taken = getattr(_TAKEN, "names", ())

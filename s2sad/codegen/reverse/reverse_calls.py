@@ -53,7 +53,9 @@ class ReverseCalls:
         st.zero.discard(t)
         defined_before, zero_before = set(st.defined), set(st.zero)
         v = s.value
-        if not isinstance(v, ir.Call):
+        if self.tuples and self.rev_tuple_assign(s, st, body):
+            pass                        # (a tuple adjoint held as one variable per element)
+        elif not isinstance(v, ir.Call):
             self.contribute(v, b(t), o, body, st)
         elif v.cls == "primitive":
             self.rev_primitive(s, v, st, body)
@@ -71,8 +73,8 @@ class ReverseCalls:
             # the output's adjoint may be the 0.0 filled in where branches joined: then every
             # contribution is zero, and helpers that reshape or index their g must not see it
             newly = sorted(st.defined - defined_before)
-            body = [T.Nest(f"if not _rt.is_zero({b(t)}):", o, body,
-                           [T.Line(f"{b(x)} = {self.zero(x)}", o) for x in newly] or None)]
+            body = [T.Nest(f"if not {self.is_zero_text(t)}:", o, body,
+                           [self.zero_line(x, o) for x in newly] or None)]
             st.zero |= set(newly) | (zero_before & defined_before)
         return [T.Hook(id(s), "pops", o)] + body
 
@@ -101,7 +103,9 @@ class ReverseCalls:
                 live = [(k, x) for k, x in v.items() if isinstance(x, str) and x in self.active]
                 if live:
                     tmp = self.fresh("g")
-                    out.append(T.Line(f"{tmp} = {self.template_text(rule, p, s, bound, t)}", o))
+                    text = self.template_text(rule, p, s, bound, t)
+                    self.flush_hoisted(o, out)
+                    out.append(T.Line(f"{tmp} = {text}", o))
                     for k, x in live:
                         self.contribute(x, f"{tmp}.get({k!r}, 0.0)", o, out, st)
             elif isinstance(v, str) and v in self.active:

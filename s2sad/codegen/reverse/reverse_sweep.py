@@ -118,7 +118,7 @@ class ReverseSweep:
         zero = set().union(*(x.zero for x in states))
         for (k, lines), sk in zip(branches, states):
             for v in sorted(union - sk.defined):
-                lines.append(T.Line(f"{b(v)} = {self.zero(v)}", o))
+                lines.append(self.zero_line(v, o))
                 zero.add(v)
         st.defined = union
         st.zero = zero
@@ -138,8 +138,8 @@ class ReverseSweep:
             if not lines and st.defined == before:
                 continue
             newly, consumed = st.defined - before, before - st.defined
-            lines = (lines or []) + [T.Line(f"{b(v)} = {self.zero(v)}", o) for v in sorted(consumed)]
-            not_run = [T.Line(f"{b(v)} = {self.zero(v)}", o) for v in sorted(newly)]
+            lines = (lines or []) + [self.zero_line(v, o) for v in sorted(consumed)]
+            not_run = [self.zero_line(v, o) for v in sorted(newly)]
             st.defined |= before
             st.zero |= newly | consumed
             if isinstance(stmt, (ir.If, ir.For, ir.While, ir.With, ir.Try)):
@@ -208,9 +208,9 @@ class ReverseSweep:
         if not A and not B and sa.defined == sb.defined == st.defined:
             return []
         for v in sorted(sb.defined - sa.defined):
-            A.append(T.Line(f"{b(v)} = {self.zero(v)}", s.origin))
+            A.append(self.zero_line(v, s.origin))
         for v in sorted(sa.defined - sb.defined):
-            B.append(T.Line(f"{b(v)} = {self.zero(v)}", s.origin))
+            B.append(self.zero_line(v, s.origin))
         st.zero = sa.zero | sb.zero | (sa.defined ^ sb.defined)
         st.defined = sa.defined | sb.defined
         test = T.operand_text(s.test, self.consts)
@@ -237,7 +237,7 @@ class ReverseSweep:
         carried = {v for v in touched
                    if v not in defs or upward_exposed(body, v) or v in st.defined}
         entry = set(st.defined)
-        init = [T.Line(f"{b(v)} = {self.zero(v)}", s.origin) for v in sorted(carried - entry)]
+        init = [self.zero_line(v, s.origin) for v in sorted(carried - entry)]
         st_body = _State(entry | carried, st.zero | (carried - entry))
         if isinstance(s, ir.For):
             self.provided.append(s.target)
@@ -249,7 +249,7 @@ class ReverseSweep:
         killed = sorted(carried - st_body.defined)   # overwritten in the body by a value with
         if not inner and not killed:                  # no derivative: zero after one trip or more
             return []
-        inner += [T.Line(f"{b(v)} = {self.zero(v)}", s.origin) for v in killed]
+        inner += [self.zero_line(v, s.origin) for v in killed]
         # after any number of trips (none included) a carried adjoint may still be a filled zero
         st.zero |= st_body.zero | (carried - entry) | (carried - st_body.defined)
         st.defined = entry | carried

@@ -6,8 +6,8 @@ import math
 import numpy as np
 
 from ... import runtime as _rt
-from ..adjoints import (A, BINARY, UFUNC, UNARY, _NoValue, _each, _np, asarray, cj, export, like,
-                        tangent_list, xp)
+from ..adjoints import (A, BINARY, UFUNC, UNARY, _NoValue, _each, _np, _results, asarray, cj,
+                        export, like, tangent_list, xp)
 from ..registry import defmethod, defrule
 
 
@@ -223,6 +223,7 @@ def clip(g, a, lo, hi, which):
     return _rt.unbroadcast(g_t - g_a, lo)
 
 
+@_results(2)
 def clip_bounds(a, a_min, a_max, min, max):
     lo = a_min if a_min is not None and a_min is not _NoValue else \
         (min if min is not _NoValue else None)
