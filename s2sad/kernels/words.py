@@ -53,38 +53,50 @@ def _sim_f2h(x):
 _gpu = []
 
 
+def _h2f_codegen(context, builder, signature, args):
+    """LLVM IR of ``h2f``: the low 16 bits of an integer, bitcast to half, widened to float."""
+    from llvmlite import ir
+    v = args[0]
+    if v.type.width > 16:
+        v = builder.trunc(v, ir.IntType(16))
+    return builder.fpext(builder.bitcast(v, ir.HalfType()), ir.FloatType())
+
+
+def _f2h_codegen(context, builder, signature, args):
+    """LLVM IR of ``f2h``: a float (or double) rounded to half, its 16 bits zero-extended to i32."""
+    from llvmlite import ir
+    v = args[0]
+    if isinstance(v.type, ir.DoubleType):
+        v = builder.fptrunc(v, ir.FloatType())
+    h = builder.fptrunc(v, ir.HalfType())
+    return builder.zext(builder.bitcast(h, ir.IntType(16)), ir.IntType(32))
+
+
+def intrinsics(intrinsic, types):
+    """``(h2f, f2h)`` as Numba intrinsics made by ``intrinsic`` (the CUDA target's here; the CPU
+    target's in the tests, which check the same IR exhaustively against NumPy)."""
+    @intrinsic
+    def h2f(typingctx, bits):
+        if not isinstance(bits, types.Integer):
+            return None
+        return types.float32(bits), _h2f_codegen
+
+    @intrinsic
+    def f2h(typingctx, x):
+        if not isinstance(x, types.Float) or x.bitwidth < 32:
+            return None
+        return types.uint32(x), _f2h_codegen
+    return h2f, f2h
+
+
+_gpu = []
+
+
 def _gpu_helpers():
     if not _gpu:
-        from llvmlite import ir
         from numba.cuda import types
         from numba.cuda.extending import intrinsic
-
-        @intrinsic
-        def h2f(typingctx, bits):
-            if not isinstance(bits, types.Integer):
-                return None
-
-            def codegen(context, builder, signature, args):
-                v = args[0]
-                if v.type.width > 16:
-                    v = builder.trunc(v, ir.IntType(16))
-                return builder.fpext(builder.bitcast(v, ir.HalfType()), ir.FloatType())
-            return types.float32(bits), codegen
-
-        @intrinsic
-        def f2h(typingctx, x):
-            if not isinstance(x, types.Float):
-                return None
-
-            def codegen(context, builder, signature, args):
-                v = args[0]
-                if v.type != ir.FloatType():
-                    v = builder.fptrunc(v, ir.FloatType()) if isinstance(v.type, ir.DoubleType) \
-                        else builder.fpext(v, ir.FloatType())
-                h = builder.fptrunc(v, ir.HalfType())
-                return builder.zext(builder.bitcast(h, ir.IntType(16)), ir.IntType(32))
-            return types.uint32(x), codegen
-        _gpu[:] = [h2f, f2h]
+        _gpu[:] = intrinsics(intrinsic, types)
     return tuple(_gpu)
 
 

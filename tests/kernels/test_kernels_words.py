@@ -283,3 +283,41 @@ def test_concat_accumulate_adjacent_views_of_one_float16_buffer(sim):
     concat_adjoint(g, [np.zeros(k, H) for k in sizes], 0, acc=views, backend="cuda")
     bits_equal(buf, (before.astype(np.float32) + g.astype(np.float32)).astype(H))
     assert ("seg", 2) in sim and ("seg", 1) in sim
+
+
+def test_half_bit_intrinsics_ir_exhaustive():
+    """The LLVM IR the GPU kernels use for float16 <-> bits (words.intrinsics), compiled for the
+    CPU: every one of the 65536 halves decodes as NumPy's float16 does, and float32 values
+    (all halves, their midpoints and neighbours, overflow, subnormals) round to NumPy's bits."""
+    numba = pytest.importorskip("numba")
+    from numba.core import types
+    from numba.extending import intrinsic
+    h2f, f2h = words.intrinsics(intrinsic, types)
+
+    @numba.njit
+    def decode(bits, out):
+        for i in range(bits.size):
+            out[i] = h2f(bits[i])
+
+    @numba.njit
+    def encode(x, out):
+        for i in range(x.size):
+            out[i] = f2h(x[i])
+    bits = np.arange(1 << 16, dtype=np.uint32)
+    out = np.empty(bits.size, np.float32)
+    decode(bits, out)
+    ref = bits.astype(np.uint16).view(np.float16).astype(np.float32)
+    np.testing.assert_array_equal(out.view(np.uint32)[~np.isnan(ref)], ref.view(np.uint32)[~np.isnan(ref)])
+    assert np.isnan(out[np.isnan(ref)]).all()
+    decode(bits + np.uint32(0xABCD0000), out)           # high bits are ignored
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(ref))
+    f = np.unique(ref[np.isfinite(ref)])                  # sorted; ties are the midpoints
+    x = np.concatenate([f, f[:-1] + np.diff(f) / 2, np.nextafter(f, np.inf), np.nextafter(f, -np.inf),
+                        np.float32([1e9, -1e9, 65520, 65519.99, 1e-9, -1e-9, np.inf, -np.inf])])
+    x = x.astype(np.float32)
+    assert x.size > 4 * 60000
+    got = np.empty(x.size, np.uint32)
+    with np.errstate(over="ignore"):
+        encode(x, got)
+        expect = x.astype(np.float16).view(np.uint16).astype(np.uint32)
+    np.testing.assert_array_equal(got, expect)
