@@ -253,16 +253,23 @@ def tune_permute():
 
 
 def tune_f16():
-    """Pick the float16 permute tile (tile edge, block height) on the two float16 permutes, as
-    tune_permute does for float32 (float16 moves in pairs of halves: a thread moves
+    """Pick the float16 concat accumulation's word (4 or 8 bytes: 2 or 4 halves) on the 8x16M
+    concat, and the float16 permute tile (tile edge, block height) on the two float16 permutes,
+    as tune_permute does for float32 (float16 permutes move pairs of halves: a thread moves
     tile / (2 * min(32, tile / 2)) x (tile / block height) words)."""
-    tb = {}
-    for tile, by in [(64, 4), (64, 8), (32, 8), (64, 2)]:
+    cw = {}
+    for w in (4, 8):
+        launch.CONFIG["word_acc"] = w
+        nb, r = bench_concat(8, 1 << 24, np.float16)
+        cw[w] = round(nb / r["s2sad"][0] / 1e12, 3)
+    launch.CONFIG["word_acc"] = max(cw, key=cw.get)
+    tb = {"concat word_acc -> TB/s": cw}
+    for tile, by in [(64, 4), (64, 8), (32, 8)]:
         launch.CONFIG["tile_wide"] = {"float16": (tile, by)}
         r2 = [bench_permute(shape, axes, np.float16, peers=False)
               for shape, axes in [((8192, 8192), (1, 0)), ((256, 256, 256), (2, 0, 1))]]
         tb[(tile, by)] = tuple(round(nb / r["s2sad"][0] / 1e12, 3) for nb, r in r2)
-    best = max(tb, key=lambda k: min(tb[k]))
+    best = max((k for k in tb if type(k) is tuple), key=lambda k: min(tb[k]))
     launch.CONFIG["tile_wide"] = {"float16": best}
     return tb
 
@@ -276,7 +283,8 @@ def main():
     ap.add_argument("--cases", default="", help="only cases whose label contains one of these (comma-separated)")
     ap.add_argument("--launch", default=None, help="s2sad kernel launcher: cupy or numba")
     ap.add_argument("--profile", action="store_true", help="append a host profile of the small calls")
-    ap.add_argument("--tune-f16", action="store_true", help="tune only the float16 permute tile")
+    ap.add_argument("--tune-f16", action="store_true",
+                    help="tune the float16 concat word and permute tile (float16 kernels only)")
     ap.add_argument("--compare-words", action="store_true",
                     help="also time s2sad with words off (the element path) and compare the bits")
     args = ap.parse_args()
@@ -290,7 +298,7 @@ def main():
     lines.append(f"Device-to-device copy (cp.copyto, 1 GiB float32, read+write): {bw:.2f} TB/s")
     tuned = tune_permute() if args.tune_permute else (None if args.no_tune else tune())
     if args.tune_f16:
-        tuned = {"float16 (tile, block y) -> TB/s": tune_f16(), "other": tuned}
+        tuned = {"float16": tune_f16(), "other": tuned}
     print(lines[-1], f"\ntuning: {tuned}", flush=True)
     lines.append(f"Launch config: {dict((k, launch.CONFIG[k]) for k in ('tpb', 'ept', 'tile', 'tile_by', 'tile_wide', 'words', 'word_copy', 'word_acc'))}; "
                  f"tuning: {tuned}")

@@ -144,7 +144,7 @@ def _split(s, w, acc, seg_type):
         return seg_type(s.src, s.saddr + off * isz, s.dst, s.daddr + off * isz, [n], [1], [1],
                         s.srdt, s.drdt)
     if len(s.shape) == 1:
-        if (s.saddr - s.daddr) % w:
+        if (s.saddr - s.daddr) % w or s.saddr % isz:
             return [s]                    # the two sides can never be word-aligned together
         n = s.n
         head = ((-s.saddr) % w) // isz

@@ -71,6 +71,8 @@ def test_split_rules(config):
     assert words.widen([s], True, _S) == [s]                  # the sides can never align together
     s = _S(None, 1000, None, 2000, [8], [2], [1], H, H)
     assert words.widen([s], True, _S) == [s]                  # strided source
+    s = _S(None, 1001, None, 2001, [8], [1], [1], H, H)
+    assert words.widen([s], True, _S) == [s]                  # elements off their own alignment
     s = _S(None, 1000, None, 2000, [8], [1], [1], np.float32, np.float32)
     assert words.widen([s], True, _S) == [s]                  # float32 adds stay elements
     parts = words.widen([s], False, _S)                        # ... but copy as uint64
