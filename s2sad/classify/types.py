@@ -18,11 +18,13 @@ constructors; anything else is ``None``.  The emitter uses types only to leave o
 result it can prove: ``unbroadcast`` between scalars, ``conj`` of reals, values saved only for
 those.
 """
+import math
 import operator
 
 import numpy as np
 
 from .. import ir
+from ..runtime import containers as _containers
 
 _ORDER = "bifc"
 _ARITH = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
@@ -36,6 +38,13 @@ _SAME = {np.copy, np.ascontiguousarray, np.asarray, np.array, np.transpose, np.c
          np.conjugate, np.real, np.imag}
 _LIKE = {np.zeros_like, np.ones_like, np.empty_like, np.full_like}
 _METHOD_SAME = {"copy", "conj", "conjugate", "transpose", "astype"}
+# functions of ``math`` that return a Python float whatever they are given (or raise)
+_MATH_FLOAT = {getattr(math, n) for n in (
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
+    "acosh", "atanh", "exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sqrt", "cbrt",
+    "pow", "hypot", "fabs", "erf", "erfc", "gamma", "lgamma", "degrees", "radians", "copysign",
+    "fmod", "remainder", "ldexp") if hasattr(math, n)}
+_SEQ = {_containers.seq, _containers.loop_seq}
 _METHOD_REDUCE = {"sum", "mean", "prod", "max", "min", "std", "var"}
 
 
@@ -201,6 +210,10 @@ def _call(call, types):
         if obj in _LIKE and call.args and args[0] is not None and args[0][0] == "a" and \
                 not call.kwargs and len(call.args) <= (2 if obj is np.full_like else 1):
             return args[0]
+        if obj in _MATH_FLOAT:
+            return ("s", "f")
+        if obj in _SEQ and len(args) == 1 and args[0] is not None and args[0][0] == "a":
+            return args[0]                  # (what a loop walks: an array as it is)
         if obj is len:
             return ("s", "i")
         if obj is float:

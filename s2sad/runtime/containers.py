@@ -153,6 +153,20 @@ def unappend(g):
     return list(g[:-1]), _z(g[-1])
 
 
+def own_list(g):
+    """A list adjoint in a new list, which the reverse sweep of a loop then pops from in place
+    (:func:`unappend_owned`); the symbolic 0.0 stays."""
+    return g if is_zero(g) else list(g)
+
+
+def unappend_owned(g):
+    """:func:`unappend` on a list adjoint the derivative owns (:func:`own_list`): its last item
+    is popped in place."""
+    if is_zero(g):
+        return 0.0, 0.0
+    return g, _z(g.pop())
+
+
 def unextend(g, seq):
     n = len(seq)
     if is_zero(g):

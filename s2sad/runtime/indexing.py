@@ -219,6 +219,18 @@ def scatter_add(acc, idx, g):
     return acc
 
 
+def own(g, x):
+    """The adjoint ``g`` of the array ``x`` (zeros for the symbolic 0.0) in a new buffer of x's
+    shape, which the reverse sweep of a loop then writes into in place (``_b_x[i, j] += g_t``,
+    ``_b_x[i, j] = 0.0``): the derivative's own, shared with no other value."""
+    xp = array_module(x)
+    if is_zero(g):
+        return xp.zeros(x.shape, dtype=x.dtype)
+    out = xp.empty(x.shape, dtype=getattr(g, "dtype", None) or np.result_type(x.dtype, type(g)))
+    out[...] = g
+    return out
+
+
 def setitem_adjoint(g, idx):
     """Adjoint of ``x[idx] = v`` for the old ``x``: a copy of ``g`` with zeros at ``idx``."""
     if is_zero(g):

@@ -37,6 +37,13 @@ class AdjointContributions:
         adjoint buffer the derivative allocated (no O(n) zeros per element read in a loop)."""
         bv = b(var)
         it = T.operand_text(idx, self.consts)
+        if var in self.owned and self.scalar_index(var, idx):
+            # (one element, into the buffer the enclosing loop owns: see own_buffers)
+            for v in ir.operand_vars(idx):
+                self.read(s, "pre", v)
+            it = it[1:-1] if isinstance(idx, ir.Index) and len(idx.parts) > 1 else it
+            out.append(T.Line(f"{bv}[{it}] += {b(s.target)}", o))
+            return
         self.read(s, "pre", var)
         for v in ir.operand_vars(idx):
             self.read(s, "pre", v)

@@ -41,6 +41,7 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
         self.real |= {v for v, t in self.types.items() if t[0] in "sa" and t[1] in "bif"}
         self.index_only = _index_only_vars(fn)
         self.changed = changed_in_place(fn)   # variables changed in place (identity checks)
+        self.owned = set()                    # adjoint buffers the enclosing loops write in place
         # tuples of known length whose adjoints are one variable per element (numba: tuples.py)
         self.tuples = known_tuples(fn) if jit else {}
         self.hoisted = []                     # [(names, text)] templates bind first (jit mode)

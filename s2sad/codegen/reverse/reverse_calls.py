@@ -69,6 +69,12 @@ class ReverseCalls:
             st.zero |= st.defined - defined_before
         if not body:
             return []
+        if maybe_zero and not self.jit and self.typed_real_scalar(t) and \
+                all(self.typed_real_scalar(x) for x in st.defined - defined_before):
+            # a real scalar's filled-in 0.0 is a zero of its own type: the scalar contributions
+            # it gives are zeros too, and nothing reshapes or indexes it (no guard)
+            st.zero |= (st.defined - defined_before) | (zero_before & defined_before)
+            maybe_zero = False
         if maybe_zero:
             # the output's adjoint may be the 0.0 filled in where branches joined: then every
             # contribution is zero, and helpers that reshape or index their g must not see it

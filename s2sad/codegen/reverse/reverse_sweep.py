@@ -1,9 +1,12 @@
 """The reverse sweep of statements: blocks, branches, loops (trip counts), ``try``/``with``
 (progress records), in-place changes of lists and dicts, item writes and deletions.  Adjoints
 that exist on one side of a join only are set to ``0.0`` on the other."""
+import operator as _operator
+
 from ... import ir
 from ...errors import UnsupportedSyntaxError
-from ...frontend.analysis import defined_in, read_in, upward_exposed
+from ...frontend.analysis import (bound_names, defined_in, diff_reads_call, read_in,
+                                  upward_exposed)
 from .. import text as T
 from .names import _State, b
 
@@ -65,7 +68,8 @@ class ReverseSweep:
             return []
         g = self.fresh("g")
         if name == "append":
-            out.append(T.Line(f"{bo}, {g} = _rt.unappend({bo})", o))
+            pop = "unappend_owned" if obj in self.owned else "unappend"
+            out.append(T.Line(f"{bo}, {g} = _rt.{pop}({bo})", o))
         elif name == "extend":
             self.read(s, "pre", args[0])
             out.append(T.Line(f"{bo}, {g} = _rt.unextend({bo}, {T.operand_text(args[0], c)})", o))
@@ -189,6 +193,12 @@ class ReverseSweep:
         for var in ir.operand_vars(s.index):
             self.read(s, "pre", var)
         out = []
+        if obj in self.owned and self.scalar_index(obj, s.index):
+            # (an element of a buffer the loop owns: read it and zero it in place)
+            it = idx[1:-1] if isinstance(s.index, ir.Index) and len(s.index.parts) > 1 else idx
+            self.contribute(s.value, f"{b(obj)}[{it}]", o, out, st)
+            out.append(T.Line(f"{b(obj)}[{it}] = 0.0", o))
+            return [T.Hook(id(s), "pops", o)] + out
         if isinstance(s.value, str) and s.value in self.active:
             self.read(s, "pre", s.value)
             may_zero = s.value not in st.defined or s.value in st.zero
@@ -236,6 +246,7 @@ class ReverseSweep:
         touched = self.active & (defs | read_in(body))
         carried = {v for v in touched
                    if v not in defs or upward_exposed(body, v) or v in st.defined}
+        own, owned = self.own_buffers(s, body, st)
         entry = set(st.defined)
         init = [self.zero_line(v, s.origin) for v in sorted(carried - entry)]
         st_body = _State(entry | carried, st.zero | (carried - entry))
@@ -246,8 +257,9 @@ class ReverseSweep:
         finally:
             if isinstance(s, ir.For):
                 self.provided.pop()
+            self.owned -= owned
         killed = sorted(carried - st_body.defined)   # overwritten in the body by a value with
-        if not inner and not killed:                  # no derivative: zero after one trip or more
+        if not inner and not killed and not own:      # no derivative: zero after one trip or more
             return []
         inner += [self.zero_line(v, s.origin) for v in killed]
         # after any number of trips (none included) a carried adjoint may still be a filled zero
@@ -284,7 +296,85 @@ class ReverseSweep:
         else:
             cnt = self.counter(s)
             header = f"for _ in range({cnt}):"
-        return init + [T.Hook(id(s), "pops", o), T.Nest(header, o, inner)]
+        return init + [T.Hook(id(s), "pops", o)] + own + [T.Nest(header, o, inner)]
+
+    # -- adjoint buffers a loop writes in place (Python mode) --------------------------------
+    def scalar_index(self, var, idx):
+        """Whether ``var[idx]`` is one element of the typed real array ``var``: as many parts as
+        it has dimensions, each a typed integer scalar or an int constant."""
+        t = self.types.get(var)
+        if t is None or t[0] != "a" or t[1] != "f":
+            return False
+        parts = idx.parts if isinstance(idx, ir.Index) else [idx]
+        if len(parts) != t[2]:
+            return False
+        for p in parts:
+            if isinstance(p, ir.Const):
+                if type(p.value) is not int:
+                    return False
+            elif not (isinstance(p, str) and self.types.get(p) == ("s", "i") and p != var):
+                return False
+        return True
+
+    def own_buffers(self, loop, body, st):
+        """Adjoints the reverse loop may write in place, element by element: of typed real arrays
+        that the loop body only writes one element of (``y[i, j] = v``, v a typed real scalar) or
+        only reads one element of (``t = x[i, j]``, x read only by indexing everywhere), and of
+        lists it only appends to.  Before the reverse loop each gets a buffer of its own
+        (``_rt.own``: a copy of its adjoint, or zeros; ``_rt.own_list``), so no other value
+        shares it.  Returns (those lines, the variables)."""
+        if self.jit or any(isinstance(x, (ir.Try, ir.With)) for x in ir.walk(body)):
+            return [], set()
+        seen = set()
+        lists = set()
+        bad = set()
+        for x in ir.walk(body):
+            if isinstance(x, ir.SetItem) and isinstance(x.obj, str) and x.attr is None:
+                seen.add(x.obj)
+                if not (self.scalar_index(x.obj, x.index) and x.obj not in ir.operand_vars(x.value)
+                        and (isinstance(x.value, ir.Const) or self.typed_real_scalar(x.value))):
+                    bad.add(x.obj)
+                bad.update(ir.operand_vars(x.index))
+                bad.update(ir.operand_vars(x.value))
+                continue
+            if isinstance(x, ir.Mutate) and isinstance(x.obj, str) and x.target is None and \
+                    x.call.fn.name == "append" and len(x.call.args) == 2:
+                lists.add(x.obj)
+                bad.update(ir.operand_vars(x.call.args[1]))
+                continue
+            if isinstance(x, ir.Assign) and isinstance(x.value, ir.Call) and \
+                    x.value.cls == "primitive" and x.value.rule.fn is _operator.getitem and \
+                    isinstance(x.value.args[0], str) and x.value.args[0] in self.index_only:
+                v = x.value.args[0]
+                seen.add(v)
+                if not self.scalar_index(v, x.value.args[1]):
+                    bad.add(v)
+                bad.update(ir.operand_vars(x.value.args[1]))
+                bad.update(bound_names(x))
+                continue
+            # (what else the body reads: only differentiable reads touch an adjoint in reverse)
+            bad.update(diff_reads_call(x) if isinstance(x, ir.ExprStmt) or
+                       (isinstance(x, ir.Assign) and isinstance(x.value, ir.Call)) else x.reads())
+            bad.update(bound_names(x))
+            if isinstance(x, (ir.Mutate, ir.DelItem)) and isinstance(x.obj, str):
+                bad.add(x.obj)
+        arrays = sorted(v for v in seen - bad - self.owned
+                        if v in self.active and self.types.get(v, ("?",))[0] == "a")
+        # (lists the body only appends to: their adjoints are popped from in place)
+        lsts = sorted(v for v in lists - seen - bad - self.owned
+                      if v in self.active and v in st.defined)
+        lines = []
+        for v in arrays:
+            self.read(loop, "post", v)
+            g = b(v) if v in st.defined else "0.0"
+            lines.append(T.Line(f"{b(v)} = _rt.own({g}, {v})", loop.origin))
+            st.defined.add(v)
+            st.zero.discard(v)
+        for v in lsts:
+            lines.append(T.Line(f"{b(v)} = _rt.own_list({b(v)})", loop.origin))
+        found = set(arrays) | set(lsts)
+        self.owned |= found
+        return lines, found
 
     def counter(self, s):
         cnt = self.counters.get(id(s))

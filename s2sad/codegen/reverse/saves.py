@@ -146,11 +146,17 @@ class SavePlan:
                     self.closure_cells.setdefault(t.target, []).extend(_cells(t))
         return self.closure_cells.get(v, [])
 
-    def changed_later(self, s, v):
+    def changed_later(self, s, v, when="pre"):
         """Whether an in-place change of ``v``'s memory can follow statement ``s`` (then a saved
-        array or list must be a copy: the reverse sweep needs it as it was when ``s`` read it)."""
+        array or list must be a copy: the reverse sweep needs it as it was when ``s`` read it).
+        Read after a compound statement (``when="post"``), the changes inside it are done, unless
+        a loop around it runs them again."""
         cls = self.classes.get(v)
-        return any(may_run_after(self.positions, s, m) for m, obj in self.mutations
+        inside = () if when != "post" else \
+            {id(x) for blk in ir.children(s) for x in ir.walk(blk)}
+        around = self.positions[id(s)][1]
+        return any((bool(around & self.positions[id(m)][1]) if id(m) in inside else
+                    may_run_after(self.positions, s, m)) for m, obj in self.mutations
                    if not isinstance(obj, str) or self.classes.get(obj, obj) == cls or cls is None)
 
     def pushes(self, s, when, caps=None):
@@ -161,7 +167,7 @@ class SavePlan:
         for v in slot[when]:
             if self.mode.get(v) == "stack" and (id(s), when, v) not in self.no_push:
                 val = (caps or {}).get(v, v)
-                if v in self.written and self.changed_later(s, v):
+                if v in self.written and self.changed_later(s, v, when):
                     val = f"_rt.snap({val})"
                 out.append(T.Line(f"{stack(v)}.append({val})", s.origin))
         return out
