@@ -294,6 +294,14 @@ def _shape_only(*params):
     return mark
 
 
+def standin(meta):
+    """An array of shape and dtype ``meta = (shape, dtype)`` that owns one element (every stride
+    0): what a helper that reads only its argument's shape and dtype (:func:`_shape_only`) is
+    given for an array whose shape and dtype alone were saved (codegen/reverse/shapes.py)."""
+    shape, dtype = meta
+    return np.broadcast_to(np.zeros((), dtype), shape)
+
+
 def export(namespace, also=()):
     """Publish the helpers of a table module as ``_adj.<name>``: every public function it defines
     (and the private names in ``also`` that templates use), those linear in their first parameter

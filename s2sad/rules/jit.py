@@ -1023,6 +1023,14 @@ def _clip_share(g, t, b, half, side):
     return np.where(win, g, np.where(t == b, half * g, 0 * g))
 
 
+@register_jitable
+def standin(shape):
+    """A float64 array of this shape that owns one element (every stride 0): what a helper that
+    reads only its argument's shape and dtype (rules.adjoints._shape_only) is given in place of
+    a real array whose shape alone was saved (codegen/reverse/shapes.py)."""
+    return np.broadcast_to(np.zeros(1), shape)
+
+
 def namespace():
     """A module holding the compiled helpers under the names templates use (``_adj``)."""
     return _jrt.helper_module("s2sad_jit_adjoints", "_adj", (
@@ -1031,4 +1039,4 @@ def namespace():
                  "where", "maximum", "_correction", "var", "std", "prod", "extremum",
                  "power_base", "power_exponent", "array_adjoint_of", "solve_triangular",
                  "concatenate", "stack", "cumsum", "trace", "clip_bounds", "clip",
-                 "cho_solve"), globals())
+                 "cho_solve", "standin"), globals())

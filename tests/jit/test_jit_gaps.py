@@ -2,6 +2,7 @@
 tuples.py), templates with starred arguments (np.clip), values saved only for their shapes, and
 inner-loop trip counts.  Each compiled derivative runs without a JitFallbackWarning and gives
 Python mode's numbers (1e-12) and finite differences'."""
+import re
 import warnings
 
 import numpy as np
@@ -171,3 +172,92 @@ def test_starred_template_source():
     tree, hoisted = T.unstar(ast.parse("f(*h(x), 'a')", mode="eval").body, lambda e: None,
                              lambda: "_u9")
     assert T.unparse(tree) == "f(*h(x), 'a')" and hoisted == []
+
+
+# -- values saved only for their shapes (codegen/reverse/shapes.py) ---------------------------------
+def reduced_in_loop(x, w):
+    s = 0.0
+    for i in range(3):
+        y = np.sin(x * w[i])
+        s = s + np.sum(y) * w[i] + np.mean(y * y)   # y * y: read by mean's adjoint for its shape
+    return s + np.sum(x ** 2)
+
+
+def reduced_then_changed(x):
+    y = x * 2.0
+    s = np.sum(y)                   # only y's shape is needed: no copy of y before the write
+    y[0] = 5.0
+    return s * np.sum(y * x)
+
+
+def test_shapes_saved_instead_of_arrays():
+    x, w = _R.standard_normal(5), np.array([0.3, 0.7, 1.1])
+    d = s2sad.differentiate(reduced_in_loop, wrt=(0, 1))
+    code = "\n".join(ln.split("#")[0].rstrip() for ln in d.adjoint_source(x, w, jit=True)
+                     .splitlines())
+    # y * y (_7) travels as its shape; y itself is still saved (sin's adjoint reads it)
+    assert "_s_7" not in code and "_s_y.append(y)" in code
+    sh = re.search(r"(_shape\d+) = _7\.shape\n", code).group(1)
+    assert f"_s{sh}.append({sh})" in code and f"{sh} = _s{sh}.pop()" in code
+    assert f"_adj.mean(_b_8, _adj.standin({sh}), None, False)" in code
+    # (x ** 2 after the loop is bound once at the top level: it travels by name, as it is)
+    assert "_b_9 = _adj.sum(_b_10, _9, None, False)" in code
+    # Python mode keeps the arrays (its types know a dtype's kind, not its size)
+    py = d.adjoint_source(x, w)
+    assert "standin" not in py and "_s_7.append(_7)" in py
+    _same_as_python(reduced_in_loop, (x, w), (0, 1))
+
+
+def test_shape_save_skips_the_copy_before_a_write():
+    x = _R.standard_normal(4)
+    d = s2sad.differentiate(reduced_then_changed)
+    src = d.adjoint_source(x, jit=True)
+    assert re.search(r"_shape\d+ = y\.shape", src) and "snap" not in src
+    # Python mode too: y would be copied (it is written later); its shape and dtype are saved
+    py = d.adjoint_source(x)
+    sh = re.search(r"(_shape\d+) = \(y\.shape, y\.dtype\)", py).group(1)
+    assert "snap" not in py and f"_adj.sum(_b_s, _adj.standin({sh}), None, False)" in py
+    g32 = s2sad.grad(reduced_then_changed)(x.astype(np.float32))
+    assert g32.dtype == np.float32
+    np.testing.assert_allclose(g32, s2sad.grad(reduced_then_changed)(x), rtol=1e-5)
+    g = _same_as_python(reduced_then_changed, (x,), (0,))[0]
+    y = x * 2.0
+    y2 = y.copy()
+    y2[0] = 5.0
+    s, t = np.sum(y), np.sum(y2 * x)
+    want = 2.0 * t + s * y2 + s * x * np.r_[0.0, 2.0 * np.ones(3)]
+    np.testing.assert_allclose(g, want, rtol=1e-12)
+
+
+# -- inner-loop trip counts -----------------------------------------------------------------------
+def nested_loops(x, n, steps):
+    m = x.shape[0]
+    s = 0.0
+    for t in range(steps):
+        for i in range(n):
+            for j in range(m):
+                s = s + x[j] * (i + 1.0) * s * 0.01 + x[j]
+    return s
+
+
+def inner_stop_in_loop(x, steps):
+    s = 0.0
+    for t in range(steps):
+        m = x.shape[0] - t              # bound in the outer loop: a different trip count each trip
+        for j in range(m):
+            s = s + x[j] * s * 0.1 + x[j]
+    return s
+
+
+def test_trip_counts_of_invariant_stops_are_not_saved():
+    """A stop that is a parameter or a variable bound once before the loops travels by name: no
+    trip count is pushed per outer trip, in either mode.  A stop bound inside the outer loop is
+    saved once per outer trip (its value may differ between trips)."""
+    x = _R.standard_normal(3)
+    for jit in (None, True):
+        src = s2sad.differentiate(nested_loops).adjoint_source(x, 2, 3, jit=jit)
+        assert ".append(m)" not in src and ".append(n)" not in src and "_s_m" not in src
+        src = s2sad.differentiate(inner_stop_in_loop).adjoint_source(x, 3, jit=jit)
+        assert "_s_m.append(m)" in src and "m = _s_m.pop()" in src
+    _same_as_python(nested_loops, (x, 2, 3), (0,))
+    _same_as_python(inner_stop_in_loop, (x, 3), (0,))

@@ -141,6 +141,7 @@ class AdjointContributions:
             # (numba: starred arguments spliced, or bound to names first: self.hoisted)
             tree, hoisted = T.unstar(tree, self.result_count, lambda: self.fresh("u"))
             self.hoisted.extend(hoisted)
+        tree = self.shape_args(tree, stmt)         # (arrays read for their shapes only)
         real = self.real | ({_ANS} if self.kinds.get(target) == "f" or target in self.real else set())
         tree = T.simplify(tree, real_names=real, drop_unbroadcast_for=drop_ub)
         used = {n.id for n in _ast.walk(tree) if isinstance(n, _ast.Name)}

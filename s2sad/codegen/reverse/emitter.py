@@ -12,11 +12,12 @@ from .operands import _index_only_vars
 from .reverse_calls import ReverseCalls
 from .reverse_sweep import ReverseSweep
 from .saves import SavePlan
+from .shapes import ShapeSaves
 from .tuples import TupleAdjoints, known_tuples
 
 
 class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan, ForwardSweep,
-                     TupleAdjoints):
+                     TupleAdjoints, ShapeSaves):
     def __init__(self, fn, kinds, active, varied, wrt, namespace, derived_namer, jit=False,
                  types=None):
         self.fn = fn
@@ -45,6 +46,9 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
         # tuples of known length whose adjoints are one variable per element (numba: tuples.py)
         self.tuples = known_tuples(fn) if jit else {}
         self.hoisted = []                     # [(names, text)] templates bind first (jit mode)
+        self.shape_vars = {}                  # (id(stmt), var) -> the name of var's saved shape
+        self.shape_binds = {}                 # id(stmt) -> [(name, var)] (shapes.py)
+        self._written = None                  # (analysis.written_arrays, when first asked)
 
     def fresh(self, base):
         taken = getattr(_TAKEN, "names", ())

@@ -32,6 +32,7 @@ class ForwardSweep:
                 out.extend(self.pushes(s, "pre", caps))
                 out.extend(self.pushes(s, "post"))
                 continue
+            out.extend(self.shape_lines(s))
             out.extend(self.pushes(s, "pre"))
             out.extend(self.fwd_stmt(s))
             out.extend(self.pushes(s, "post"))

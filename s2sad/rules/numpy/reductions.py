@@ -3,8 +3,8 @@
 """
 import numpy as np
 
-from ..adjoints import (A, _NDARRAY, _NoValue, _each, _flag, _inverse, _np, asarray, cj, count,
-                        expand, export, full_like, like, ndim, norm_axes, shape, xp)
+from ..adjoints import (A, _NDARRAY, _NoValue, _each, _flag, _inverse, _np, _shape_only, asarray,
+                        cj, count, expand, export, full_like, like, ndim, norm_axes, shape, xp)
 from ..registry import defmethod
 
 _RED = "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True"
@@ -81,6 +81,7 @@ defmethod("cumprod", "self, axis=None, dtype=None, out=None",
 
 
 # -- helpers the templates call --------------------------------------------------------------------
+@_shape_only("a")
 def sum(g, a, axis=None, keepdims=False):
     """Adjoint of ``np.sum(a, axis, keepdims)``: g copied along the reduced axes."""
     if axis is None and type(a) is _NDARRAY and a.dtype.kind == "f" and \
@@ -90,6 +91,7 @@ def sum(g, a, axis=None, keepdims=False):
     return full_like(expand(g, shape(a), axis, _flag(keepdims), like=a), a)
 
 
+@_shape_only("a")
 def mean(g, a, axis=None, keepdims=False):
     n = count(shape(a), axis)
     return full_like(expand(g, shape(a), axis, _flag(keepdims), like=a) / n, a)

@@ -1,0 +1,76 @@
+"""Values the reverse sweep reads only for their shapes.
+
+A helper that reads only the shape and dtype of a parameter declares it
+(``rules.adjoints._shape_only``: ``_adj.sum(g, a, axis, keepdims)`` reads ``a.shape``).  Where the
+argument is a variable whose type (classify/types.py) is an array, the forward sweep binds its
+shape just before the statement, that is what is saved (by name, or on a stack inside loops), and
+the template gets ``_adj.standin(_shape1)``, an array of that shape (and dtype) owning one element
+(every stride 0).  The array itself is no longer kept for the reverse sweep, unless another read
+needs it.
+
+- ``jit=True``: for real arrays, ``_shape1 = a.shape`` (a tuple of ints); the stand-in is float64,
+  the dtype of a real array's adjoint in the compiled mode (float32 arguments run as Python).
+  Inside loops and branches (where values go on stacks: one array kept alive per trip) and for
+  arrays that may be changed in place (their saves are copies).
+- Python mode: ``_shape1 = (a.shape, a.dtype)`` (its types know a dtype's kind, not its size),
+  only for arrays that may be changed in place (analysis.written_arrays): their saves would be
+  copies (``_rt.snap``).  Elsewhere a reference to the array costs less than a shape, a dtype and
+  a stand-in.
+
+A value saved by name (bound once at the top level) stays as it is in both modes.
+"""
+from ...frontend.analysis import written_arrays
+import ast as _ast
+import inspect
+
+from .. import text as T
+
+
+class ShapeSaves:
+    """The part of :class:`~.emitter.ReverseEmitter` that saves shapes instead of arrays."""
+
+    def shape_args(self, tree, stmt):
+        """``tree`` (a template, substituted) with each shape-only argument that is a typed real
+        array variable replaced by a stand-in made from its saved shape."""
+        for node in _ast.walk(tree):
+            if not (isinstance(node, _ast.Call) and isinstance(node.func, _ast.Attribute) and
+                    isinstance(node.func.value, _ast.Name) and node.func.value.id == "_adj"):
+                continue
+            helper = getattr(self.namespace.get("_adj"), node.func.attr, None)
+            params = getattr(helper, "shape_params", None)
+            if not params:
+                continue
+            names = list(inspect.signature(helper).parameters)
+            for p in params:
+                i = names.index(p)
+                if i >= len(node.args) or not isinstance(node.args[i], _ast.Name):
+                    continue
+                v = node.args[i].id
+                t = self.types.get(v)
+                if t is None or t[0] != "a" or (self.jit and t[1] not in "bif"):
+                    continue
+                if v not in self.written_anywhere() and not (self.jit and self.depth > 0):
+                    continue            # (saved by name, no copy: the array costs nothing)
+                node.args[i] = T.parse_expr(f"_adj.standin({self.shape_var(stmt, v)})")
+        return tree
+
+    def shape_var(self, stmt, v):
+        key = (id(stmt), v)
+        name = self.shape_vars.get(key)
+        if name is None:
+            name = self.shape_vars[key] = self.fresh("shape")
+            self.shape_binds.setdefault(id(stmt), []).append((name, v))
+            self.synthetic[name] = "name" if self.depth == 0 else "stack"
+        self.read(stmt, "pre", name)
+        return name
+
+    def written_anywhere(self):
+        if self._written is None:
+            self._written = written_arrays(self.fn)
+        return self._written
+
+    def shape_lines(self, s):
+        """The forward sweep's bindings of the shapes statement ``s``'s reverse reads."""
+        form = "{v}.shape" if self.jit else "({v}.shape, {v}.dtype)"
+        return [T.Line(f"{name} = " + form.format(v=v), s.origin)
+                for name, v in self.shape_binds.get(id(s), ())]
