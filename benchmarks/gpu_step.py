@@ -52,6 +52,19 @@ except ImportError:             # CPU-only machines: the same code on NumPy arra
         return np
     s2sad.defzero(get_array_module)
 
+from s2sad.rules.namespaces import defnamespace  # noqa: E402
+
+
+def _numpy_namespace(fn):
+    """Declare the CPU fallback ``get_array_module`` a namespace function (NumPy for NumPy
+    arrays), as ``cupy.get_array_module`` is: the --numpy run then differentiates the code the
+    CuPy run does (``xp`` resolved when the derivative is built, no run-time dispatch)."""
+    if cupy is None or fn is not cupy.get_array_module:
+        defnamespace(fn, lambda libs: np if libs == {"numpy"} else None)
+
+
+_numpy_namespace(get_array_module)
+
 HEADS = 4
 
 
@@ -96,6 +109,7 @@ def _example():
 
 
 EXAMPLE = _example()
+_numpy_namespace(EXAMPLE.get_array_module)
 
 
 # -- PyTorch ports ---------------------------------------------------------------------------------

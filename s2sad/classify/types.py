@@ -205,6 +205,9 @@ def _call(call, types):
             if obj in (np.mean, np.std, np.var):
                 k = _kmax(k, "f")
             return ("s", k)
+        if obj in _REDUCE and len(call.args) == 1 and args[0] is not None and \
+                args[0][0] == "a" and call.kwargs:
+            return _reduce_axis(obj, args[0], dict(call.kwargs), types)
         if obj in _SAME and len(call.args) == 1 and not call.kwargs:
             return args[0] if args[0] is not None and args[0][0] == "a" else None
         if obj in _LIKE and call.args and args[0] is not None and args[0][0] == "a" and \
@@ -241,6 +244,25 @@ def _call(call, types):
             return ("s", _kmax(t[1], "f") if fn.name in ("mean", "std", "var") else t[1])
         if fn.name in ("ravel", "flatten") and len(call.args) == 1:
             return ("a", t[1], 1)
+    return None
+
+
+def _reduce_axis(obj, t, kw, types):
+    """``np.sum(a, axis=..., keepdims=...)`` of an array: with keepdims=True an array of a's
+    ndim, else one axis (a constant int) fewer; None where it cannot be told."""
+    if not set(kw) <= {"axis", "keepdims"}:
+        return None
+    k = _kmax(t[1], "f") if obj in (np.mean, np.std, np.var) else t[1]
+    keep = kw.get("keepdims")
+    if keep is not None and not (isinstance(keep, ir.Const) and type(keep.value) is bool):
+        return None
+    if keep is not None and keep.value:
+        return ("a", k, t[2])
+    axis = kw.get("axis")
+    if axis is None or isinstance(axis, ir.Const) and axis.value is None:
+        return ("s", k)
+    if isinstance(axis, ir.Const) and type(axis.value) is int and -t[2] <= axis.value < t[2]:
+        return ("a", k, t[2] - 1) if t[2] > 1 else ("s", k)
     return None
 
 

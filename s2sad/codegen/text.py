@@ -232,6 +232,16 @@ class _Simplify(ast.NodeTransformer):
         return node
 
 
+    def visit_BinOp(self, node):
+        # g * (1 / x) is g / x: one array operation instead of two (log's, arctan's adjoints)
+        self.generic_visit(node)
+        r = node.right
+        if isinstance(node.op, ast.Mult) and isinstance(r, ast.BinOp) and \
+                isinstance(r.op, ast.Div) and isinstance(r.left, ast.Constant) and \
+                type(r.left.value) in (int, float) and r.left.value == 1:
+            return ast.BinOp(left=node.left, op=ast.Div(), right=r.right)
+        return node
+
     def _real(self, x):
         """True when an expression is built from real constants, real names (Python floats, or
         values typed real) and NumPy functions that are real on real arguments."""

@@ -22,7 +22,7 @@ defrule(operator.sub, "a, b, /", vjp={"a": f"{ub}(g, a)", "b": f"{ub}(-g, b)"},
 defrule(operator.mul, "a, b, /", vjp={"a": f"{ub}(g * _rt.cj(b), a)", "b": f"{ub}(g * _rt.cj(a), b)"},
         jvp={"a": "t * b", "b": "a * t"}, **B)
 defrule(operator.truediv, "a, b, /",
-        vjp={"a": f"{ub}(g / _rt.cj(b), a)", "b": f"{ub}(-g * _rt.cj(ans / b), b)"},
+        vjp={"a": f"{ub}(g / _rt.cj(b), a)", "b": f"-{ub}(g * _rt.cj(ans), b) / _rt.cj(b)"},
         jvp={"a": "t / b", "b": "-t * ans / b"}, **B)
 defrule(operator.pow, "a, b, /",
         vjp={"a": f"{ub}(_rt.pow_base_adjoint(g, a, b), a)",

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...kernels.device import _has_cupy
 from ...kernels.device import check_devices as _check_devices
-from ..adjoints import (A, _each, _np, array_adjoint, asarray, export, is_zero, like, ndim, shape,
+from ..adjoints import (A, _each, _inverse, _np, array_adjoint, asarray, export, is_zero, like, ndim, shape,
                         tangent_list, xp)
 from ..registry import defmethod, defrule
 
@@ -106,16 +106,118 @@ def _guard(name, g, x):
 
 
 def concat_adjoint(g, arrays, axis=0, name="concatenate"):
-    """Adjoints of ``concatenate(arrays, axis)``: one per input, None for integer/bool inputs."""
+    """Adjoints of ``concatenate(arrays, axis)``: one per input, None for integer/bool inputs.
+
+    Each adjoint is a slice of the cotangent (a view: no copy, no kernel; one in a dtype other
+    than its input's is converted).  Adjoints are never written in place (generated code
+    accumulates with ``a + b``; the in-place paths write only into buffers the derivative
+    allocated itself), so a view is as good as a copy; what reads it (an elementwise operation,
+    a matrix product) reads it where it lies."""
     _guard(name, g, arrays)
+    views = _concat_views(g, arrays, axis)
+    if views is not None:
+        return views
     fn = _kernels()[0]
     res = fn(g, arrays, axis)
     return tuple(None if r is None else like(r, a) for r, a in zip(res, arrays))
 
 
+def _concat_views(g, arrays, axis):
+    """The slices of ``g`` that are the adjoints of the arrays of a concatenation, or None where
+    the inputs are not all arrays of g's array module or do not add up to g's shape (then the
+    kernel path decides, and raises its errors)."""
+    if not (hasattr(g, "shape") and hasattr(g, "dtype")) or isinstance(g, np.generic) or \
+            not _all_arrays(arrays):
+        return None
+    m = xp(g)
+    if any(xp(a) is not m for a in arrays):
+        return None
+    if axis is None:
+        flat = g.reshape(-1)
+        sizes = [a.size for a in arrays]
+        if builtins.sum(sizes) != flat.shape[0]:
+            return None
+        out, off = [], 0
+        for a, n in zip(arrays, sizes):
+            out.append(_adjoint_view(flat[off:off + n].reshape(a.shape), a))
+            off += n
+        return tuple(out)
+    if g.ndim == 0 or any(a.ndim != g.ndim for a in arrays):
+        return None
+    ax = int(axis) % g.ndim
+    if builtins.sum(a.shape[ax] for a in arrays) != g.shape[ax]:
+        return None
+    out, off = [], 0
+    lead = (slice(None),) * ax
+    for a in arrays:
+        n = a.shape[ax]
+        out.append(_adjoint_view(g[lead + (slice(off, off + n),)], a))
+        off += n
+    return tuple(out)
+
+
+def _adjoint_view(piece, a):
+    if a.dtype.kind not in "fc":
+        return None                     # an integer/bool input carries no derivative
+    return like(piece, a)               # (a view where the dtypes agree)
+
+
 def permute_adjoint(g, axes, a=None, name="transpose"):
+    """Adjoint of ``transpose(a, axes)``: the cotangent transposed back, as a view (adjoints are
+    never written in place, see ``concat_adjoint``).  What needs it contiguous materialises it:
+    ``reshape_back`` through :func:`materialise` (the permute kernel on CuPy arrays), a matrix
+    product or an elementwise operation reads the strides as they are."""
     _guard(name, g, a)
-    return _kernels()[1](g, tuple(int(a) for a in axes))
+    return asarray(g).transpose(_inverse(tuple(int(a) for a in axes)))
+
+
+def materialise(g, backend=None):
+    """``g`` as a C-contiguous array.  A permuted view of a C-contiguous array (an adjoint of
+    the permute family) is copied by the permute kernel of :mod:`s2sad.kernels` (CUDA on CuPy
+    arrays, ``backend="cuda"`` under the simulator); anything else by the array module."""
+    if g.flags.c_contiguous:
+        return g
+    order = tuple(sorted(range(g.ndim), key=lambda i: -g.strides[i]))
+    u = g.transpose(order)
+    if u.flags.c_contiguous:
+        try:
+            from ...kernels import permute_adjoint as _kernel
+        except ImportError:
+            _kernel = None
+        if _kernel is not None:
+            # (the kernel returns transpose(u, inverse(axes)): here g, contiguous)
+            return _kernel(u, order, backend=backend)
+    return xp(g).ascontiguousarray(g)
+
+
+def reshape_is_view(shp, strides, new):
+    """Whether a C-order reshape of an array of shape ``shp`` and ``strides`` to ``new`` can be a
+    view (NumPy's rule: each group of old axes that becomes a group of new axes is contiguous
+    within itself)."""
+    old = [(n, s) for n, s in zip(shp, strides) if n != 1]
+    new = [n for n in new if n != 1]
+    if 0 in shp:
+        return True
+    oi = ni = 0
+    while oi < len(old) and ni < len(new):
+        np_, op = new[ni], old[oi][0]
+        nj, oj = ni + 1, oi + 1
+        while np_ != op:
+            if np_ < op:
+                if nj >= len(new):
+                    return False
+                np_ *= new[nj]
+                nj += 1
+            else:
+                if oj >= len(old):
+                    return False
+                op *= old[oj][0]
+                oj += 1
+        for k in range(oi, oj - 1):
+            if old[k][1] != old[k + 1][0] * old[k + 1][1]:
+                return False
+        oi, ni = oj, nj
+    return True
 
 
 def concatenate(g, arrays, axis=0):

@@ -72,7 +72,7 @@ _each(_np("multiply"), BINARY,
       jvp={"x1": "t * x2", "x2": "x1 * t"}, forbid=UFUNC)
 _each(_np("divide", "true_divide"), BINARY,
       vjp={"x1": "_rt.unbroadcast(g / _rt.cj(x2), x1)",
-           "x2": "_rt.unbroadcast(-g * _rt.cj(ans / x2), x2)"},
+           "x2": "-_rt.unbroadcast(g * _rt.cj(ans), x2) / _rt.cj(x2)"},
       jvp={"x1": "t / x2", "x2": "-t * ans / x2"}, forbid=UFUNC)
 _each(_np("power", "pow", "float_power"), BINARY,
       vjp={"x1": "_adj.power_base(g, x1, x2)", "x2": "_adj.power_exponent(g, ans, x1, x2)"},
@@ -194,7 +194,8 @@ def maximum(g, x1, x2, which, sign=1, nan=False):
     m = xp(g, x1, x2)
     a, b = (x1, x2) if which == 0 else (x2, x1)
     a = asarray(a, like=g)
-    b = asarray(b, like=g)
+    # a Python number compares with an array as it is (relu's 0.0: no array made for it)
+    b = b if type(b) in (float, int) and hasattr(a, "shape") and not nan else asarray(b, like=g)
     win = (a > b) if sign > 0 else (a < b)
     if nan:
         win = win | (m.isnan(b) & ~m.isnan(a))

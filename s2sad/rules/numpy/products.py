@@ -80,6 +80,9 @@ def matmul(g, a, b, which):
             return _np_outer(g, b) if which == 0 else a.T @ g
         if b.ndim == 2:
             return g @ b.T if which == 0 else a.T @ g
+    r = _real_matmul_adjoint(g, a, b, which)
+    if r is not None:
+        return r
     m = xp(a, b, g)
     a_ = asarray(a, like=b)
     b_ = asarray(b, like=a)
@@ -102,6 +105,30 @@ def matmul(g, a, b, which):
     if b1:
         r = r[:, 0]
     return like(r, b)
+
+
+def _real_matmul_adjoint(g, a, b, which):
+    """The adjoint of ``a @ b`` for real arrays of one type and dtype (NumPy or CuPy) whose
+    shapes need no broadcasting back: a stack of matrices times a matrix (``x @ W`` with x of
+    shape (B, T, D): W's adjoint is one product of the stack seen as a (B*T, D) matrix, not a
+    batch of products summed after), or two stacks of one batch shape.  None otherwise (the
+    general path)."""
+    t = type(a)
+    if type(b) is not t or type(g) is not t or not hasattr(a, "ndim") or \
+            a.dtype != b.dtype or g.dtype != a.dtype or a.dtype.kind != "f" or a.ndim < 2 or \
+            b.ndim < 2 or g.shape != a.shape[:-1] + b.shape[-1:]:
+        return None
+    if b.ndim == 2:
+        if which == 0:
+            return _graph_matmul(g, b.T)
+        if a.ndim == 2:
+            return _graph_matmul(a.T, g)
+        return _graph_matmul(a.reshape(-1, a.shape[-1]).T, g.reshape(-1, g.shape[-1]))
+    if b.ndim == a.ndim and a.shape[:-2] == b.shape[:-2]:
+        if which == 0:
+            return _graph_matmul(g, b.swapaxes(-1, -2))
+        return _graph_matmul(a.swapaxes(-1, -2), g)
+    return None
 
 
 def _tensordot_axes(a, b, axes):

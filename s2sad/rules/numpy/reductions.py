@@ -88,13 +88,29 @@ def sum(g, a, axis=None, keepdims=False):
             (type(g) is float or type(g) is _NDARRAY and g.ndim == 0 and g.dtype.kind == "f" or
              isinstance(g, np.floating)):
         return np.full(a.shape, g, dtype=a.dtype)          # the common case, directly
+    if axis is None and _real_scalar(g) and _real_array(a):
+        return xp(a).full(a.shape, g, dtype=a.dtype)       # (CuPy: one fill, no host scalar)
     return full_like(expand(g, shape(a), axis, _flag(keepdims), like=a), a)
 
 
 @_shape_only("a")
 def mean(g, a, axis=None, keepdims=False):
     n = count(shape(a), axis)
+    if axis is None and _real_scalar(g) and _real_array(a):
+        # one fill in a's dtype: no 0-d array for g, no division on the device, no float64
+        return xp(a).full(a.shape, g / n, dtype=a.dtype)
     return full_like(expand(g, shape(a), axis, _flag(keepdims), like=a) / n, a)
+
+
+def _real_scalar(g):
+    """A real number held on the host (a Python float, a NumPy floating scalar)."""
+    return type(g) is float or isinstance(g, np.floating)
+
+
+def _real_array(a):
+    dt = getattr(a, "dtype", None)
+    return dt is not None and dt.kind == "f" and hasattr(a, "shape") and \
+        not isinstance(a, np.generic) and hasattr(xp(a), "full")
 
 
 def _others_product(a, axes):
@@ -129,7 +145,10 @@ def extremum(g, ans, a, axis=None, keepdims=False):
     a = asarray(a)
     ans_e = expand(ans, a.shape, axis, _flag(keepdims), like=a)
     mask = (a == ans_e)
-    n = mask.sum(axis=norm_axes(axis, a.ndim), keepdims=True)
+    # the tie count in a's real dtype: a float32 adjoint stays float32 (an int64 count would
+    # make ge / n float64, cast back by like)
+    n = mask.sum(axis=norm_axes(axis, a.ndim), keepdims=True,
+                 dtype=a.dtype if a.dtype.kind == "f" else None)
     ge = expand(g, a.shape, axis, _flag(keepdims), like=a)
     # where the extremum came from `initial=` no element ties with it: nothing to share
     return like(mask * (ge / xp(a).maximum(n, 1)), a)

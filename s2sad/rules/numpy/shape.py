@@ -9,6 +9,7 @@ from ... import runtime as _rt
 from ...errors import RuleError
 from ..adjoints import A, _each, _np, array_adjoint, asarray, export, is_zero, like, shape, tmap_zero, xp
 from ..registry import defmethod, defrule
+from .concat_permute import materialise, reshape_is_view
 
 _each(_np("reshape"), "a, /, shape=None, order='C', *, newshape=None, copy=None",
       vjp={"a": "_adj.reshape_back(g, a, order)"},
@@ -145,9 +146,17 @@ def array_adjoint_of(g, obj):
 
 
 def reshape_back(g, a, order="C"):
-    """Adjoint of reshape / ravel / flatten / squeeze / expand_dims: g reshaped to a's shape."""
+    """Adjoint of reshape / ravel / flatten / squeeze / expand_dims: g reshaped to a's shape.
+
+    ``g`` may be a permuted view (the adjoint of a transpose is one): where the reshape needs a
+    copy of a CuPy array, the permute kernel makes it (``materialise``)."""
     g = asarray(g, like=a)
-    return like(g.reshape(shape(a), order=_order(order, a)), a)
+    o = _order(order, a)
+    if o == "C" and type(g) is not np.ndarray and hasattr(g, "flags") and \
+            hasattr(g, "strides") and not g.flags.c_contiguous and \
+            not reshape_is_view(g.shape, g.strides, shape(a)):
+        g = materialise(g)
+    return like(g.reshape(shape(a), order=o), a)
 
 
 def reshape_to(t, shp, order="C", a=None):
