@@ -51,6 +51,10 @@ if _n is not None:                                           # before NumPy load
         else:
             os.environ[_v] = _n
 
+# Every peer runs on the CPU, as NumPy does: JAX picks a GPU when one is there (on a GPU host its
+# column was GPU time against a CPU primal before this line); JAX_PLATFORMS=cuda overrides it.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
 import numpy as np  # noqa: E402
 import scipy.linalg  # noqa: E402
 
@@ -366,7 +370,7 @@ class Jax(Method):
         self.solve_lower = lambda L, y: jax.scipy.linalg.solve_triangular(L, y, lower=True)
 
     def version(self):
-        return self.jax.__version__
+        return f"{self.jax.__version__} on {self.jax.devices()[0].platform}"
 
     def prepare(self, case, f, args, wrt):
         jax, jnp = self.jax, self.jnp
