@@ -36,7 +36,7 @@ from .cache import CACHE
 from .callables import _def_origin
 from .codegen.load import user_origin
 from .errors import ArgumentError, GraphFallbackWarning, caller_origin
-from .kernels import gemm
+from .kernels import contract, gemm
 from .runtime import hooks
 
 MAX_SPECIALISATIONS = 8
@@ -45,19 +45,29 @@ _SWEEPS = "_s2sad_graph_sweeps"
 
 # -- the derivative's sweeps, with matrix products on the capturable route -------------------------
 
-class _MatmulSites(ast.NodeTransformer):
-    """``a @ b`` and ``np.matmul(a, b)`` / ``cupy.matmul(a, b)`` -> ``_s2sad_matmul(a, b)``."""
+class _Products(ast.NodeTransformer):
+    """Matrix products onto the capturable route (:mod:`.kernels.contract`): ``a @ b`` ->
+    ``_s2sad_matmul(a, b)``; a call whose callee resolves, in the module's namespace, to a
+    product (``np.matmul``, ``cupy.dot``, ``cupy.tensordot``, ``cupy.einsum``... under whatever
+    name the generated code binds it: the resolved ``xp`` of ``xp = cupy.get_array_module(x)``
+    too) -> the routed callee (:func:`.kernels.contract.route`); ``x.dot(b)`` on a local value ->
+    ``_s2sad_capturable(x.dot)(b)``.  Callees known only at run time (``_rt.call(xp.matmul,
+    ...)``) are routed by ``runtime.dispatch.call``."""
 
     def __init__(self, namespace):
-        self.modules = {n for n, v in namespace.items()
-                        if getattr(v, "__name__", None) in ("numpy", "cupy")}
+        self.ns = namespace
         self.depth = 0
+        self.local = set()
+        self.routes = {}                # callee -> the name its routed form is bound to
 
     def visit_FunctionDef(self, node):
         # the sweeps only: a def or lambda nested in them is the user's code, copied as written
         # (s2sad reads its source again when it is called, and refuses a code object that differs)
         if self.depth:
             return node
+        self.local = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)} | \
+            {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and
+             not isinstance(n.ctx, ast.Load)}
         self.depth += 1
         try:
             self.generic_visit(node)
@@ -80,27 +90,53 @@ class _MatmulSites(ast.NodeTransformer):
                                               [node.left, node.right], []), node)
         return node
 
+    def _resolve(self, expr):
+        """The object a dotted name of module globals denotes, or None (a local, or unknown)."""
+        parts = []
+        while isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name) or expr.id in self.local or expr.id not in self.ns:
+            return None
+        obj = self.ns[expr.id]
+        for p in reversed(parts):
+            obj = getattr(obj, p, None)
+            if obj is None:
+                return None
+        return obj
+
     def visit_Call(self, node):
         self.generic_visit(node)
         f = node.func
-        if isinstance(f, ast.Attribute) and f.attr == "matmul" and isinstance(f.value, ast.Name) \
-                and f.value.id in self.modules and len(node.args) == 2 and not node.keywords:
-            return ast.copy_location(ast.Call(ast.Name("_s2sad_matmul", ast.Load()), node.args, []),
-                                     node)
+        callee = self._resolve(f)
+        if callee is not None:
+            routed = contract.route(callee)
+            if routed is not None:
+                name = self.routes.get(routed)
+                if name is None:
+                    name = self.routes[routed] = f"_s2sad_route{len(self.routes)}"
+                node.func = ast.copy_location(ast.Name(name, ast.Load()), f)
+        elif isinstance(f, ast.Attribute) and f.attr == "dot" and \
+                self._resolve(f.value) is None:
+            node.func = ast.copy_location(
+                ast.Call(ast.Name("_s2sad_capturable", ast.Load()), [f], []), f)
         return node
 
 
 def sweeps(d):
-    """(fwd, bwd) of derivative ``d`` with its matrix products through :func:`.kernels.gemm.matmul`
-    (the same generated source, compiled again under the same file name, so tracebacks and the
-    source map still name the user's lines).  Built once per derivative."""
+    """(fwd, bwd) of derivative ``d`` with its matrix products on the capturable route
+    (:class:`_Products`; the same generated source, compiled again under the same file name, so
+    tracebacks and the source map still name the user's lines).  Built once per derivative."""
     got = getattr(d, _SWEEPS, None)
     if got is not None:
         return got
     ns = dict(d.module.module.__dict__)
-    tree = _MatmulSites(ns).visit(ast.parse(d.module.source))
+    rewrite = _Products(ns)
+    tree = rewrite.visit(ast.parse(d.module.source))
     ast.fix_missing_locations(tree)
     ns["_s2sad_matmul"] = gemm.matmul
+    ns["_s2sad_capturable"] = contract.capturable
+    ns.update({name: routed for routed, name in rewrite.routes.items()})
     exec(compile(tree, d.module.filename, "exec"), ns)
     got = (ns[d.fwd.__name__], ns[d.bwd.__name__])
     try:

@@ -7,6 +7,7 @@ and s2sad's own transforms called inside differentiated code.  Derivatives are b
 import numpy as np
 
 from ..errors import ArgumentWriteError
+from ..kernels.contract import capturable as _capturable
 from ..kernels.gemm import active as _graph_mode
 from . import hooks
 from .arrays import _BuiltinType, _FunctionType, _ModuleType, _is_array, _z, add, is_zero
@@ -175,7 +176,7 @@ def call(fn, *args, **kwargs):
                 f"values that carry a derivative (it may change the array in place)",
                 fix="compute the new value with an expression and assign it, or declare a rule "
                     "with s2sad.defmethod")
-        ans = fn(*args, **kwargs)
+        ans = (_capturable(fn) if _graph_mode() else fn)(*args, **kwargs)     # x.dot(b)
         if rule is None and differentiable(self_) and (ans is None or differentiable(ans)):
             from ..errors import OpaqueCalleeError       # (a.sort(), a.fill(0) change a in place)
             raise OpaqueCalleeError(
@@ -229,7 +230,9 @@ def call(fn, *args, **kwargs):
     except TypeError:
         rule = None
     if rule is not None:
-        ans = fn(*args, **kwargs)
+        # graph mode: a matrix product (xp.matmul, xp.tensordot... with xp a local variable) on
+        # the capturable route (kernels.contract)
+        ans = (_capturable(fn) if _graph_mode() else fn)(*args, **kwargs)
         if rule.zero:
             return ans, None
         if rule.receiver:           # a bound method's rule: its object is the first parameter

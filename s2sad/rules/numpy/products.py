@@ -9,6 +9,7 @@ import operator
 
 from ... import runtime as _rt
 from ...errors import RuleError
+from ...kernels.contract import capturable as _capturable   # graph mode: tensordot/einsum as gemm
 from ...kernels.gemm import matmul as _graph_matmul   # a @ b, but capturable in graph mode
 from ..adjoints import (A, _NDARRAY, _each, _inverse, _mH, _np, _np_outer, asarray, cj, export,
                         is_zero, like, shape, xp)
@@ -165,10 +166,10 @@ def tensordot(g, a, b, axes, which):
         cur = [ax_b[ax_a.index(i)] for i in sorted(ax_a)] + free_b
         return like(r.transpose(_inverse(cur)), b)
     if which == 0:
-        r = m.tensordot(g, cj(b_), axes=(list(range(nfa, g.ndim)), free_b))
+        r = _capturable(m.tensordot)(g, cj(b_), axes=(list(range(nfa, g.ndim)), free_b))
         cur = free_a + [ax_a[ax_b.index(j)] for j in sorted(ax_b)]
         return like(r.transpose(_inverse(cur)), a)
-    r = m.tensordot(cj(a_), g, axes=(free_a, list(range(nfa))))
+    r = _capturable(m.tensordot)(cj(a_), g, axes=(free_a, list(range(nfa))))
     cur = [ax_b[ax_a.index(i)] for i in sorted(ax_a)] + free_b
     return like(r.transpose(_inverse(cur)), b)
 
@@ -356,7 +357,7 @@ def einsum(g, operands, which, **kwargs):
         args = [g, list(out)]
         spec = out + "," + ",".join(t for t, _ in others) + "->" + "".join(keep) if others \
             else out + "->" + "".join(keep)
-        r = m.einsum(spec, g, *[a for _, a in others])
+        r = _capturable(m.einsum)(spec, g, *[a for _, a in others])
         # indices only in this operand: broadcast
         full_shape = [sizes[c] for c in uniq]
         r = r.reshape([sizes[c] if c in keep else 1 for c in uniq])
