@@ -194,3 +194,43 @@ def test_gemm_layouts_captured(dt):
             for got in (eager, out):
                 assert got.shape == ref.shape and got.dtype == ref.dtype
                 np.testing.assert_allclose(cp.asnumpy(got), ref, rtol=tol, atol=tol * 10)
+
+
+def contractions(W, V, x):
+    """Every product form graph mode routes (s2sad/kernels/contract.py): none may fall back."""
+    xp = gam(x)
+    mm = xp.matmul                                   # a local: dispatched at run time
+    a = mm(x, W)                                     # (B*T, D) @ (D, D)
+    b = xp.dot(x, V)
+    c = xp.tensordot(x.reshape(2, 5, 6), W, axes=([2], [0]))
+    e = xp.einsum("btd,de->bte", x.reshape(2, 5, 6), V)
+    q = xp.einsum("btd,bsd->bts", c, e)              # batched, contracted over d
+    m = x.dot(W)
+    h = xp.tanh(a * b + m) + xp.inner(x, V).sum(axis=1, keepdims=True)
+    return xp.mean(h * h) + xp.mean(q * q)
+
+
+def test_dot_tensordot_einsum_are_captured():
+    plain = s2sad.value_and_grad(contractions, wrt=(0, 1, 2))
+    d = s2sad.differentiate(contractions, wrt=(0, 1, 2), graph=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GraphFallbackWarning)
+        for seed in (0, 0, 1):
+            r = np.random.default_rng(seed)
+            args = [cp.asarray(r.standard_normal(s) * 0.3) for s in ((6, 6), (6, 6), (10, 6))]
+            _close(d.value_and_grad(*args), plain(*args))
+    (entry,) = d._graph.entries.values()
+    assert isinstance(entry, graphs._Captured)
+
+
+def test_linalg_falls_back_with_the_warning():
+    def solve(A, b):
+        xp = gam(b)
+        return xp.sum(xp.linalg.solve(A + 4 * xp.eye(3), b) ** 2)
+
+    r = np.random.default_rng(2)
+    A, b = cp.asarray(r.standard_normal((3, 3))), cp.asarray(r.standard_normal(3))
+    g = s2sad.grad(solve, wrt=(0, 1), graph=True)
+    with pytest.warns(GraphFallbackWarning, match="graph=True could not capture the step of"):
+        got = g(A, b)
+    _close(got, s2sad.grad(solve, wrt=(0, 1))(A, b))
