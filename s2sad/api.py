@@ -346,9 +346,32 @@ def _finish_grads(grads, args, wrt):
             g = runtime.materialize(parts[el], args[i][el])
         if id(g) in seen and hasattr(g, "copy"):
             g = g.copy()
+        elif _shares_with(g, out):
+            g = g.copy()
         seen.add(id(g))
         out.append(g)
     return out
+
+
+def _buffer(a):
+    while getattr(a, "base", None) is not None:
+        a = a.base
+    return a
+
+
+def _shares_with(g, earlier):
+    """Whether the gradient ``g`` may share memory with one returned before it: an adjoint may be
+    a view (the slice of a concatenation's cotangent, a transposed one), and each gradient the user
+    gets must be theirs to change in place."""
+    if getattr(g, "base", None) is None or not hasattr(g, "copy"):
+        return False
+    root = _buffer(g)
+    for o in earlier:
+        if o is not None and _buffer(o) is root:
+            may = getattr(runtime.array_module(g), "may_share_memory", None)
+            if may is None or may(g, o):
+                return True
+    return False
 
 
 def _jit_options(fn, jit):

@@ -17,7 +17,7 @@ ub = "_rt.unbroadcast"
 # -- arithmetic operators (Python numbers and arrays) ---------------------------------------------
 defrule(operator.add, "a, b, /", vjp={"a": f"{ub}(g, a)", "b": f"{ub}(g, b)"},
         jvp={"a": "t", "b": "t"}, **B)
-defrule(operator.sub, "a, b, /", vjp={"a": f"{ub}(g, a)", "b": f"{ub}(-g, b)"},
+defrule(operator.sub, "a, b, /", vjp={"a": f"{ub}(g, a)", "b": f"-{ub}(g, b)"},
         jvp={"a": "t", "b": "-t"}, **B)
 defrule(operator.mul, "a, b, /", vjp={"a": f"{ub}(g * _rt.cj(b), a)", "b": f"{ub}(g * _rt.cj(a), b)"},
         jvp={"a": "t * b", "b": "a * t"}, **B)

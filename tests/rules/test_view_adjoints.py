@@ -221,3 +221,24 @@ def test_gpu_steps_gradients(i):
     a32 = [np.asarray(a, np.float32) for a in args]
     _, grads = s2sad.value_and_grad(step, wrt=tuple(range(len(params))))(*a32)
     assert [g.dtype for g in grads] == [np.float32] * len(params), name
+
+
+def shared(a, b, c):
+    return np.sum((a + b.T) * c)
+
+
+def test_returned_gradients_never_share_memory():
+    """b's adjoint is a transposed view of the cotangent that is also a's adjoint: each gradient
+    the user gets is theirs to change in place (an in-place clip of one must not change the
+    other), so the API copies one that overlaps another."""
+    a, b, c = rng.standard_normal((3, 4)), rng.standard_normal((4, 3)), rng.standard_normal((3, 4))
+    vg = s2sad.value_and_grad(shared, wrt=(0, 1, 2))
+    for _ in range(2):                  # (the second call takes the per-signature fast path)
+        _, (ga, gb, gc) = vg(a, b, c)
+        assert not np.shares_memory(ga, gb) and not np.shares_memory(gb, gc)
+    np.testing.assert_allclose(gb, c.T, rtol=1e-12)
+    np.testing.assert_allclose(ga, c, rtol=1e-12)
+    before = gb.copy()
+    ga *= 2.0
+    np.testing.assert_array_equal(gb, before)
+    check_grads(shared, (a, b, c))

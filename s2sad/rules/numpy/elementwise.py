@@ -64,7 +64,7 @@ _each(_np("add"), BINARY,
       vjp={"x1": "_rt.unbroadcast(g, x1)", "x2": "_rt.unbroadcast(g, x2)"},
       jvp={"x1": "t", "x2": "t"}, forbid=UFUNC)
 _each(_np("subtract"), BINARY,
-      vjp={"x1": "_rt.unbroadcast(g, x1)", "x2": "_rt.unbroadcast(-g, x2)"},
+      vjp={"x1": "_rt.unbroadcast(g, x1)", "x2": "-_rt.unbroadcast(g, x2)"},
       jvp={"x1": "t", "x2": "-t"}, forbid=UFUNC)
 _each(_np("multiply"), BINARY,
       vjp={"x1": "_rt.unbroadcast(g * _rt.cj(x2), x1)",
