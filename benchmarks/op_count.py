@@ -55,9 +55,7 @@ def _resolve(node, frame):
         return _MISSING
     if isinstance(node, ast.Attribute):
         base = _resolve(node.value, frame)
-        if base is _MISSING or isinstance(base, np.ndarray) and node.attr not in ("shape", "dtype", "T", "mT", "real", "imag", "size", "ndim"):
-            if base is not _MISSING and isinstance(base, np.ndarray):
-                return getattr(base, node.attr, _MISSING)
+        if base is _MISSING:
             return _MISSING
         try:
             return getattr(base, node.attr)
@@ -72,8 +70,7 @@ def _arrayish(node, frame):
     if isinstance(node, (ast.Name, ast.Attribute)):
         v = _resolve(node, frame)
         if v is not _MISSING:
-            return isinstance(v, (np.ndarray, np.generic)) and not isinstance(v, np.generic) or \
-                isinstance(v, np.ndarray)
+            return isinstance(v, np.ndarray)
     for sub in ast.iter_child_nodes(node):
         if isinstance(sub, ast.expr) and not isinstance(sub, (ast.Lambda,)) and \
                 _arrayish(sub, frame):
@@ -167,7 +164,8 @@ class Counter:
                     ops += 1
             elif isinstance(n, ast.Compare):
                 if any(_arrayish(x, frame) for x in [n.left] + n.comparators) and \
-                        not any(isinstance(o, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for o in n.ops):
+                        not any(isinstance(o, (ast.Is, ast.IsNot, ast.In, ast.NotIn))
+                                for o in n.ops):
                     ops += 1
             elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load):
                 if _arrayish(n.value, frame):

@@ -206,7 +206,7 @@ def test_views_of_buffers_filled_in_place_stay_right():
     check_grads(loop_transpose, (A, B))
 
 
-# -- the steps of benchmarks/gpu_step.py ------------------------------------------------------------
+# -- the steps of benchmarks/gpu_step.py -------------------------------------------------------
 def _cases():
     import gpu_step
     return gpu_step.cases(True, False)

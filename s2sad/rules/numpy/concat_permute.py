@@ -9,8 +9,8 @@ import numpy as np
 
 from ...kernels.device import _has_cupy
 from ...kernels.device import check_devices as _check_devices
-from ..adjoints import (A, _each, _inverse, _np, array_adjoint, asarray, export, is_zero, like, ndim, shape,
-                        tangent_list, xp)
+from ..adjoints import (A, _each, _inverse, _np, array_adjoint, asarray, export, is_zero, like,
+                        ndim, shape, tangent_list, xp)
 from ..registry import defmethod, defrule
 
 # -- concat family ---------------------------------------------------------------------------------
