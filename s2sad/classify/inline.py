@@ -1,7 +1,10 @@
 """Inlining derived callees: a call of a user function becomes that function's body.
 
 Used for ``jit=True``, where the forward and reverse sweeps are one numba function and a call into
-another generated derivative (through its lazy stub) cannot be compiled.  A call site classified
+another generated derivative (through its lazy stub) cannot be compiled; and in Python mode for
+small callees called in a loop or with a loop of their own, among the functions the caller's code
+names or is given fixed (``named``: the caller's cache key holds their code), where a derived call
+per trip costs more than the callee's work and a derived callee's loop gets no argument types.  A call site classified
 ``derived`` is replaced by the callee's lowered IR: its variables renamed apart
 (``_sum1_y`` for ``y`` of the first inlined ``_sum``), its parameters bound by plain assignments
 to the call's arguments, functions and modules passed in fixed as constants
@@ -31,24 +34,47 @@ MAX_DEPTH = 4
 MAX_STATEMENTS = 400
 
 
-def expand(fn, depth=0):
-    """Inline the derived call sites of ``fn`` (classified) that qualify; True if any was."""
+MAX_NAMED_STATEMENTS = 60
+
+
+def named_functions(pyfunc, param_kinds=()):
+    """The plain Python functions ``pyfunc``'s code reads from its module's globals, and those
+    passed in as fixed arguments (Python mode inlines only those: the derivative's cache key holds
+    their code, see diskcache.entry_key)."""
+    glb = getattr(pyfunc, "__globals__", None)
+    code = getattr(pyfunc, "__code__", None)
+    if glb is None or code is None:
+        return set()
+    out = {id(v) for n in code.co_names for v in [glb.get(n)] if type(v) is types.FunctionType}
+    out.update(id(k[1]) for k in param_kinds if isinstance(k, tuple) and len(k) == 2 and
+               k[0] == STATIC and type(k[1]) is types.FunctionType)
+    return out
+
+
+def expand(fn, depth=0, named=None):
+    """Inline the derived call sites of ``fn`` (classified) that qualify; True if any was.
+    ``named`` (Python mode): only callees among these ids, of at most MAX_NAMED_STATEMENTS
+    statements, called inside a loop (a derived call per trip costs more than the work of a small
+    callee) or that have a loop themselves (the caller's types then reach into it: a derived
+    callee is specialised on value kinds only)."""
     counter = [0]
     taken = set(fn.params)
     for s in ir.walk(fn.body):
         taken.update(bound_names(s))
-    changed = _block(fn.body, fn, taken, counter, (getattr(fn, "pyfunc", None),))
+    changed = _block(fn.body, fn, taken, counter, (getattr(fn, "pyfunc", None),), named)
     return changed
 
 
-def _block(stmts, fn, taken, counter, stack):
+def _block(stmts, fn, taken, counter, stack, named=None, in_loop=False):
     changed = False
     i = 0
     while i < len(stmts):
         s = stmts[i]
+        loop = in_loop or isinstance(s, (ir.For, ir.While))
         for b in ir.children(s):
-            changed |= _block(b, fn, taken, counter, stack)
-        new = _inline_site(s, fn, taken, counter, stack) if isinstance(s, ir.Assign) else None
+            changed |= _block(b, fn, taken, counter, stack, named, loop)
+        new = _inline_site(s, fn, taken, counter, stack, named, in_loop) \
+            if isinstance(s, ir.Assign) else None
         if new is not None:
             stmts[i:i + 1] = new
             i += len(new)
@@ -81,11 +107,13 @@ def _simple(block):
     return True
 
 
-def _inline_site(s, fn, taken, counter, stack):
+def _inline_site(s, fn, taken, counter, stack, named=None, in_loop=False):
     call = s.value
     if not (isinstance(call, ir.Call) and call.cls == "derived"):
         return None
     callee = call.info.get("callee")
+    if named is not None and id(callee) not in named:
+        return None
     pyfunc = getattr(fn, "pyfunc", None)
     if not _qualifies(callee, stack) or pyfunc is None or \
             callee.__globals__ is not pyfunc.__globals__:
@@ -101,8 +129,12 @@ def _inline_site(s, fn, taken, counter, stack):
     args = call.info["callargs"]
     if len(args) != len(body_fn.params) or not body_fn.body or \
             not isinstance(body_fn.body[-1], ir.Return) or \
-            sum(1 for _ in ir.walk(body_fn.body)) > MAX_STATEMENTS or \
+            sum(1 for _ in ir.walk(body_fn.body)) > \
+            (MAX_STATEMENTS if named is None else MAX_NAMED_STATEMENTS) or \
             not _simple(body_fn.body[:-1]):
+        return None
+    if named is not None and not in_loop and \
+            not any(isinstance(x, (ir.For, ir.While)) for x in ir.walk(body_fn.body)):
         return None
     for name, value in body_fn.namespace.items():
         if name in fn.namespace and fn.namespace[name] is not value:

@@ -2,7 +2,7 @@
 import numpy as np
 
 from .. import classify as C
-from ..classify import closures
+from ..classify import closures, inline
 from .. import ir, runtime
 from ..frontend import analysis, jumps, statics
 from ..frontend.lower import lower
@@ -48,6 +48,19 @@ def inline_for_jit(fn, param_kinds, kinds):
     return kinds
 
 
+def inline_named(fn, named, param_kinds, kinds):
+    """Python mode: calls inside loops of small plain functions that the function's own code names
+    or that are passed in fixed (``named``: so that its cache key covers their code) are inlined
+    (classify/inline.py): no derived call, tape and ``__bwd`` per trip."""
+    if not named:
+        return kinds
+    for _ in range(inline.MAX_DEPTH):
+        if not inline.expand(fn, named=named):
+            break
+        kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
+    return kinds
+
+
 def _sites(fn):
     out = []
     for s in ir.walk(fn.body):
@@ -71,8 +84,12 @@ def build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, m
     specialised on them, and leaves out what they prove unneeded."""
     fn = lower_function(pyfunc, constructor, mutating)
     wrt = [p for p, m in zip(fn.params, mask) if m]
+    # (Python mode: what may be inlined, read before fixed arguments become constants)
+    named = None if jit or constructor or mutating else inline.named_functions(pyfunc, param_kinds)
     param_kinds = statics.bind(fn, param_kinds)    # (functions and modules passed in)
     kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
+    if named:
+        kinds = inline_named(fn, named, param_kinds, kinds)
     if jit:
         kinds = inline_for_jit(fn, param_kinds, kinds)
     closures.remake(fn, kinds)       # (closures made again after changes of what they read)
