@@ -483,8 +483,19 @@ class Differentiable:
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
-        return Differentiable(self._fn.__get__(obj, objtype), self._wrt, self._mode, self._has_aux,
-                              self._jit, bool(getattr(self, "_graph", False)))
+        graph = bool(getattr(self, "_graph", False))
+        shared = graphs.method_wrt(self._wrt) if graph and inspect.isfunction(self._fn) else None
+        d = Differentiable(self._fn.__get__(obj, objtype), self._wrt, self._mode, self._has_aux,
+                           self._jit, graph and shared is None)
+        if shared is not None:
+            # graph=True on a method: one Graphed for the class, `self` its first argument (so
+            # each access does not capture again; specialised per instance, graphs.Bound)
+            g = self.__dict__.get("_method_graph")
+            if g is None:
+                g = self._method_graph = graphs.Graphed(
+                    _graph_step(_Specs(self._fn, shared), self._has_aux), self._fn)
+            d._graph = graphs.Bound(g, obj)
+        return d
 
     def value_and_grad(self, *args, **kwargs):
         """``(value, gradient)``; with ``has_aux=True``, ``((value, aux), gradient)``."""

@@ -24,19 +24,25 @@ cuSOLVER, ...), an allocation the capture rejects.
 
 What a replay cannot see: values the step computes on the host (Python floats of host arithmetic,
 NumPy arrays, host random numbers) are those of the capturing call; device arrays reached other
-than through the arguments (globals, closure cells) are read where they were at capture (in-place
-updates are seen; a global rebound to another array makes the next call capture again, as the
-derivative's freshness check fails).
+than through the arguments are read where they were at capture (in-place updates are seen).  What
+was read through a module global, a closure cell of the function, or an object's attribute
+(``self.W``, ``model.W``) is checked before each replay: rebound, the next call captures again
+(:func:`_unchanged`); state no check can see (a NumPy array or set held by an object) makes the
+specialisation run without a graph, with the warning.
 """
 import ast
 import threading
+import types
 import warnings
+
+import numpy as np
 
 from .cache import CACHE
 from .callables import _def_origin
 from .codegen.load import user_origin
 from .errors import ArgumentError, GraphFallbackWarning, caller_origin
 from .kernels import contract, gemm
+from . import runtime as _runtime
 from .runtime import hooks
 
 MAX_SPECIALISATIONS = 8
@@ -105,21 +111,39 @@ class _Products(ast.NodeTransformer):
                 return None
         return obj
 
+    def visit_Attribute(self, node):
+        # a read of an object's attribute, recorded while a graph is captured (_note): a replay
+        # must see that it is still the same
+        if not isinstance(node.ctx, ast.Load) or self.depth == 0 or self._library(node):
+            return node
+        value = self.visit(node.value)
+        return ast.copy_location(ast.Call(ast.Name("_s2sad_attr", ast.Load()),
+                                          [value, ast.Constant(node.attr)], []), node)
+
+    def _library(self, expr):
+        """A dotted name rooted at a library module global (``np.float32``, ``_rt.add``)."""
+        while isinstance(expr, ast.Attribute):
+            expr = expr.value
+        return isinstance(expr, ast.Name) and expr.id not in self.local and \
+            _is_library(self.ns.get(expr.id))
+
     def visit_Call(self, node):
-        self.generic_visit(node)
         f = node.func
         callee = self._resolve(f)
+        self.generic_visit(node)
         if callee is not None:
+            if callee is _RT_ATTR:
+                node.func = ast.copy_location(ast.Name("_s2sad_rt_attr", ast.Load()), f)
+                return node
             routed = contract.route(callee)
             if routed is not None:
                 name = self.routes.get(routed)
                 if name is None:
                     name = self.routes[routed] = f"_s2sad_route{len(self.routes)}"
                 node.func = ast.copy_location(ast.Name(name, ast.Load()), f)
-        elif isinstance(f, ast.Attribute) and f.attr == "dot" and \
-                self._resolve(f.value) is None:
+        elif isinstance(f, ast.Attribute) and f.attr == "dot":
             node.func = ast.copy_location(
-                ast.Call(ast.Name("_s2sad_capturable", ast.Load()), [f], []), f)
+                ast.Call(ast.Name("_s2sad_capturable", ast.Load()), [node.func], []), f)
         return node
 
 
@@ -136,6 +160,8 @@ def sweeps(d):
     ast.fix_missing_locations(tree)
     ns["_s2sad_matmul"] = gemm.matmul
     ns["_s2sad_capturable"] = contract.capturable
+    ns["_s2sad_attr"] = _attr
+    ns["_s2sad_rt_attr"] = _rt_attr
     ns.update({name: routed for routed, name in rewrite.routes.items()})
     exec(compile(tree, d.module.filename, "exec"), ns)
     got = (ns[d.fwd.__name__], ns[d.bwd.__name__])
@@ -147,6 +173,116 @@ def sweeps(d):
 
 
 hooks.register(graph_sweeps=sweeps)     # derived callees' sweeps in graph mode (runtime.dispatch)
+
+
+# -- state read through objects: what a replay checks is unchanged ---------------------------------
+# A graph bakes in what the captured step read: device pointers, host numbers.  Arguments are
+# copied in on every replay and module globals are checked by the derivative's freshness; the
+# attributes of objects (``self.W`` in a method, ``model.W`` of a global ``model``, an object
+# passed as an argument) are recorded while the graph is captured, with any list, tuple or dict
+# they hold, and a replay first checks each is still the same object (numbers: equal): if one was
+# rebound (``self.W = self.W - lr * g``), the step is captured again.  An attribute holding state
+# these checks cannot see (a NumPy array, a set, an object read by subscript) makes the
+# specialisation run without a graph, with the warning.
+
+_state = threading.local()
+_RT_ATTR = _runtime.attr
+_SCALARS = (int, float, complex, bool, str, bytes, type(None), np.generic)
+
+
+_LIBRARIES = {"numpy", "cupy", "cupyx", "cupy_backends", "scipy", "math", "cmath", "operator",
+              "builtins", "s2sad", "numba", "array_api_compat", "functools", "itertools"}
+
+
+def _is_library(obj):
+    return isinstance(obj, types.ModuleType) and \
+        getattr(obj, "__name__", "").split(".")[0] in _LIBRARIES
+
+
+def _watched(obj):
+    """Whether an attribute read of ``obj`` is recorded (not of arrays, numbers, tuples, library
+    modules: what they give back is fixed by the object itself)."""
+    return not (hasattr(obj, "dtype") or isinstance(obj, (tuple,) + _SCALARS) or _is_library(obj))
+
+
+def _note(obj, name, value):
+    reads = getattr(_state, "reads", None)
+    if reads is not None and _watched(obj):
+        reads.append((obj, name, _snapshot(value)))
+
+
+def _attr(obj, name):
+    value = getattr(obj, name)
+    _note(obj, name, value)
+    return value
+
+
+def _rt_attr(obj, name):
+    out = _RT_ATTR(obj, name)
+    _note(obj, name, out[0])
+    return out
+
+
+def _opaque(x):
+    """State a replay cannot check: a container other than list, tuple and dict (NumPy arrays
+    included), read by subscript or iteration rather than by attribute."""
+    t = type(x)
+    if isinstance(x, _SCALARS) or _is_cupy(x) or t in (list, tuple, dict):
+        return False
+    return hasattr(t, "__getitem__") or hasattr(t, "__iter__")
+
+
+def _snapshot(value):
+    """(structure, leaves) of ``value`` through lists, tuples and dicts."""
+    leaves = []
+    return _flatten(value, leaves), leaves
+
+
+def _same(a, b):
+    return a is b or type(a) is type(b) and isinstance(a, _SCALARS + (types.MethodType,)) and \
+        a == b
+
+
+class _UnwatchableState(Exception):
+    pass
+
+
+def _unwatchable(reads):
+    """The reason a replay could not check the state these reads reached, or None."""
+    for obj, name, (_, leaves) in reads:
+        for x in leaves:
+            if _opaque(x):
+                return _UnwatchableState(
+                    f"it reads .{name} of a {type(obj).__name__}, a {type(x).__name__}, whose "
+                    f"changes a replay cannot see (pass it as an argument, or hold it in a list, "
+                    f"tuple or dict)")
+    return None
+
+
+def _cell_reads(fn):
+    """The closure cells of the user's function as reads (a cell rebound by ``nonlocal``)."""
+    fn = getattr(fn, "__func__", fn)
+    out = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:                         # an empty cell
+            continue
+        out.append((cell, "cell_contents", _snapshot(value)))
+    return out
+
+
+def _unchanged(reads):
+    for obj, name, (tree, leaves) in reads:
+        try:
+            now = getattr(obj, name)
+        except Exception:                          # noqa: BLE001 (a deleted attribute)
+            return False
+        got = []
+        if _flatten(now, got) != tree or len(got) != len(leaves) or \
+                not all(_same(a, b) for a, b in zip(got, leaves)):
+            return False
+    return True
 
 
 # -- arguments: leaves and the key of a specialisation ---------------------------------------------
@@ -183,7 +319,9 @@ def _leaf_key(x):
     t = type(x)
     if t in (float, int, complex, bool, str, type(None)):
         return ("v", t, x)
-    return None
+    if hasattr(x, "dtype") or _opaque(x):
+        return None
+    return ("o", id(x))         # an object (self): this one; its attributes are checked (_note)
 
 
 # -- one captured specialisation ------------------------------------------------------------------
@@ -220,6 +358,36 @@ def _fresh(o, stream):
         c.data.copy_from_device_async(o.data, o.nbytes, stream)
         return c
     return o.copy()
+
+
+def method_wrt(wrt):
+    """``wrt`` of a method, counted on the function with ``self`` first (positions + 1, names as
+    they are); None for a form this does not know."""
+    if type(wrt) is int and wrt >= 0:
+        return wrt + 1
+    if type(wrt) is str:
+        return wrt
+    if type(wrt) in (tuple, list):
+        parts = [method_wrt(w) for w in wrt]
+        return None if None in parts else type(wrt)(parts)
+    return None
+
+
+class Bound:
+    """``graph=True`` on a method (``@differentiate(graph=True)`` in a class body) accessed on
+    an instance: the class's :class:`Graphed` of the plain function, called with the instance
+    first: an argument keyed by identity (one specialisation per instance), whose attribute
+    reads the replay checks (:func:`_unchanged`)."""
+
+    def __init__(self, graphed, obj):
+        self.graphed, self.obj = graphed, obj
+
+    def __call__(self, args, kwargs):
+        return self.graphed((self.obj,) + tuple(args), kwargs)
+
+    @property
+    def entries(self):
+        return self.graphed.entries
 
 
 class _Eager:
@@ -300,6 +468,7 @@ class Graphed:
         stream.wait_event(cur.record())
         pool = cupy.cuda.MemoryPool()
         err = graph = out = None
+        reads, _state.reads = getattr(_state, "reads", None), []
         with cupy.cuda.using_allocator(pool.malloc), gemm.graph_matmuls() as kept, stream:
             stream.begin_capture()
             try:
@@ -311,18 +480,23 @@ class Graphed:
                     graph = stream.end_capture()
                 except Exception as e:             # noqa: BLE001
                     err = err or e
+                reads, _state.reads = _state.reads, reads
+        if err is None:
+            reads += _cell_reads(self.pyfunc)
+            err = _unwatchable(reads)
         if err is not None:
             if not self.warned:
-                self._warn(err, f"{type(err).__name__}: "
-                                f"{str(err).splitlines()[0] if str(err) else ''}")
+                self._warn(err, str(err) if isinstance(err, _UnwatchableState) else
+                           f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
             return _Eager(err)
         out_leaves = []
         out_tree = _flatten(out, out_leaves)
 
         def fresh():
-            return CACHE.generation == gen and all(d.fresh() for d in used)
+            return CACHE.generation == gen and all(d.fresh() for d in used) and _unchanged(reads)
         c = _Captured(graph, pool, buffers, out_tree, out_leaves, fresh)
         c.kept = kept             # device buffers the graph reads that nothing else may keep
+        c.objects = [x for x, b in zip(leaves, buffers) if b is None]   # ("o", id) keys: alive
         return c
 
     def _warn(self, err, why):

@@ -170,3 +170,161 @@ def test_graph_step_on_callees_loops_and_nested_defs():
     assert "_s2sad_route0" in fwd.__code__.co_names and "matmul" not in fwd.__code__.co_names
     inner = [c for c in fwd.__code__.co_consts if getattr(c, "co_name", "") == "inner"]
     assert inner and "_s2sad_matmul" not in inner[0].co_names
+
+
+# -- state read through objects and closures (what a replay checks first) --------------------------
+
+class _Model:
+    def __init__(self, rng):
+        self.W = rng.standard_normal((3, 3))
+        self.scale = 2.0
+        self.parts = [rng.standard_normal(4), rng.standard_normal(4)]
+
+    def loss(self, x):
+        return np.sum(np.tanh(self.W @ x) * self.scale) + np.sum(self.parts[1] * x[0])
+
+
+def _recorded_reads(fn, *args, wrt):
+    d = s2sad.differentiate(fn, wrt=wrt).derivative(*args)
+    fwd, bwd = graphs.sweeps(d)
+    graphs._state.reads = []
+    try:
+        v, t = fwd(*args)
+        g = bwd(t, 1.0)
+        return graphs._state.reads, v, g, d
+    finally:
+        graphs._state.reads = None
+
+
+@pytest.fixture
+def numpy_as_device(monkeypatch):
+    monkeypatch.setattr(graphs, "_is_cupy", lambda x: isinstance(x, np.ndarray))
+
+
+def test_attribute_reads_of_self_are_checked(numpy_as_device):
+    """A method's step reads self.W, self.scale, self.parts: recorded while the step runs; a
+    replay is allowed while each is the same (in-place updates are), not once one is rebound."""
+    rng = np.random.default_rng(4)
+    m, x = _Model(rng), rng.standard_normal((3, 4))
+    reads, v, g, d = _recorded_reads(_Model.loss, m, x, wrt=1)
+    assert "_s2sad_attr" in graphs.sweeps(d)[0].__code__.co_names
+    assert {(o is m, n) for o, n, _ in reads} == {(True, "W"), (True, "scale"), (True, "parts")}
+    plain = s2sad.value_and_grad(_Model.loss, wrt=1)(m, x)
+    assert v == plain[0]
+    np.testing.assert_allclose(g[0], plain[1], rtol=1e-13)
+    assert graphs._unwatchable(reads) is None and graphs._unchanged(reads)
+    m.W *= 2                                       # in place: the graph reads it where it is
+    m.scale = 4.0 / 2                              # another float, equal
+    assert graphs._unchanged(reads)
+    W = m.W
+    m.W = W.copy()                                 # rebound: capture again
+    assert not graphs._unchanged(reads)
+    m.W = W
+    m.scale = 3.0
+    assert not graphs._unchanged(reads)
+    m.scale = 2.0
+    p1 = m.parts[1]
+    m.parts[1] = p1 + 1                            # an item of a list it holds, rebound
+    assert not graphs._unchanged(reads)
+    m.parts[1] = p1
+    assert graphs._unchanged(reads)
+    del m.scale
+    assert not graphs._unchanged(reads)
+
+
+def test_state_no_check_can_see_falls_back():
+    """An object holding a NumPy array (or a set...) read by the step: the warning's reason."""
+    rng = np.random.default_rng(5)
+    m, x = _Model(rng), rng.standard_normal((3, 4))
+    reads, *_ = _recorded_reads(_Model.loss, m, x, wrt=1)
+    why = graphs._unwatchable(reads)
+    assert isinstance(why, graphs._UnwatchableState)
+    assert str(why).startswith("it reads .W of a _Model, a ndarray, whose changes a replay "
+                               "cannot see")
+
+
+_GLOBAL_MODEL = None
+
+
+def uses_a_global_model(x):
+    return np.sum(np.tanh(_GLOBAL_MODEL.W @ x))
+
+
+def test_attributes_of_a_global_object_are_checked(numpy_as_device):
+    global _GLOBAL_MODEL
+    rng = np.random.default_rng(6)
+    _GLOBAL_MODEL = _Model(rng)
+    x = rng.standard_normal((3, 4))
+    reads, *_ = _recorded_reads(uses_a_global_model, x, wrt=0)
+    assert [(o is _GLOBAL_MODEL, n) for o, n, _ in reads] == [(True, "W")]
+    assert graphs._unchanged(reads)
+    _GLOBAL_MODEL.W = _GLOBAL_MODEL.W + 1
+    assert not graphs._unchanged(reads)
+
+
+def test_closure_cells_are_checked():
+    rng = np.random.default_rng(7)
+    W = rng.standard_normal((3, 3))
+
+    def step(x):
+        return np.sum(W @ x) * k
+
+    def rebind(new):
+        nonlocal W
+        W = new
+    k = 2
+    reads = graphs._cell_reads(step)
+    assert len(reads) == 2 and {n for _, n, _ in reads} == {"cell_contents"}
+    assert graphs._unchanged(reads)
+    W *= 2
+    k = 4 // 2
+    assert graphs._unchanged(reads)
+    rebind(W.copy())
+    assert not graphs._unchanged(reads)
+
+
+def test_objects_as_arguments_are_keyed_by_identity():
+    """`self` passed as an argument: the key holds that object (its reads are checked); NumPy
+    arrays and containers read by subscript are not keys (the call runs without a graph)."""
+    m = _Model(np.random.default_rng(0))
+    assert graphs._leaf_key(m) == ("o", id(m))
+    assert graphs._leaf_key(np.ones(3)) is None
+    assert graphs._leaf_key({1, 2}) is None
+    assert graphs._leaf_key(2.5) == ("v", float, 2.5)
+    leaves = []
+    graphs._flatten(([m, 1.0], {"k": m}), leaves)
+    assert leaves == [m, 1.0, m]
+
+
+def _m_loss(self, W, x):
+    return np.sum(np.tanh(x @ W) * self.scale)
+
+
+class _WithMethod:
+    loss = s2sad.differentiate(_m_loss, wrt=0, graph=True)      # bound: 0 is W
+
+    def __init__(self, scale):
+        self.scale = scale
+
+
+def test_method_accesses_share_the_class_graph_function():
+    """graph=True on a method: every access, on every instance, calls one Graphed of the plain
+    function with the instance first (wrt shifted by one), so an access does not capture again."""
+    a, b = _WithMethod(2.0), _WithMethod(3.0)
+    ga, gb = a.loss._graph, b.loss._graph
+    assert isinstance(ga, graphs.Bound) and ga.obj is a and gb.obj is b
+    assert ga.graphed is gb.graphed is a.loss._graph.graphed
+    rng = np.random.default_rng(8)
+    W, x = rng.standard_normal((4, 3)), rng.standard_normal((2, 4))
+    (v, g), used = ga.graphed.step((b, W, x), {})
+    want = s2sad.value_and_grad(_m_loss, wrt=1)(b, W, x)
+    assert v == want[0] and len(used) == 1
+    np.testing.assert_allclose(g, want[1], rtol=1e-13)
+    with pytest.raises(ArgumentError, match="graph=True needs CuPy arrays, but _m_loss got "
+                                            "numpy.ndarray"):
+        a.loss.grad(W, x)
+    assert graphs.method_wrt(0) == 1 and graphs.method_wrt((0, "x")) == (1, "x")
+    assert graphs.method_wrt([1, 2]) == [2, 3]
+    assert graphs.method_wrt(-1) is None and graphs.method_wrt(None) is None
+    plain = s2sad.differentiate(_m_loss, wrt=0)                   # graph=False: unchanged
+    assert not getattr(plain.__get__(a), "_graph", False)

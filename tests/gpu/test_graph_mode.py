@@ -234,3 +234,80 @@ def test_linalg_falls_back_with_the_warning():
     with pytest.warns(GraphFallbackWarning, match="graph=True could not capture the step of"):
         got = g(A, b)
     _close(got, s2sad.grad(solve, wrt=(0, 1))(A, b))
+
+
+def _net_loss(self, W, x):
+    xp = gam(x)
+    h = xp.tanh(x @ W + self.b) * self.scale
+    return xp.sum(h @ self.V)
+
+
+class _Net:
+    loss = s2sad.differentiate(_net_loss, wrt=0, graph=True)   # bound: wrt 0 is W
+
+    def __init__(self, seed):
+        r = np.random.default_rng(seed)
+        self.b, self.V = cp.asarray(r.standard_normal(5)), cp.asarray(r.standard_normal((5, 2)))
+        self.scale = 1.5
+
+
+def _net_args(seed):
+    r = np.random.default_rng(seed + 10)
+    return cp.asarray(r.standard_normal((4, 5))), cp.asarray(r.standard_normal((3, 4)))
+
+
+def test_method_graph_is_shared_and_sees_self_change():
+    """A graph=True method: one graph per instance across attribute accesses; in-place updates
+    of self's arrays replay, a rebound attribute captures again; never a stale gradient."""
+    net = _Net(0)
+    want = s2sad.grad(_net_loss, wrt=1)
+    net.loss                                         # makes the class's Graphed
+    g = _Net.__dict__["loss"]._method_graph
+    calls = []
+    step = g.step
+    g.step = lambda a, k: calls.append(1) or step(a, k)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GraphFallbackWarning)
+        for seed in range(3):
+            args = _net_args(seed)
+            _close(net.loss.grad(*args), want(net, *args))
+        assert len(calls) == 2 and len(g.entries) == 1     # warm-up + capture, then replays
+        net.b += 1.0                                 # in place: replayed
+        args = _net_args(5)
+        _close(net.loss.grad(*args), want(net, *args))
+        assert len(calls) == 2
+        net.b = net.b * 2                            # rebound: captured again
+        net.scale = 0.5
+        for _ in range(2):
+            _close(net.loss.grad(*args), want(net, *args))
+        assert len(calls) == 4 and len(g.entries) == 1
+        other = _Net(1)                              # another instance: its own specialisation
+        _close(other.loss.value_and_grad(*args),
+               s2sad.value_and_grad(_net_loss, wrt=1)(other, *args))
+        assert len(g.entries) == 2
+
+
+def _reads_host_state(self, W, x):
+    xp = gam(x)
+    return xp.sum(xp.tanh(x @ W)) * self.host.shape[0]
+
+
+def test_self_as_an_argument_and_unwatchable_state():
+    net = _Net(2)
+    args = _net_args(0)
+    want = s2sad.grad(_net_loss, wrt=(1, 2))(net, *args)
+    d = s2sad.differentiate(_net_loss, wrt=(1, 2), graph=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GraphFallbackWarning)
+        for _ in range(3):
+            _close(d.grad(net, *args), want)
+    (entry,) = d._graph.entries.values()
+    assert isinstance(entry, graphs._Captured)
+    net.host = np.ones(5)                            # host state a replay could not check
+    h = s2sad.differentiate(_reads_host_state, wrt=1, graph=True)
+    with pytest.warns(GraphFallbackWarning, match="it reads .host of a _Net, a ndarray, whose "
+                                                  "changes a replay cannot see"):
+        got = h.grad(net, *args)
+    _close(got, s2sad.grad(_reads_host_state, wrt=1)(net, *args))
+    net.host = np.ones(7)                            # seen: no graph replays a stale 5
+    _close(h.grad(net, *args), s2sad.grad(_reads_host_state, wrt=1)(net, *args))

@@ -29,7 +29,8 @@ def _r(*shape, seed=0, dtype=np.float64):
     return np.random.default_rng(seed + len(shape)).standard_normal(shape).astype(dtype)
 
 
-TENSORDOTS = [((3, 4), (4, 5), 1), ((2, 3, 4), (3, 4, 5), 2), ((2, 3, 4), (4, 3, 5), ([1, 2], [1, 0])),
+TENSORDOTS = [((3, 4), (4, 5), 1), ((2, 3, 4), (3, 4, 5), 2),
+              ((2, 3, 4), (4, 3, 5), ([1, 2], [1, 0])),
               ((2, 3), (3, 2), ([0, 1], [1, 0])), ((3,), (3,), 1), ((2, 3), (4, 5), 0),
               ((2, 3, 4), (5, 3), ([-2], [1])), ((2, 0, 3), (0, 4), ([1], [0])), ((4, 3), (3,), 1)]
 
@@ -43,9 +44,9 @@ def test_tensordot_is_one_matmul(products, sa, sb, axes):
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
 
 
-@pytest.mark.parametrize("sa, sb", [((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,)),
-                                    ((2, 3, 4), (4, 5)), ((2, 3, 4), (6, 4, 5)), ((3, 4), (2, 4, 5)),
-                                    ((2, 3, 4), (4,))])
+@pytest.mark.parametrize("sa, sb", [((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)),
+                                    ((4,), (4,)), ((2, 3, 4), (4, 5)), ((2, 3, 4), (6, 4, 5)),
+                                    ((3, 4), (2, 4, 5)), ((2, 3, 4), (4,))])
 def test_dot_and_inner(products, sa, sb):
     a, b = _r(*sa), _r(*sb, seed=1)
     got = contract.dot(a, b)
