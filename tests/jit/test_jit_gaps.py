@@ -55,7 +55,24 @@ def tuple_one_element(x, s):
     return np.sum(w[0] * w[1]) + np.sum(t[0])
 
 
+def tuple_with_constants(x):
+    t = (x * 2.0, "a", 3)           # a string and an int next to an array: no adjoints for them
+    a, s, n = t                     # (s = t[1] carries no derivative)
+    return np.sum(a) * n
+
+
+def tuple_rebound(x, k):
+    t = (x, k)
+    if k > 1.0:
+        t = (x * k, k * k)          # bound twice, in a branch: one variable per element still
+    u, v = t
+    return np.sum(u) * v
+
+
 TUPLES = [
+    (tuple_with_constants, (_R.standard_normal(3),), (0,)),
+    (tuple_rebound, (_R.standard_normal(3), 2.0), (0, 1)),
+    (tuple_rebound, (_R.standard_normal(3), 0.5), (0, 1)),
     (tuple_loop, (_R.standard_normal(5), _R.standard_normal(5), 1.3), (0, 1, 2)),
     (tuple_mixed, (_R.standard_normal(4), 0.7), (0, 1)),
     (tuple_mixed, (_R.standard_normal(4), -0.4), (0, 1)),
@@ -108,6 +125,8 @@ def test_tuple_adjoint_source_is_per_element():
         "acc_getitem" not in code
     assert "_b_q_2 = _b_c" in code and "_b_q_0 = _rt.acc(_b_q_0, _b_a)" in code
     assert "_b_p_1 = _b_q_1" in code and "_b_q_1 = _rt.zero_of(q[1])" in code
+    src = s2sad.differentiate(tuple_with_constants).adjoint_source(np.ones(3), jit=True)
+    assert "_b_t_1 = 0.0" in src and "getitem_adjoint" not in src
     # (Python mode keeps one tuple adjoint object)
     py = s2sad.differentiate(tuple_mixed, wrt=(0, 1)).adjoint_source(_R.standard_normal(4), 0.7)
     assert "_rt.getitem_adjoint(" in py or "_rt.acc_getitem(" in py

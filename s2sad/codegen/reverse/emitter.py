@@ -45,6 +45,7 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
         self.owned = set()                    # adjoint buffers the enclosing loops write in place
         # tuples of known length whose adjoints are one variable per element (numba: tuples.py)
         self.tuples = known_tuples(fn) if jit else {}
+        self._live = None                     # (tuples.live_elements, when first asked)
         self.hoisted = []                     # [(names, text)] templates bind first (jit mode)
         self.shape_vars = {}                  # (id(stmt), var) -> the name of var's saved shape
         self.shape_binds = {}                 # id(stmt) -> [(name, var)] (shapes.py)

@@ -63,8 +63,8 @@ def known_tuples(fn):
                 copies.append((t, v))
                 allowed[id(s)] = v
                 continue
-            if isinstance(v, ir.Call) and v.cls == "primitive" and v.rule is not None and \
-                    v.rule.fn is _operator.getitem and len(v.args) == 2 and \
+            if isinstance(v, ir.Call) and isinstance(v.fn, ir.Static) and \
+                    v.fn.obj is _operator.getitem and len(v.args) == 2 and \
                     isinstance(v.args[0], str) and not ir.operand_vars(v.args[1]):
                 getitems.append((v.args[0], v.args[1]))
                 allowed[id(s)] = v.args[0]
@@ -74,8 +74,14 @@ def known_tuples(fn):
         else:
             for x in _bound(s):
                 bad.add(x)
-    # reads other than the allowed ones
+    # reads other than the allowed ones (a call that carries no derivative reads what it likes:
+    # its reverse touches no adjoint)
     for s in ir.walk(fn.body):
+        call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) \
+            else None
+        if isinstance(call, ir.Call) and call.cls in ("inactive", "zero") and \
+                id(s) not in allowed:
+            continue
         reads = list(s.reads())
         if isinstance(s, (ir.SetItem, ir.Mutate, ir.DelItem)) and isinstance(s.obj, str):
             reads.append(s.obj)
@@ -113,6 +119,33 @@ def _bound(s):
     return []
 
 
+def live_elements(fn, tuples, active):
+    """``{(tuple, i)}``: the elements whose adjoints a contribution may reach (an element read by a
+    constant subscript into an active variable, through copies either way); the others stay
+    ``0.0`` and give their items nothing (a string or an int next to arrays needs no adjoint)."""
+    live, copies = set(), []
+    for s in ir.walk(fn.body):
+        if not isinstance(s, ir.Assign):
+            continue
+        v = s.value
+        if isinstance(v, str) and v in tuples and s.target in tuples:
+            copies.append((s.target, v))
+        elif isinstance(v, ir.Call) and isinstance(v.fn, ir.Static) and \
+                v.fn.obj is _operator.getitem and len(v.args) == 2 and v.args[0] in tuples and \
+                s.target in active:
+            live.add((v.args[0], _const_index(v.args[1], tuples[v.args[0]])))
+    changed = True
+    while changed:
+        changed = False
+        for a, c in copies:
+            for x, y in ((a, c), (c, a)):
+                for i in range(tuples[x]):
+                    if (x, i) in live and (y, i) not in live:
+                        live.add((y, i))
+                        changed = True
+    return live
+
+
 class TupleAdjoints:
     """The part of :class:`~.emitter.ReverseEmitter` that writes scalarised tuple adjoints."""
 
@@ -120,15 +153,23 @@ class TupleAdjoints:
         """The adjoint of element ``i`` of the tuple ``t``."""
         return f"{b(t)}_{i}"
 
+    def elem_live(self, t, i):
+        if self._live is None:
+            self._live = live_elements(self.fn, self.tuples, self.active)
+        return (t, i) in self._live
+
+    def elem_zero(self, t, i):
+        return f"_rt.zero_of({t}[{i}])" if self.elem_live(t, i) else "0.0"
+
     def zero_line(self, v, o):
         """``_b_v = <zero>``; for a scalarised tuple, a zero per element."""
         n = self.tuples.get(v)
         if n is None:
             return T.Line(f"{b(v)} = {self.zero(v)}", o)
         if n == 1:
-            return T.Line(f"{self.elem(v, 0)} = _rt.zero_of({v}[0])", o)
+            return T.Line(f"{self.elem(v, 0)} = {self.elem_zero(v, 0)}", o)
         return T.Line(", ".join(self.elem(v, i) for i in range(n)) + " = " +
-                      ", ".join(f"_rt.zero_of({v}[{i}])" for i in range(n)), o)
+                      ", ".join(self.elem_zero(v, i) for i in range(n)), o)
 
     def is_zero_text(self, v):
         n = self.tuples.get(v)
@@ -148,8 +189,9 @@ class TupleAdjoints:
             return
         for i, e in enumerate(exprs):
             if e is None:
-                self.read(stmt, "pre", t)
-                e = f"_rt.zero_of({t}[{i}])"
+                e = self.elem_zero(t, i)
+                if e != "0.0":
+                    self.read(stmt, "pre", t)
             out.append(T.Line(f"{self.elem(t, i)} = {e}", o))
         st.defined.add(t)
 
@@ -162,7 +204,8 @@ class TupleAdjoints:
             items = _display(v)
             if items is not None:
                 for i, x in enumerate(items):
-                    self.contribute(x, self.elem(t, i), o, body, st)
+                    if self.elem_live(t, i):
+                        self.contribute(x, self.elem(t, i), o, body, st)
                 return True
             if isinstance(v, str):
                 self.contribute_elems(v, [self.elem(t, i) for i in range(n)], s, o, body, st)
