@@ -151,6 +151,9 @@ def sweeps(d):
     """(fwd, bwd) of derivative ``d`` with its matrix products on the capturable route
     (:class:`_Products`; the same generated source, compiled again under the same file name, so
     tracebacks and the source map still name the user's lines).  Built once per derivative."""
+    seen = getattr(_state, "used", None)
+    if seen is not None:
+        seen.append(d)                 # capturing: a derived callee's freshness is checked too
     got = getattr(d, _SWEEPS, None)
     if got is not None:
         return got
@@ -252,10 +255,12 @@ def _unwatchable(reads):
     for obj, name, (_, leaves) in reads:
         for x in leaves:
             if _opaque(x):
+                what = f"the global {name}" if isinstance(obj, _Globals) else \
+                    "a closure variable" if name == "cell_contents" else \
+                    f".{name} of a {type(obj).__name__}"
                 return _UnwatchableState(
-                    f"it reads .{name} of a {type(obj).__name__}, a {type(x).__name__}, whose "
-                    f"changes a replay cannot see (pass it as an argument, or hold it in a list, "
-                    f"tuple or dict)")
+                    f"it reads {what}, a {type(x).__name__}, whose "
+                    f"changes a replay cannot see (pass it to the step as an argument)")
     return None
 
 
@@ -269,6 +274,31 @@ def _cell_reads(fn):
         except ValueError:                         # an empty cell
             continue
         out.append((cell, "cell_contents", _snapshot(value)))
+    return out
+
+
+class _Globals:
+    """A module's globals read by name (a read of :func:`_unchanged`)."""
+
+    def __init__(self, glb):
+        self.glb = glb
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["glb"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _global_reads(used):
+    """The module globals the derivatives read that hold lists, tuples, dicts or state no check
+    can see (their binding is checked by ``d.fresh()``; their items are not)."""
+    out = []
+    for d in used:
+        glb, refs = getattr(getattr(d, "ir", None), "global_refs", (None, ()))
+        for name, value in refs:
+            if type(value) in (list, tuple, dict) or _opaque(value):
+                out.append((_Globals(glb), name, _snapshot(value)))
     return out
 
 
@@ -469,6 +499,7 @@ class Graphed:
         pool = cupy.cuda.MemoryPool()
         err = graph = out = None
         reads, _state.reads = getattr(_state, "reads", None), []
+        callees, _state.used = getattr(_state, "used", None), []
         with cupy.cuda.using_allocator(pool.malloc), gemm.graph_matmuls() as kept, stream:
             stream.begin_capture()
             try:
@@ -481,8 +512,10 @@ class Graphed:
                 except Exception as e:             # noqa: BLE001
                     err = err or e
                 reads, _state.reads = _state.reads, reads
+                callees, _state.used = _state.used, callees
+        used = list({id(d): d for d in list(used) + callees}.values())
         if err is None:
-            reads += _cell_reads(self.pyfunc)
+            reads += _cell_reads(self.pyfunc) + _global_reads(used)
             err = _unwatchable(reads)
         if err is not None:
             if not self.warned:

@@ -328,3 +328,43 @@ def test_method_accesses_share_the_class_graph_function():
     assert graphs.method_wrt(-1) is None and graphs.method_wrt(None) is None
     plain = s2sad.differentiate(_m_loss, wrt=0)                   # graph=False: unchanged
     assert not getattr(plain.__get__(a), "_graph", False)
+
+
+_PARAMS = {}
+
+
+def uses_a_global_dict(x):
+    return np.sum(np.tanh(_PARAMS["W"] @ x)) + _helper(_PARAMS["W"], x).sum()
+
+
+def test_global_containers_and_callees_are_checked(numpy_as_device):
+    """A global dict's items and a derived callee's freshness: part of what a replay checks."""
+    rng = np.random.default_rng(9)
+    _PARAMS["W"] = rng.standard_normal((3, 3))
+    x = rng.standard_normal((3, 2))
+    d = s2sad.differentiate(uses_a_global_dict, wrt=0).derivative(x)
+    reads = graphs._global_reads([d])
+    assert [n for _, n, _ in reads] == ["_PARAMS"]
+    assert graphs._unwatchable(reads) is None and graphs._unchanged(reads)
+    _PARAMS["W"] *= 2
+    assert graphs._unchanged(reads)
+    _PARAMS["W"] = _PARAMS["W"] + 1                  # an item rebound: capture again
+    assert not graphs._unchanged(reads)
+    fwd, bwd = graphs.sweeps(d)
+    graphs._state.used = []
+    try:
+        with s2sad.kernels.gemm.graph_matmuls():
+            bwd(fwd(x)[1], 1.0)
+        callees = graphs._state.used
+    finally:
+        graphs._state.used = None
+    assert [c.ir.name for c in callees] == ["_helper"]
+
+
+def test_global_host_array_is_unwatchable():
+    rng = np.random.default_rng(9)
+    _PARAMS["W"] = rng.standard_normal((3, 3))
+    d = s2sad.differentiate(uses_a_global_dict, wrt=0).derivative(rng.standard_normal((3, 2)))
+    why = graphs._unwatchable(graphs._global_reads([d]))
+    assert str(why) == ("it reads the global _PARAMS, a ndarray, whose changes a replay cannot see "
+                        "(pass it to the step as an argument)")
