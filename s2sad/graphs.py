@@ -357,23 +357,29 @@ def _leaf_key(x):
 # -- one captured specialisation ------------------------------------------------------------------
 
 class _Captured:
-    def __init__(self, graph, pool, buffers, out_tree, out_leaves, fresh):
+    def __init__(self, graph, pool, buffers, out_tree, out_leaves, fresh, whole=None):
         self.graph, self.pool, self.buffers = graph, pool, buffers
         self.out_tree, self.out_leaves, self.fresh = out_tree, out_leaves, fresh
         self.done = None
+        # per array argument: (position, its buffer, one memcpy?).  The key fixes each array's
+        # contiguity, and its buffer has the order of the capturing call's array (C, or F for an
+        # F-only array): a contiguous argument is one memcpy, another an elementwise copy.
+        # Every argument is copied on every replay, even the same array object as last time:
+        # the caller may have changed it in place (W -= lr * g), which identity cannot tell.
+        whole = whole if whole is not None else [True] * len(buffers)
+        self.copies = [(i, b, w) for i, (b, w) in enumerate(zip(buffers, whole)) if b is not None]
 
     def replay(self, leaves):
         import cupy
         stream = cupy.cuda.get_current_stream()
         if self.done is not None:
             stream.wait_event(self.done)       # the previous replay (maybe on another stream)
-        for buf, x in zip(self.buffers, leaves):
-            if buf is not None:
-                if x.flags.c_contiguous and buf.flags.c_contiguous or \
-                        x.flags.f_contiguous and buf.flags.f_contiguous:
-                    buf.data.copy_from_device_async(x.data, x.nbytes, stream)
-                else:
-                    buf[...] = x
+        for i, buf, whole in self.copies:
+            x = leaves[i]
+            if whole:
+                buf.data.copy_from_device_async(x.data, x.nbytes, stream)
+            else:
+                buf[...] = x
         self.graph.launch(stream)
         out = [_fresh(o, stream) if _is_cupy(o) else o for o in self.out_leaves]
         self.done = stream.record()
@@ -527,7 +533,9 @@ class Graphed:
 
         def fresh():
             return CACHE.generation == gen and all(d.fresh() for d in used) and _unchanged(reads)
-        c = _Captured(graph, pool, buffers, out_tree, out_leaves, fresh)
+        whole = [b is not None and (x.flags.c_contiguous or x.flags.f_contiguous)
+                 for b, x in zip(buffers, leaves)]
+        c = _Captured(graph, pool, buffers, out_tree, out_leaves, fresh, whole)
         c.kept = kept             # device buffers the graph reads that nothing else may keep
         c.objects = [x for x, b in zip(leaves, buffers) if b is None]   # ("o", id) keys: alive
         return c

@@ -368,3 +368,49 @@ def test_global_host_array_is_unwatchable():
     why = graphs._unwatchable(graphs._global_reads([d]))
     assert str(why) == ("it reads the global _PARAMS, a ndarray, whose changes a replay cannot see "
                         "(pass it to the step as an argument)")
+
+
+def test_replay_copies_every_array_argument_each_time(monkeypatch):
+    """_Captured.replay with a fake CuPy: one memcpy per contiguous array argument, an
+    elementwise copy for a strided one, every replay (also for the same array objects: they may
+    have changed in place), nothing for scalars; then the launch."""
+    import sys
+    import types as _types
+    log = []
+
+    class Stream:
+        def wait_event(self, e):
+            log.append("wait")
+
+        def record(self):
+            return "event"
+
+    stream = Stream()
+    fake = _types.ModuleType("cupy")
+    fake.cuda = _types.SimpleNamespace(get_current_stream=lambda: stream)
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+
+    class Mem:
+        def __init__(self, name):
+            self.name = name
+
+        def copy_from_device_async(self, src, n, s):
+            assert s is stream
+            log.append(("memcpy", self.name, src.name, n))
+
+    class Arr:
+        def __init__(self, name, nbytes=8):
+            self.data, self.nbytes, self.name = Mem(name), nbytes, name
+
+        def __setitem__(self, k, v):
+            log.append(("elementwise", self.name, v.name))
+
+    graph = _types.SimpleNamespace(launch=lambda s: log.append("launch"))
+    bufs = [Arr("bW", 48), None, Arr("bx", 16)]
+    c = graphs._Captured(graph, None, bufs, (tuple, (None, None)), [1.5, 2.5], lambda: True,
+                         [True, False, False])
+    W, x = Arr("W", 48), Arr("x", 16)
+    for _ in range(2):
+        assert c.replay([W, 3.0, x]) == (1.5, 2.5)
+    assert log == [("memcpy", "bW", "W", 48), ("elementwise", "bx", "x"), "launch",
+                   "wait", ("memcpy", "bW", "W", 48), ("elementwise", "bx", "x"), "launch"]
