@@ -208,9 +208,21 @@ def _watched(obj):
     return not (hasattr(obj, "dtype") or isinstance(obj, (tuple,) + _SCALARS) or _is_library(obj))
 
 
+class _Computed:
+    """What a property read gives: computed anew each time, so no replay check can keep it."""
+
+    def __init__(self, owner, name):
+        self.owner, self.name = owner, name
+
+    def __getitem__(self, k):              # (what makes _opaque see it)
+        raise TypeError
+
+
 def _note(obj, name, value):
     reads = getattr(_state, "reads", None)
     if reads is not None and _watched(obj):
+        if isinstance(getattr(type(obj), name, None), property):
+            value = _Computed(type(obj).__name__, name)
         reads.append((obj, name, _snapshot(value)))
 
 
@@ -258,6 +270,10 @@ def _unwatchable(reads):
                 what = f"the global {name}" if isinstance(obj, _Globals) else \
                     "a closure variable" if name == "cell_contents" else \
                     f".{name} of a {type(obj).__name__}"
+                if isinstance(x, _Computed):
+                    return _UnwatchableState(
+                        f"it reads the property {what}, computed anew at each read, which a "
+                        f"replay cannot check (pass its value to the step as an argument)")
                 return _UnwatchableState(
                     f"it reads {what}, a {type(x).__name__}, whose "
                     f"changes a replay cannot see (pass it to the step as an argument)")

@@ -414,3 +414,29 @@ def test_replay_copies_every_array_argument_each_time(monkeypatch):
         assert c.replay([W, 3.0, x]) == (1.5, 2.5)
     assert log == [("memcpy", "bW", "W", 48), ("elementwise", "bx", "x"), "launch",
                    "wait", ("memcpy", "bW", "W", 48), ("elementwise", "bx", "x"), "launch"]
+
+
+class _WithProperty:
+    def __init__(self, W):
+        self.W = W
+
+    @property
+    def W2(self):
+        return self.W * 2
+
+
+def _reads_property(m, x):
+    return np.sum(np.tanh(m.W2 @ x))
+
+
+def test_property_reads_fall_back(numpy_as_device):
+    """A property gives a new value at each read: the step runs without a graph (capturing
+    again on every call would be slower than no graph)."""
+    rng = np.random.default_rng(10)
+    m, x = _WithProperty(rng.standard_normal((3, 3))), rng.standard_normal((3, 2))
+    reads, v, g, _ = _recorded_reads(_reads_property, m, x, wrt=1)
+    assert v == s2sad.value_and_grad(_reads_property, wrt=1)(m, x)[0]
+    why = graphs._unwatchable(reads)
+    assert str(why) == ("it reads the property .W2 of a _WithProperty, computed anew at each "
+                        "read, which a replay cannot check (pass its value to the step as an "
+                        "argument)")
