@@ -262,6 +262,7 @@ def tune_f16():
         launch.CONFIG["word_acc"] = w
         nb, r = bench_concat(8, 1 << 24, np.float16)
         cw[w] = round(nb / r["s2sad"][0] / 1e12, 3)
+        print(f"tune float16 concat 8x16M word_acc={w}: {cw[w]} TB/s", flush=True)
     launch.CONFIG["word_acc"] = max(cw, key=cw.get)
     tb = {"concat word_acc -> TB/s": cw}
     for tile, by in [(64, 4), (64, 8), (32, 8)]:
@@ -269,6 +270,7 @@ def tune_f16():
         r2 = [bench_permute(shape, axes, np.float16, peers=False)
               for shape, axes in [((8192, 8192), (1, 0)), ((256, 256, 256), (2, 0, 1))]]
         tb[(tile, by)] = tuple(round(nb / r["s2sad"][0] / 1e12, 3) for nb, r in r2)
+        print(f"tune float16 permute tile {(tile, by)}: {tb[(tile, by)]} TB/s (8192², 256³)", flush=True)
     best = max((k for k in tb if type(k) is tuple), key=lambda k: min(tb[k]))
     launch.CONFIG["tile_wide"] = {"float16": best}
     return tb
