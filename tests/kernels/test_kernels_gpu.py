@@ -224,7 +224,7 @@ def test_float16_words_bitwise(goff):
         for a, ah, f, k in zip(accs, acc_h, fresh, sizes):
             part = gh[pos:pos + k]
             bits_equal(cp.asnumpy(a), (ah.astype(np.float32) + part.astype(np.float32)).astype(np.float16))
-            np.testing.assert_array_equal(cp.asnumpy(f).view(np.uint16), part.view(np.uint16))
+            bits_equal(cp.asnumpy(f), part)   # (nan payloads may change where elements convert)
             pos += k
     assert launch._state["words_error"] is None
 
