@@ -190,7 +190,7 @@ hooks.register(graph_sweeps=sweeps)     # derived callees' sweeps in graph mode 
 
 _state = threading.local()
 _RT_ATTR = _runtime.attr
-_SCALARS = (int, float, complex, bool, str, bytes, type(None), np.generic)
+_SCALARS = (int, float, complex, bool, str, bytes, type(None), np.generic, frozenset, range)
 
 
 _LIBRARIES = {"numpy", "cupy", "cupyx", "cupy_backends", "scipy", "math", "cmath", "operator",
