@@ -175,7 +175,18 @@ def sweeps(d):
     return got
 
 
-hooks.register(graph_sweeps=sweeps)     # derived callees' sweeps in graph mode (runtime.dispatch)
+def _graph_sweeps(d):
+    """runtime.dispatch's hook: a derived callee's capturable sweeps in graph mode, else None."""
+    return sweeps(d) if gemm.active() else None
+
+
+def _graph_callee(fn):
+    """runtime.dispatch's hook: a callee known only at run time (``xp.matmul`` of a local ``xp``),
+    on the capturable route in graph mode."""
+    return contract.capturable(fn) if gemm.active() else fn
+
+
+hooks.register(graph_sweeps=_graph_sweeps, graph_callee=_graph_callee)   # (runtime.dispatch)
 
 
 # -- state read through objects: what a replay checks is unchanged ---------------------------------

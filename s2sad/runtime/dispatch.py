@@ -7,8 +7,6 @@ and s2sad's own transforms called inside differentiated code.  Derivatives are b
 import numpy as np
 
 from ..errors import ArgumentWriteError
-from ..kernels.contract import capturable as _capturable
-from ..kernels.gemm import active as _graph_mode
 from . import hooks
 from .arrays import _BuiltinType, _FunctionType, _ModuleType, _is_array, _z, add, is_zero
 from .iterators import Iter
@@ -176,7 +174,7 @@ def call(fn, *args, **kwargs):
                 f"values that carry a derivative (it may change the array in place)",
                 fix="compute the new value with an expression and assign it, or declare a rule "
                     "with s2sad.defmethod")
-        ans = (_capturable(fn) if _graph_mode() else fn)(*args, **kwargs)     # x.dot(b)
+        ans = hooks.graph_callee(fn)(*args, **kwargs)     # x.dot(b)
         if rule is None and differentiable(self_) and (ans is None or differentiable(ans)):
             from ..errors import OpaqueCalleeError       # (a.sort(), a.fill(0) change a in place)
             raise OpaqueCalleeError(
@@ -232,7 +230,7 @@ def call(fn, *args, **kwargs):
     if rule is not None:
         # graph mode: a matrix product (xp.matmul, xp.tensordot... with xp a local variable) on
         # the capturable route (kernels.contract)
-        ans = (_capturable(fn) if _graph_mode() else fn)(*args, **kwargs)
+        ans = hooks.graph_callee(fn)(*args, **kwargs)
         if rule.zero:
             return ans, None
         if rule.receiver:           # a bound method's rule: its object is the first parameter
@@ -364,9 +362,8 @@ _MUTATING = set()          # code objects of methods that update their object
 def _sweeps(d):
     """A derived callee's (fwd, bwd); in graph mode (``graph=True`` preparing or capturing a CUDA
     graph) the ones whose matrix products the capture accepts (:func:`s2sad.graphs.sweeps`)."""
-    if _graph_mode() and hooks.graph_sweeps is not None:
-        return hooks.graph_sweeps(d)
-    return d.fwd, d.bwd
+    got = hooks.graph_sweeps(d)
+    return (d.fwd, d.bwd) if got is None else got
 
 
 def pull(rec, g, g_self=_NOTHING):

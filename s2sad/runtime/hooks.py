@@ -23,7 +23,10 @@ index_tricks = None             # the module s2sad.rules.numpy.index_tricks (np.
 load_tables = None              # s2sad.rules.registry: load the built-in rule tables (once)
 concrete = None                 # s2sad.api._concrete: the generated function behind s2sad.grad(f)
 grad = None                     # s2sad.api.grad
-graph_sweeps = None             # s2sad.graphs.sweeps: a derivative's (fwd, bwd) with capturable matmuls
+graph_sweeps = None             # s2sad.graphs: a derivative's (fwd, bwd) with capturable matmuls in
+                                # graph mode (preparing or capturing), None otherwise
+graph_callee = None             # s2sad.graphs: fn, or in graph mode its capturable version (a matmul
+                                # of xp.matmul/tensordot/... through kernels.contract)
 
 
 def register(**callbacks):
