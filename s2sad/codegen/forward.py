@@ -636,8 +636,8 @@ class _Fold(_ast.NodeTransformer):
 
 def _drop_default_keywords(tree, rule, bound):
     """jit mode: a template's keyword argument ``kw=q`` where the call left the rule parameter
-    ``q`` at its default (``np.sum(t, axis=axis, keepdims=keepdims)`` for ``np.sum(x)``) is left
-    out, so the callee takes its own default (the rule's signature states the callee's); numba
+    ``q`` at its default (``np.sum(t, axis=axis, keepdims=keepdims)`` for ``np.sum(x)``), or
+    such a trailing positional argument (``t.ravel(order)``), is left out, so the callee takes its own default (the rule's signature states the callee's); numba
     compiles ``np.sum(t)`` but not every keyword NumPy takes.  A copy of ``tree``."""
     params = rule.signature.parameters
 
@@ -649,12 +649,14 @@ def _drop_default_keywords(tree, rule, bound):
         d = p.default
         return (d is None and v.value is None) or (
             type(d) in (bool, int, str) and type(v.value) is type(d) and v.value == d)
+    def dropped(a):
+        return isinstance(a, _ast.Name) and a.id in params and at_default(a.id)
     tree = copy.deepcopy(tree)
     for node in _ast.walk(tree):
         if isinstance(node, _ast.Call):
-            node.keywords = [k for k in node.keywords
-                             if not (k.arg and isinstance(k.value, _ast.Name) and
-                                     k.value.id in params and at_default(k.value.id))]
+            node.keywords = [k for k in node.keywords if not (k.arg and dropped(k.value))]
+            while node.args and dropped(node.args[-1]):     # (trailing positionals: t.ravel())
+                node.args.pop()
     return tree
 
 

@@ -60,6 +60,10 @@ def put(out, k, v):
     raise NotImplementedError
 
 
+def seq_tangent(t, x, ans):
+    raise NotImplementedError
+
+
 # -- their bodies ---------------------------------------------------------------------------------
 @overload(zeros_like)
 def _zeros_like(x):
@@ -172,12 +176,18 @@ def _put(out, k, v):
         return lambda out, k, v: float(v)
 
 
+@overload(seq_tangent)
+def _seq_tangent(t, x, ans):
+    """``runtime.tangents.seq_tangent`` of the loop sequence ``_rt.seq(x)`` of an array or a
+    list (compiled, the value itself): the tangent itself."""
+    if _jrt._walkable(x) and isinstance(t, (nt.Array, nt.List)):
+        return lambda t, x, ans: t
+
+
 def namespace():
     """A module holding the compiled helpers under the names generated forward code uses
     (``_fw``)."""
     return _jrt.helper_module("s2sad_jit_forward", "_fw", (
-        "zeros_like", "bcast", "into", "out_zeros", "out_size", "basis", "inner", "put"),
-        globals())
+        "zeros_like", "bcast", "into", "out_zeros", "out_size", "basis", "inner", "put",
+        "seq_tangent"), globals())
 
-
-__all__ = ["namespace"]

@@ -62,6 +62,13 @@ def cholesky_factor(A):         # an array output, through the same rule
     return np.linalg.cholesky(A @ A.T + 3.0 * np.eye(A.shape[0])) * 2.0
 
 
+def iterate_raveled(x):          # a loop over an array (_fw.seq_tangent), x.ravel()'s tangent
+    s = 0.0                     # (its template's order='C' left out: numba's ravel takes none)
+    for v in x.ravel():
+        s = s + np.sin(v) * v
+    return s
+
+
 def keepdims_sum(x):            # numba's np.sum takes no keepdims: the fallback
     s = np.sum(x * x, keepdims=True)
     return np.sum(s * x)
@@ -100,7 +107,7 @@ def _fd(f, args, tangents):
 
 
 @pytest.mark.parametrize("case", ["loop", "inlined", "chain", "products", "cholesky",
-                                  "cholesky_array"])
+                                  "cholesky_array", "iterate"])
 def test_compiled_jvp_matches_python_and_differences(case):
     r = _rng()
     x = r.standard_normal(9)
@@ -114,6 +121,7 @@ def test_compiled_jvp_matches_python_and_differences(case):
                                            r.standard_normal(4))),
         "cholesky": (cholesky_logdet, (A,), (r.standard_normal((4, 4)),)),
         "cholesky_array": (cholesky_factor, (A,), (r.standard_normal((4, 4)),)),
+        "iterate": (iterate_raveled, (A.T,), (r.standard_normal((4, 4)),)),
     }[case]
     compiled, python = _jvp_both(f, args, tangents)
     _same(compiled, python)
