@@ -5,12 +5,18 @@ random direction ``(vx, vy)``:
 
 * reverse: ``value, pullback = s2sad.vjp(f, x, y)``; ``w * <(gx, gy), (vx, vy)>`` for a cotangent ``w``
 * forward: ``value, tangent = s2sad.jvp(f, (x, y), (vx, vy))``
+* ``revjit``: ``s2sad.value_and_grad(f, argnums=(0, 1), jit=True)(x, y)``, dotted with the direction
+* ``fwdjit``: ``s2sad.jvp(f, (x, y), (vx, vy), jit=True)``
 
 are compared with central differences of the plain function.  The value must match ``f(x, y)``.
+A jit mode's derivative (the gradient, or the tangent) must also equal its Python mode's
+(``rev``/``fwd``, run for the comparison when not asked for) to ``JIT_RTOL`` relative.
 
 Outcomes of a mode:
 
 ``agree``    the derivative matches central differences
+``fellback`` (jit modes) right, but numba could not compile it: a ``JitFallbackWarning``, and
+             the derivative ran as Python
 ``refused``  an :class:`s2sad.errors.S2SADError` whose message names the program's file:line and
              has a ``Fix:``
 ``wrong``    a value or derivative that does not match (a silently wrong answer)
@@ -34,10 +40,15 @@ import warnings
 
 import numpy as np
 
-JUDGED = ("agree", "refused", "wrong", "crash")
+JUDGED = ("agree", "fellback", "refused", "wrong", "crash")
 DISCARDED = ("invalid", "nonsmooth")
-ORDER = {"wrong": 0, "crash": 1, "refused": 2, "agree": 3, "nonsmooth": 4, "invalid": 5}
+ORDER = {"wrong": 0, "crash": 1, "refused": 2, "fellback": 3, "agree": 4, "nonsmooth": 5,
+         "invalid": 6}
 MODES = ("rev", "fwd")
+JIT_MODES = ("revjit", "fwdjit")
+ALL_MODES = MODES + JIT_MODES
+PYTHON_OF = {"revjit": "rev", "fwdjit": "fwd"}   # the Python mode a jit mode is compared with
+JIT_RTOL = 1e-9                                  # jit vs Python mode, relative
 
 H1, H2 = 1e-6, 1e-5          # the two central-difference steps
 RTOL, ATOL = 1e-5, 1e-6
@@ -48,10 +59,11 @@ class Timeout(BaseException):
 
 
 class ModeResult:
-    def __init__(self, outcome, detail="", signature=""):
+    def __init__(self, outcome, detail="", signature="", numbers=None):
         self.outcome = outcome
         self.detail = detail
         self.signature = signature or outcome
+        self.numbers = numbers      # the derivative (gradient of w * f, or the tangent)
 
     def __repr__(self):
         return f"{self.outcome}: {self.detail}"
@@ -195,13 +207,21 @@ def _judge(ad, fd, fd2, fscale, what):
 def _mode(mode, f, path, x, y, vx, vy, w, value, fd1, fd2):
     import s2sad
     from s2sad.errors import S2SADError
+    from s2sad.errors import JitFallbackWarning
     fscale = abs(value)
+    fell = None
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if mode == "rev":
-                v, pullback = s2sad.vjp(f, x.copy(), y)
-                gs = pullback(w)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if mode in ("rev", "revjit"):
+                if mode == "rev":
+                    v, pullback = s2sad.vjp(f, x.copy(), y)
+                    gs = pullback(w)
+                else:
+                    v, g = s2sad.value_and_grad(f, argnums=(0, 1), jit=True)(x.copy(), y)
+                    if not isinstance(g, tuple) or len(g) != 2:
+                        return ModeResult("wrong", f"gradient {g!r}", "wrong structure")
+                    gs = tuple(None if gi is None else w * np.asarray(gi) for gi in g)
                 if not isinstance(gs, tuple) or len(gs) != 2:
                     return ModeResult("wrong", f"pullback returned {gs!r}", "wrong structure")
                 gx = _as_float(gs[0], x.shape)
@@ -211,13 +231,19 @@ def _mode(mode, f, path, x, y, vx, vy, w, value, fd1, fd2):
                                       "wrong shape")
                 ad = float(np.dot(gx, vx) + gy * vy)
                 want, want2 = w * fd1, w * fd2
+                numbers = np.concatenate([gx.ravel(), gy.ravel()]).astype(float)
             else:
-                v, t = s2sad.jvp(f, (x.copy(), y), (vx.copy(), vy))
+                v, t = s2sad.jvp(f, (x.copy(), y), (vx.copy(), vy), jit=True if mode == "fwdjit" else None)
                 t = _as_float(t, ())
                 if t.shape != ():
                     return ModeResult("wrong", f"tangent shape {t.shape}", "wrong shape")
                 ad = float(t)
                 want, want2 = fd1, fd2
+                numbers = np.array([ad])
+        for c in caught:
+            if issubclass(c.category, JitFallbackWarning):
+                fell = str(c.message).splitlines()[0]
+                break
     except Timeout:
         raise
     except S2SADError as e:
@@ -236,7 +262,28 @@ def _mode(mode, f, path, x, y, vx, vy, w, value, fd1, fd2):
         return ModeResult("wrong", f"value {v!r} is not a float", "wrong value type")
     if not abs(vf - value) <= 1e-9 * max(1.0, abs(value)):
         return ModeResult("wrong", f"value {vf!r} but f gives {value!r}", "wrong value")
-    return _judge(ad, want, want2, fscale, "derivative")
+    r = _judge(ad, want, want2, fscale, "derivative")
+    r.numbers = numbers
+    if r.outcome == "agree" and fell is not None:
+        r = ModeResult("fellback", fell[:200], "fellback " + _exc_signature(Exception(fell))[11:90],
+                       numbers)
+    return r
+
+
+def _against_python(r, ref):
+    """A jit mode's result ``r`` against its Python mode's ``ref``: the same derivative to
+    JIT_RTOL (relative to the largest entry, at least 1), or ``wrong``."""
+    if r.outcome not in ("agree", "fellback") or ref is None or ref.numbers is None:
+        return r
+    a, b = r.numbers, ref.numbers
+    if a.shape != b.shape:
+        return ModeResult("wrong", f"derivative {a!r} but Python mode gives {b!r}",
+                          "wrong vs Python mode", a)
+    tol = JIT_RTOL * max(1.0, float(np.max(np.abs(b))) if b.size else 1.0)
+    if not np.all(np.abs(a - b) <= tol):
+        return ModeResult("wrong", f"derivative {a!r} but Python mode gives {b!r} (jit vs Python "
+                                   f"beyond {JIT_RTOL} relative)", "wrong vs Python mode", a)
+    return r
 
 
 def check_source(source, seed=0, modes=MODES, timeout=60):
@@ -276,9 +323,16 @@ def check_source(source, seed=0, modes=MODES, timeout=60):
         if abs(fd1 - fd2) > 10 * RTOL * max(1.0, abs(fd1)) + ATOL * max(1.0, abs(value)):
             return Result("nonsmooth", detail=f"steps disagree: {fd1!r} vs {fd2!r}")
         res = {}
+        refs = {}
         for m in modes:
             try:
                 res[m] = _mode(m, f, loaded.path, x, y, vx, vy, w, value, fd1, fd2)
+                if m in PYTHON_OF:
+                    py = PYTHON_OF[m]
+                    if py not in res:
+                        _clear_cache()
+                        refs[py] = _mode(py, f, loaded.path, x, y, vx, vy, w, value, fd1, fd2)
+                    res[m] = _against_python(res[m], res.get(py, refs.get(py)))
             except Timeout:
                 res[m] = ModeResult("crash", f"timeout after {timeout}s", "timeout")
                 break

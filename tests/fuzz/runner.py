@@ -16,7 +16,7 @@ import zlib
 
 from .grammar import TAGS, random_program
 from .known import KNOWN_BROKEN
-from .oracle import DISCARDED, JUDGED, MODES, check_source
+from .oracle import ALL_MODES, DISCARDED, JUDGED, MODES, check_source
 
 
 def point_seed(seed, k):
@@ -122,7 +122,9 @@ def main(argv=None):
     ap.add_argument("--seed", default="0", help="seed (any string; default 0)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                     help="worker processes (default: all cores)")
-    ap.add_argument("--modes", default="rev,fwd", help="rev,fwd (default both)")
+    ap.add_argument("--modes", default="rev,fwd",
+                    help="comma separated, of rev, fwd, revjit, fwdjit (jit=True: numba; each "
+                         "also compared with its Python mode); default rev,fwd")
     ap.add_argument("--exclude", default="", help="constructs (tags) to leave out, comma separated")
     ap.add_argument("--exclude-known", action="store_true",
                     help="leave out the constructs in tests/fuzz/known.py KNOWN_BROKEN")
@@ -145,6 +147,9 @@ def main(argv=None):
     a = ap.parse_args(argv)
 
     modes = tuple(m for m in a.modes.split(",") if m)
+    if set(modes) - set(ALL_MODES):
+        ap.error(f"unknown modes: {', '.join(sorted(set(modes) - set(ALL_MODES)))} "
+                 f"(of {', '.join(ALL_MODES)})")
     exclude = set(t for t in a.exclude.split(",") if t)
     unknown = exclude - TAGS
     if unknown:
