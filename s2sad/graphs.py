@@ -213,10 +213,16 @@ def _is_library(obj):
         getattr(obj, "__name__", "").split(".")[0] in _LIBRARIES
 
 
+# an attribute of one of these is a method its type fixes (the derivative's own tape and stacks
+# read .append/.pop: a new bound method at each read, never "the same" object)
+_BUILTIN_CONTAINERS = (tuple, list, dict, set, frozenset)
+
+
 def _watched(obj):
     """Whether an attribute read of ``obj`` is recorded (not of arrays, numbers, tuples, library
     modules: what they give back is fixed by the object itself)."""
-    return not (hasattr(obj, "dtype") or isinstance(obj, (tuple,) + _SCALARS) or _is_library(obj))
+    return not (hasattr(obj, "dtype") or isinstance(obj, _BUILTIN_CONTAINERS + _SCALARS) or
+                _is_library(obj))
 
 
 class _Computed:
@@ -265,8 +271,13 @@ def _snapshot(value):
 
 
 def _same(a, b):
-    return a is b or type(a) is type(b) and isinstance(a, _SCALARS + (types.MethodType,)) and \
-        a == b
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, types.BuiltinMethodType):     # ([].append: bound to the same object)
+        return a.__self__ is b.__self__ and a.__name__ == b.__name__
+    return isinstance(a, _SCALARS + (types.MethodType,)) and a == b
 
 
 class _UnwatchableState(Exception):
