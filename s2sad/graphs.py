@@ -141,6 +141,9 @@ class _Products(ast.NodeTransformer):
                 if name is None:
                     name = self.routes[routed] = f"_s2sad_route{len(self.routes)}"
                 node.func = ast.copy_location(ast.Name(name, ast.Load()), f)
+            elif _uncapturable(callee):
+                node.func = ast.copy_location(
+                    ast.Call(ast.Name("_s2sad_guard", ast.Load()), [node.func], []), f)
         elif isinstance(f, ast.Attribute) and f.attr == "dot":
             node.func = ast.copy_location(
                 ast.Call(ast.Name("_s2sad_capturable", ast.Load()), [node.func], []), f)
@@ -164,6 +167,7 @@ def sweeps(d):
     ns["_s2sad_matmul"] = gemm.matmul
     ns["_s2sad_capturable"] = contract.capturable
     ns["_s2sad_attr"] = _attr
+    ns["_s2sad_guard"] = _guard
     ns["_s2sad_rt_attr"] = _rt_attr
     ns.update({name: routed for routed, name in rewrite.routes.items()})
     exec(compile(tree, d.module.filename, "exec"), ns)
@@ -182,8 +186,39 @@ def _graph_sweeps(d):
 
 def _graph_callee(fn):
     """runtime.dispatch's hook: a callee known only at run time (``xp.matmul`` of a local ``xp``),
-    on the capturable route in graph mode."""
-    return contract.capturable(fn) if gemm.active() else fn
+    on the capturable route in graph mode (or refused while capturing: :func:`_guard`)."""
+    if not gemm.active():
+        return fn
+    return _guard(fn) if _uncapturable(fn) else contract.capturable(fn)
+
+
+# Libraries a capture cannot record: cuSOLVER (every CuPy/cupyx linalg call) checks its status on
+# the host.  Measured on the H200: cupy.linalg.solve inside a capture did not return (the test
+# ran out of its time), so such a call is refused before it runs, while capturing only.
+_UNCAPTURABLE = ("cupy.linalg", "cupyx.linalg", "cupyx.scipy.linalg", "cupyx.lapack",
+                 "cupy.cusolver", "cupy_backends.cuda.libs.cusolver")
+
+
+class _NotCapturable(Exception):
+    pass
+
+
+def _uncapturable(fn):
+    mod = getattr(fn, "__module__", None)
+    return isinstance(mod, str) and mod.startswith(_UNCAPTURABLE)
+
+
+def _guard(fn):
+    """``fn``, or while a graph is captured on this thread a function that raises (the capture
+    then ends and the step runs without a graph, with the warning naming the user's line)."""
+    if not getattr(_state, "capturing", False):
+        return fn
+
+    def refused(*args, **kwargs):
+        name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__name__', fn)}"
+        raise _NotCapturable(f"{name} runs cuSOLVER, which checks its status on the host: a CUDA "
+                             f"graph cannot record it")
+    return refused
 
 
 hooks.register(graph_sweeps=_graph_sweeps, graph_callee=_graph_callee)   # (runtime.dispatch)
@@ -546,11 +581,13 @@ class Graphed:
         callees, _state.used = getattr(_state, "used", None), []
         with cupy.cuda.using_allocator(pool.malloc), gemm.graph_matmuls() as kept, stream:
             stream.begin_capture()
+            _state.capturing = True
             try:
                 out, _ = self.step(sargs, skw)
             except Exception as e:                 # noqa: BLE001 (reported as the fallback's cause)
                 err = e
             finally:
+                _state.capturing = False
                 try:
                     graph = stream.end_capture()
                 except Exception as e:             # noqa: BLE001

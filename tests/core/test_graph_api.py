@@ -462,3 +462,30 @@ def test_the_derivatives_own_tape_is_not_state_to_check(numpy_as_device):
     assert graphs._same([].append, [].append) is False
     lst = []
     assert graphs._same(lst.append, lst.append)
+
+
+def _solve_step(A, b):
+    return np.sum(np.linalg.solve(A + 4 * np.eye(3), b) ** 2)
+
+
+def test_cusolver_calls_are_refused_while_capturing(monkeypatch):
+    """A linalg call (cuSOLVER on CuPy: on the H200 cupy.linalg.solve inside a capture did not
+    return) raises before it runs while a graph is captured, and only then; here NumPy's linalg
+    stands in for CuPy's."""
+    monkeypatch.setattr(graphs, "_UNCAPTURABLE", graphs._UNCAPTURABLE + ("numpy.linalg",))
+    rng = np.random.default_rng(1)
+    A, b = rng.standard_normal((3, 3)), rng.standard_normal(3)
+    d = s2sad.differentiate(_solve_step, wrt=(0, 1)).derivative(A, b)
+    fwd, _ = graphs.sweeps(d)
+    assert "_s2sad_guard" in fwd.__code__.co_names
+    assert fwd(A, b)[0] == pytest.approx(_solve_step(A, b), rel=1e-12)     # not capturing
+    graphs._state.capturing = True
+    try:
+        with pytest.raises(graphs._NotCapturable, match="numpy.linalg.solve runs cuSOLVER"):
+            fwd(A, b)
+        monkeypatch.setattr(graphs.gemm, "active", lambda: True)             # in graph mode:
+        with pytest.raises(graphs._NotCapturable):                            # run-time callees
+            graphs._graph_callee(np.linalg.inv)(A)
+    finally:
+        graphs._state.capturing = False
+    assert graphs._guard(np.linalg.inv) is np.linalg.inv

@@ -67,6 +67,9 @@ def _close(got, want, rtol=1e-9):
     want = want if isinstance(want, tuple) else (want,)
     assert len(got) == len(want)
     for g, w in zip(got, want):
+        if isinstance(w, tuple):                     # value_and_grad's (value, (g0, g1, ...))
+            _close(g, w, rtol)
+            continue
         assert type(g) is type(w) and g.shape == w.shape and g.dtype == w.dtype
         np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(w), rtol=rtol, atol=1e-12)
 
