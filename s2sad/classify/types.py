@@ -45,6 +45,7 @@ _MATH_FLOAT = {getattr(math, n) for n in (
     "pow", "hypot", "fabs", "erf", "erfc", "gamma", "lgamma", "degrees", "radians", "copysign",
     "fmod", "remainder", "ldexp") if hasattr(math, n)}
 _SEQ = {_containers.seq, _containers.loop_seq}
+_FILLED = {np.empty, np.zeros, np.ones}        # (of a shape alone: float64)
 _METHOD_REDUCE = {"sum", "mean", "prod", "max", "min", "std", "var"}
 
 
@@ -213,6 +214,9 @@ def _call(call, types):
         if obj in _LIKE and call.args and args[0] is not None and args[0][0] == "a" and \
                 not call.kwargs and len(call.args) <= (2 if obj is np.full_like else 1):
             return args[0]
+        if obj in _FILLED and len(call.args) == 1 and not call.kwargs:
+            nd = _shape_ndim(args[0])     # (np.empty(n), np.zeros((n, m)): float64 arrays)
+            return None if nd is None else ("a", "f", nd)
         if obj in _MATH_FLOAT:
             return ("s", "f")
         if obj in _SEQ and len(args) == 1 and args[0] is not None and args[0][0] == "a":
@@ -244,6 +248,15 @@ def _call(call, types):
             return ("s", _kmax(t[1], "f") if fn.name in ("mean", "std", "var") else t[1])
         if fn.name in ("ravel", "flatten") and len(call.args) == 1:
             return ("a", t[1], 1)
+    return None
+
+
+def _shape_ndim(t):
+    """The ndim of an array made with shape ``t``: an int scalar, or a tuple display of them."""
+    if t == ("s", "i"):
+        return 1
+    if t is not None and t[0] == "T" and all(x == ("s", "i") for x in t[1]):
+        return len(t[1])
     return None
 
 

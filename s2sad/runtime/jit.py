@@ -100,6 +100,10 @@ def snap(v):
     raise NotImplementedError
 
 
+def own(g, x):
+    raise NotImplementedError
+
+
 def pow_base_adjoint(g, a, b):
     raise NotImplementedError
 
@@ -288,6 +292,24 @@ def _setitem_value_adjoint(g, idx, v):
     if isinstance(v, nt.Array):
         return lambda g, idx, v: unbroadcast(np.copy(g[idx]), v)
     return lambda g, idx, v: unbroadcast(g[idx], v)
+
+
+@overload(own)
+def _own(g, x):
+    """``runtime.indexing.own``: the adjoint ``g`` of the real array ``x`` in a new buffer of x's
+    shape (a scalar g, the 0.0 of an adjoint not yet defined, filled in), which the reverse loop
+    then writes into element by element."""
+    if not isinstance(x, nt.Array) or _is_complex(x) or _is_complex(g):
+        return None
+    dt = _float_dtype(x)
+    if _is_scalar(g):
+        return lambda g, x: np.full(x.shape, g, dt)
+    if isinstance(g, nt.Array) and g.ndim == x.ndim:
+        def impl(g, x):
+            if g.shape != x.shape:
+                raise ValueError(SHAPE_ERROR)
+            return g.astype(dt)         # (always a copy)
+        return impl
 
 
 @overload(add)
@@ -564,7 +586,7 @@ def namespace():
     return helper_module("s2sad_jit_runtime", "_rt", (
                  "share_guard", "zero_of", "acc", "is_zero", "cj", "real_like", "unbroadcast",
                  "getitem_adjoint", "acc_getitem", "setitem_adjoint", "setitem_value_adjoint",
-                 "add", "snap",
+                 "add", "snap", "own",
                  "pow_base_adjoint", "pow_exponent_adjoint", "abs_adjoint", "seq", "loop_seq",
                  "seq_adjoint_of", "unappend", "parts", "extremum_adjoint", "fdiv", "flat"),
                  globals())

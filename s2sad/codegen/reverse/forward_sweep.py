@@ -28,6 +28,7 @@ class ForwardSweep:
                             (id(s), "pre", v) not in self.no_push:
                         caps[v] = self.fresh("cap")
                         out.append(T.Line(f"{caps[v]} = {v}", s.origin))
+                out.extend(self.shape_lines(s))   # (shapes of the arrays a loop's reverse owns)
                 out.extend(self.fwd_stmt(s))
                 out.extend(self.pushes(s, "pre", caps))
                 out.extend(self.pushes(s, "post"))

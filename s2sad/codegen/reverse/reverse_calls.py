@@ -115,7 +115,8 @@ class ReverseCalls:
                     for k, x in live:
                         self.contribute(x, f"{tmp}.get({k!r}, 0.0)", o, out, st)
             elif isinstance(v, str) and v in self.active:
-                if rule.fn is _operator.getitem and v in self.index_only and p == "obj":
+                if rule.fn is _operator.getitem and p == "obj" and (v in self.index_only or (
+                        v in self.owned and self.scalar_index(v, bound["idx"]))):
                     self.contribute_getitem(v, bound["idx"], s, o, out, st)
                     continue
                 same = [q for q in rule.differentiable if bound.get(q) == v]

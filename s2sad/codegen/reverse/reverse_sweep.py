@@ -5,8 +5,8 @@ import operator as _operator
 
 from ... import ir
 from ...errors import UnsupportedSyntaxError
-from ...frontend.analysis import (bound_names, defined_in, diff_reads_call, read_in,
-                                  upward_exposed)
+from ...frontend.analysis import (bound_names, defined_in, diff_reads_call, in_place_call,
+                                  read_in, upward_exposed)
 from .. import text as T
 from .names import _State, b
 
@@ -298,7 +298,7 @@ class ReverseSweep:
             header = f"for _ in range({cnt}):"
         return init + [T.Hook(id(s), "pops", o)] + own + [T.Nest(header, o, inner)]
 
-    # -- adjoint buffers a loop writes in place (Python mode) --------------------------------
+    # -- adjoint buffers a loop writes in place (both modes) ---------------------------------
     def scalar_index(self, var, idx):
         """Whether ``var[idx]`` is one element of the typed real array ``var``: as many parts as
         it has dimensions, each a typed integer scalar or an int constant."""
@@ -319,18 +319,22 @@ class ReverseSweep:
     def own_buffers(self, loop, body, st):
         """Adjoints the reverse loop may write in place, element by element: of typed real arrays
         that the loop body only writes one element of (``y[i, j] = v``, v a typed real scalar) or
-        only reads one element of (``t = x[i, j]``, x read only by indexing everywhere), and of
+        only reads one element of (``t = x[i, j]``, and reads no other way in the body: what
+        other statements add to x's adjoint, before or after the loop, goes to other buffers
+        since the owned one is a copy), and of
         lists it only appends to.  Before the reverse loop each gets a buffer of its own
         (``_rt.own``: a copy of its adjoint, or zeros; ``_rt.own_list``), so no other value
         shares it.  Returns (those lines, the variables)."""
-        if self.jit or any(isinstance(x, (ir.Try, ir.With)) for x in ir.walk(body)):
+        if any(isinstance(x, (ir.Try, ir.With)) for x in ir.walk(body)):
             return [], set()
         seen = set()
         lists = set()
         bad = set()
+        written, indexed = set(), set()
         for x in ir.walk(body):
             if isinstance(x, ir.SetItem) and isinstance(x.obj, str) and x.attr is None:
                 seen.add(x.obj)
+                written.add(x.obj)
                 if not (self.scalar_index(x.obj, x.index) and x.obj not in ir.operand_vars(x.value)
                         and (isinstance(x.value, ir.Const) or self.typed_real_scalar(x.value))):
                     bad.add(x.obj)
@@ -344,12 +348,21 @@ class ReverseSweep:
                 continue
             if isinstance(x, ir.Assign) and isinstance(x.value, ir.Call) and \
                     x.value.cls == "primitive" and x.value.rule.fn is _operator.getitem and \
-                    isinstance(x.value.args[0], str) and x.value.args[0] in self.index_only:
+                    isinstance(x.value.args[0], str):
                 v = x.value.args[0]
                 seen.add(v)
+                indexed.add(v)
                 if not self.scalar_index(v, x.value.args[1]):
                     bad.add(v)
                 bad.update(ir.operand_vars(x.value.args[1]))
+                bad.update(bound_names(x))
+                continue
+            if isinstance(x, (ir.ExprStmt, ir.Assign)) and isinstance(getattr(
+                    x, "call", getattr(x, "value", None)), ir.Call) and \
+                    (x.call if isinstance(x, ir.ExprStmt) else x.value).cls in \
+                    ("inactive", "zero") and in_place_call(x) is None:
+                # (a call with no derivative that changes nothing, as the run-time write checks
+                # (_rt.share_guard): its reverse touches no adjoint)
                 bad.update(bound_names(x))
                 continue
             # (what else the body reads: only differentiable reads touch an adjoint in reverse)
@@ -358,16 +371,24 @@ class ReverseSweep:
             bad.update(bound_names(x))
             if isinstance(x, (ir.Mutate, ir.DelItem)) and isinstance(x.obj, str):
                 bad.add(x.obj)
+        bad |= written & indexed        # (only written or only read: the safe path otherwise)
         arrays = sorted(v for v in seen - bad - self.owned
                         if v in self.active and self.types.get(v, ("?",))[0] == "a")
         # (lists the body only appends to: their adjoints are popped from in place)
-        lsts = sorted(v for v in lists - seen - bad - self.owned
-                      if v in self.active and v in st.defined)
+        # (jit mode: a list's adjoint is a 1-d array there, whose unappend is a view already)
+        lsts = [] if self.jit else sorted(v for v in lists - seen - bad - self.owned
+                                          if v in self.active and v in st.defined)
         lines = []
         for v in arrays:
-            self.read(loop, "post", v)
             g = b(v) if v in st.defined else "0.0"
-            lines.append(T.Line(f"{b(v)} = _rt.own({g}, {v})", loop.origin))
+            if self.jit and (self.depth > 0 or v in self.written_anywhere()):
+                # (its shape alone, bound before the loop, which changes no shape: no array kept
+                # alive per trip of an enclosing loop, no copy of one the loop writes into)
+                x = f"_adj.standin({self.shape_var(loop, v)})"
+            else:
+                self.read(loop, "post", v)
+                x = v
+            lines.append(T.Line(f"{b(v)} = _rt.own({g}, {x})", loop.origin))
             st.defined.add(v)
             st.zero.discard(v)
         for v in lsts:
