@@ -39,7 +39,7 @@ def _one(task):
         "signature": res.signature,
         "detail": res.detail,
         "tags": sorted(prog.tags),
-        "source": prog.source if fail or res.outcome == "refused" else None,
+        "source": prog.source if fail or res.outcome in ("refused", "fellback") else None,
         "result": res if fail else None,
     }
 
@@ -142,7 +142,8 @@ def main(argv=None):
     ap.add_argument("--file", help="judge the program in this file (defines f(x, y))")
     ap.add_argument("--list-tags", action="store_true", help="print the construct names")
     ap.add_argument("--save", metavar="PATH",
-                    help="write every wrong/crash/refused program (JSON lines: id, outcome, "
+                    help="write every wrong/crash/refused/fellback program (JSON lines: id, "
+                         "outcome, "
                          "signature, constructs, source, report) to PATH")
     a = ap.parse_args(argv)
 
