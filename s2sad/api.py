@@ -23,6 +23,7 @@ from . import pickling
 from . import graphs
 from .codegen.load import user_origin as _user_origin
 from .runtime.transformed import Transformed
+from .runtime.values import _owned
 
 _RECURSION_LIMIT = 20000
 _DATA = object()         # a closure cell that holds data (or nothing yet), in _Spec._snapshot
@@ -329,6 +330,8 @@ def _finish_grads(grads, args, wrt):
         if not (type(g) is _NDARRAY and type(x) is _NDARRAY and g.shape == x.shape and
                 g.dtype == x.dtype):
             g = runtime.materialize(g, x)
+        elif not _owned(g):             # (a reduction's adjoint: a read-only broadcast view)
+            g = g.copy()
         return [g]
     params = sorted({i for i, _ in wrt})
     by_param = dict(zip(params, grads))
@@ -341,6 +344,8 @@ def _finish_grads(grads, args, wrt):
             if not (type(g) is _NDARRAY and type(x) is _NDARRAY and g.shape == x.shape and
                     g.dtype == x.dtype):
                 g = runtime.materialize(g, x)
+            elif not _owned(g):
+                g = g.copy()
         else:
             parts = runtime.parts(g, len(args[i]))
             g = runtime.materialize(parts[el], args[i][el])

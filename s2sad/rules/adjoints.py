@@ -134,6 +134,52 @@ def full_like(g, x):
     return like(out, x) if not hasattr(x, "dtype") or isinstance(x, np.generic) else out
 
 
+def broadcast(g, x):
+    """``g`` broadcast to x's shape in x's dtype, as :func:`full_like`, but for a real or complex
+    NumPy array ``x`` of ``_VIEW_MIN`` elements or more a read-only view (stride 0 along the
+    broadcast axes), no copy.
+
+    The adjoint of a reduction is such a broadcast, and filling an array of x's size with it costs
+    about half the primal (and the next rule reads that array again).  An adjoint may be a read-only
+    view: contributions add into new arrays (``_b_x = _b_x + g``), a buffer the reverse sweep writes
+    into in place is its own (``_rt.own`` copies), a write into the view raises (it is never
+    silent), and the user's gradients are copied when not writable (``runtime.materialize``).
+    Other arrays (CuPy's have no read-only flag) get :func:`full_like`'s fresh array."""
+    if type(x) is not _NDARRAY or x.dtype.kind not in "fc":
+        return full_like(g, x)
+    dt = x.dtype
+    tg = type(g)
+    if tg is _NDARRAY and g.size == 1 and g.ndim <= x.ndim and g.dtype.kind in "fc":
+        g = g.reshape(())[()]                   # (a NumPy scalar: a copy of the one value)
+        tg = type(g)
+    if tg is float or tg is complex or isinstance(g, np.number):
+        # one value: the buffer is a NumPy scalar of x's dtype (immutable, so the view is
+        # read-only and aliases nothing), every stride 0
+        if dt.kind != "c" and (tg is complex or isinstance(g, np.complexfloating)):
+            g = g.real
+        if x.size < _VIEW_MIN:
+            out = np.empty(x.shape, dt)
+            out.fill(g)
+            return out
+        return _NDARRAY(x.shape, dt, dt.type(g), 0, (0,) * x.ndim)
+    if tg is not _NDARRAY:
+        return full_like(g, x)
+    if g.dtype.kind == "c" and dt.kind != "c":
+        g = g.real
+    if g.shape == x.shape:
+        return g if g.dtype == dt else g.astype(dt)
+    if x.size < _VIEW_MIN:
+        out = np.empty(x.shape, dt)
+        out[...] = g
+        return out
+    return np.broadcast_to(g if g.dtype == dt else g.astype(dt), x.shape)
+
+
+# Below this many elements a fresh array (np.empty and a fill) costs less than a view does: its
+# making, and the copy a gradient the user gets then needs (api._finish_grads), ~1 us each.
+_VIEW_MIN = 4096
+
+
 def zeros_for(x, dtype=None):
     dt = dtype or getattr(x, "dtype", np.dtype(float))
     return xp(x).zeros(shape(x), dtype=dt)
@@ -245,7 +291,8 @@ def _np(*names, mod=np):
 # as the zero of every kind (where branches join, an adjoint that one side did not produce is 0.0),
 # and such a zero can reach a helper that reshapes or indexes ``g``.  Every public helper whose
 # first parameter is ``g`` or ``t`` therefore answers 0.0 for it without running.
-_NOT_LINEAR_ENTRY = {"is_zero", "like", "expand", "full_like", "tmap_zero", "tangent_list"}
+_NOT_LINEAR_ENTRY = {"is_zero", "like", "expand", "full_like", "broadcast", "tmap_zero",
+                     "tangent_list"}
 
 
 def _zero_passes_through(fn):

@@ -18,7 +18,9 @@ from .transformed import Transformed
 
 def materialize(g, x):
     """Turn a symbolic zero adjoint (0.0 / None) into real zeros shaped like ``x``; an object's
-    adjoint becomes the same dataclass (gradient fields) or a dict of attribute gradients."""
+    adjoint becomes the same dataclass (gradient fields) or a dict of attribute gradients.  A
+    gradient is the user's to change in place: a read-only or broadcast (stride 0) NumPy array, as
+    reduction adjoints return (rules.adjoints.broadcast), is copied."""
     if _is_object(x):
         return _object_grad(g, x)
     tx = type(x)
@@ -34,8 +36,16 @@ def materialize(g, x):
     if type(g) is dict and type(x) is dict:
         return {k: materialize(g.get(k), v) for k, v in x.items()}
     if hasattr(x, "shape") and getattr(g, "shape", None) != x.shape:
-        return unbroadcast(g, x)
+        g = unbroadcast(g, x)
+    if type(g) is _NDARRAY and not _owned(g):
+        return g.copy()
     return g
+
+
+def _owned(g):
+    """Whether the NumPy array ``g`` may be handed to the user as theirs: writable, and no element
+    shared by two indices (no stride 0)."""
+    return g.flags.writeable and (g.size < 2 or 0 not in g.strides)
 
 
 def _is_object(x):

@@ -242,3 +242,107 @@ def test_returned_gradients_never_share_memory():
     ga *= 2.0
     np.testing.assert_array_equal(gb, before)
     check_grads(shared, (a, b, c))
+
+
+# -- reduction adjoints are read-only broadcast views (issue 12: kron_sum) -------------------------
+def two_sums(x):
+    return np.sum(x ** 2) + 3.0 * np.sum(x) + np.mean(np.sin(x), axis=0).sum()
+
+
+def sum_then_loop(x):
+    y = np.zeros(x.shape)
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            y[i, j] = np.sin(x[i, j])
+    return np.sum(y) + np.mean(y) + x[0, 1] * np.sum(x)
+
+
+def kron_sum(x, y):
+    return np.sum(np.kron(x, y))
+
+
+def sum_dict(p):
+    return np.sum(p["w"]) + np.mean(p["v"], axis=1, keepdims=True).sum()
+
+
+def test_reduction_adjoints_are_read_only_broadcast_views(monkeypatch):
+    big = np.ones((80, 60))
+    s = _adj.sum(2.0, big)                      # as large as kron_sum's: a view, no fill
+    assert s.strides == (0, 0) and not s.flags.writeable and s[79, 59] == 2.0
+    small = _adj.sum(2.0, big[:10])             # small: a fresh array costs less
+    assert small.flags.writeable and small.strides == (480, 8) and small[9, 59] == 2.0
+    monkeypatch.setattr(_adj, "_VIEW_MIN", 0)    # (views at any size from here)
+    a = rng.standard_normal((3, 4))
+    for s in (_adj.sum(3.0, a), _adj.sum(np.float64(3.0), a), _adj.sum(np.array(3.0), a),
+              _adj.sum(np.array([[3.0]]), a, None, True)):
+        assert s.strides == (0, 0) and not s.flags.writeable and s.shape == a.shape
+        np.testing.assert_array_equal(s, np.full((3, 4), 3.0))
+    m = _adj.mean(np.array([1.0, 2.0, 3.0, 4.0]), a, 0)
+    assert m.strides == (0, 8) and not m.flags.writeable
+    np.testing.assert_array_equal(m, np.tile([1 / 3, 2 / 3, 1.0, 4 / 3], (3, 1)))
+    with pytest.raises(ValueError, match="read-only"):
+        _adj.sum(3.0, a)[...] += 1.0            # a write into the view raises, never silently
+    z = _adj.sum(1.0 + 2.0j, a)                  # a real input drops the imaginary part
+    assert z.dtype == np.float64 and z[0, 0] == 1.0
+    z = _adj.sum(1.0 + 2.0j, a.astype(complex))
+    assert z.dtype == complex and z[2, 3] == 1.0 + 2.0j
+    # the buffer is the helper's own: changing the cotangent afterwards changes nothing
+    g = np.array(5.0)
+    s = _adj.sum(g, a)
+    g[...] = 7.0
+    assert s[1, 1] == 5.0
+    # integer input: a fresh float array, as before
+    i = _adj.sum(2.0, np.arange(3))
+    assert i.flags.writeable and i.dtype == np.float64
+
+
+def test_user_gradients_after_reductions_are_writable_and_their_own(monkeypatch):
+    monkeypatch.setattr(_adj, "_VIEW_MIN", 0)    # (the reductions' adjoints are views)
+    x = rng.standard_normal((3, 4))
+    y = rng.standard_normal((2, 2))
+    expect = 2 * x + 3.0 + np.cos(x) / 3
+    vg = s2sad.value_and_grad(two_sums)
+    for _ in range(2):                      # (the second call takes the per-signature fast path)
+        _, g = vg(x)
+        assert g.flags.writeable and 0 not in g.strides
+        np.testing.assert_allclose(g, expect, rtol=1e-12)
+        g *= 0.0                            # the user's to change: the next call is unaffected
+    for jit in (False, True):
+        gx, gy = s2sad.grad(kron_sum, wrt=(0, 1), jit=jit)(x, y)
+        for g in (gx, gy):
+            assert g.flags.writeable and 0 not in g.strides
+        np.testing.assert_allclose(gx, np.full(x.shape, y.sum()), rtol=1e-12)
+        np.testing.assert_allclose(gy, np.full(y.shape, x.sum()), rtol=1e-12)
+    # pytrees, vjp, the Differentiable methods, jacobian
+    p = {"w": rng.standard_normal(3), "v": rng.standard_normal((2, 5))}
+    gp = s2sad.grad(sum_dict)(p)
+    for k, e in (("w", np.ones(3)), ("v", np.full((2, 5), 0.2))):
+        assert gp[k].flags.writeable and 0 not in gp[k].strides
+        np.testing.assert_allclose(gp[k], e, rtol=1e-12)
+    _, pull = s2sad.vjp(two_sums, x)
+    (gv,) = pull(1.0)
+    assert gv.flags.writeable and 0 not in gv.strides
+    np.testing.assert_allclose(gv, expect, rtol=1e-12)
+    d = s2sad.differentiate(two_sums)
+    for g in (d.grad(x), d.value_and_grad(x)[1], d.vjp(x)[1](1.0)[0]):
+        assert g.flags.writeable and 0 not in g.strides
+        np.testing.assert_allclose(g, expect, rtol=1e-12)
+    J = s2sad.jacrev(two_sums)(x)
+    assert J.flags.writeable and 0 not in J.strides
+    np.testing.assert_allclose(J, expect, rtol=1e-12)
+
+
+def test_sums_accumulated_into_one_adjoint_and_owned_loop_buffers(monkeypatch):
+    """x in two sums (and a mean): the second contribution adds to the first view (a new array);
+    sum_then_loop's y gets its adjoint from a sum and a mean (views), then the loop's reverse
+    writes x's own buffer in place, and x[0, 1] adds to a sum's view."""
+    monkeypatch.setattr(_adj, "_VIEW_MIN", 0)
+    x = rng.standard_normal((3, 4))
+    check_grads(two_sums, (x,))
+    check_grads(sum_then_loop, (x,))
+    for jit in (False, True):
+        g = s2sad.grad(sum_then_loop, jit=jit)(x)
+        e = np.cos(x) * (1 + 1 / 12) + x[0, 1]
+        e[0, 1] += np.sum(x)
+        np.testing.assert_allclose(g, e, rtol=1e-12)
+    check_grads(kron_sum, (x[:2, :2], np.triu(rng.standard_normal((3, 3)))), wrt=(0, 1))

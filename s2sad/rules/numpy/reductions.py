@@ -4,7 +4,8 @@
 import numpy as np
 
 from ..adjoints import (A, _NDARRAY, _NoValue, _each, _flag, _inverse, _np, _shape_only, asarray,
-                        cj, count, expand, export, full_like, like, ndim, norm_axes, shape, xp)
+                        broadcast, cj, count, expand, export, full_like, like, ndim, norm_axes,
+                        shape, xp)
 from ..registry import defmethod
 
 _RED = "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True"
@@ -83,11 +84,12 @@ defmethod("cumprod", "self, axis=None, dtype=None, out=None",
 # -- helpers the templates call --------------------------------------------------------------------
 @_shape_only("a")
 def sum(g, a, axis=None, keepdims=False):
-    """Adjoint of ``np.sum(a, axis, keepdims)``: g copied along the reduced axes."""
-    if axis is None and type(a) is _NDARRAY and a.dtype.kind == "f" and \
-            (type(g) is float or type(g) is _NDARRAY and g.ndim == 0 and g.dtype.kind == "f" or
-             isinstance(g, np.floating)):
-        return np.full(a.shape, g, dtype=a.dtype)          # the common case, directly
+    """Adjoint of ``np.sum(a, axis, keepdims)``: g broadcast along the reduced axes (for a NumPy
+    array a read-only view, :func:`~s2sad.rules.adjoints.broadcast`)."""
+    if type(a) is _NDARRAY:
+        if axis is None and not _flag(keepdims):
+            return broadcast(g, a)                         # the common case, directly
+        return broadcast(expand(g, shape(a), axis, _flag(keepdims), like=a), a)
     if axis is None and _real_scalar(g) and _real_array(a):
         return xp(a).full(a.shape, g, dtype=a.dtype)       # (CuPy: one fill, no host scalar)
     return full_like(expand(g, shape(a), axis, _flag(keepdims), like=a), a)
@@ -96,6 +98,10 @@ def sum(g, a, axis=None, keepdims=False):
 @_shape_only("a")
 def mean(g, a, axis=None, keepdims=False):
     n = count(shape(a), axis)
+    if type(a) is _NDARRAY:
+        if axis is None and not _flag(keepdims):
+            return broadcast(g / n, a)
+        return broadcast(expand(g, shape(a), axis, _flag(keepdims), like=a) / n, a)
     if axis is None and _real_scalar(g) and _real_array(a):
         # one fill in a's dtype: no 0-d array for g, no division on the device, no float64
         return xp(a).full(a.shape, g / n, dtype=a.dtype)
