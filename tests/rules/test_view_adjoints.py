@@ -246,7 +246,8 @@ def test_returned_gradients_never_share_memory():
 
 # -- reduction adjoints are read-only broadcast views (issue 12: kron_sum) -------------------------
 def two_sums(x):
-    return np.sum(x ** 2) + 3.0 * np.sum(x) + np.mean(np.sin(x), axis=0).sum()
+    return np.sum(x ** 2) + 3.0 * np.sum(x) + np.mean(np.sin(x), axis=0).sum() + \
+        2.0 * np.average(x)
 
 
 def sum_then_loop(x):
@@ -269,6 +270,8 @@ def test_reduction_adjoints_are_read_only_broadcast_views(monkeypatch):
     big = np.ones((80, 60))
     s = _adj.sum(2.0, big)                      # as large as kron_sum's: a view, no fill
     assert s.strides == (0, 0) and not s.flags.writeable and s[79, 59] == 2.0
+    for v in (_adj.mean(2.0, big), _adj.average(2.0, None, big)):
+        assert v.strides == (0, 0) and not v.flags.writeable and v[3, 4] == 2.0 / 4800
     small = _adj.sum(2.0, big[:10])             # small: a fresh array costs less
     assert small.flags.writeable and small.strides == (480, 8) and small[9, 59] == 2.0
     monkeypatch.setattr(_adj, "_VIEW_MIN", 0)    # (views at any size from here)
@@ -300,7 +303,7 @@ def test_user_gradients_after_reductions_are_writable_and_their_own(monkeypatch)
     monkeypatch.setattr(_adj, "_VIEW_MIN", 0)    # (the reductions' adjoints are views)
     x = rng.standard_normal((3, 4))
     y = rng.standard_normal((2, 2))
-    expect = 2 * x + 3.0 + np.cos(x) / 3
+    expect = 2 * x + 3.0 + np.cos(x) / 3 + 2.0 / 12
     vg = s2sad.value_and_grad(two_sums)
     for _ in range(2):                      # (the second call takes the per-signature fast path)
         _, g = vg(x)

@@ -4,8 +4,8 @@
 import numpy as np
 
 from ... import runtime as _rt
-from ..adjoints import (A, _NoValue, _each, _inverse, _mH, asarray, cj, count, expand, export,
-                        full_like, like, norm_axes, shape, xp)
+from ..adjoints import (A, _NoValue, _each, _inverse, _mH, asarray, broadcast, cj, count, expand,
+                        export, like, norm_axes, shape, xp)
 from .reductions import _MAX, extremum, extremum_tangent
 from ..registry import defrule
 
@@ -89,7 +89,7 @@ def average(g, ans, a, axis=None, weights=None, keepdims=False, which="a"):
     axes = norm_axes(axis, a_.ndim)
     ge = expand(g, a_.shape, axis, kd, like=a_)
     if weights is None:
-        return like(full_like(ge / count(a_.shape, axis), a_), a) if which == "a" else None
+        return like(broadcast(ge / count(a_.shape, axis), a_), a) if which == "a" else None
     w, back = _average_weights(a_, axis, weights)
     W = w.sum(axis=axes, keepdims=True)
     if which == "a":
