@@ -206,8 +206,7 @@ def _judge(ad, fd, fd2, fscale, what):
 
 def _mode(mode, f, path, x, y, vx, vy, w, value, fd1, fd2):
     import s2sad
-    from s2sad.errors import S2SADError
-    from s2sad.errors import JitFallbackWarning
+    from s2sad.errors import JitFallbackWarning, S2SADError
     fscale = abs(value)
     fell = None
     try:
@@ -233,7 +232,8 @@ def _mode(mode, f, path, x, y, vx, vy, w, value, fd1, fd2):
                 want, want2 = w * fd1, w * fd2
                 numbers = np.concatenate([gx.ravel(), gy.ravel()]).astype(float)
             else:
-                v, t = s2sad.jvp(f, (x.copy(), y), (vx.copy(), vy), jit=True if mode == "fwdjit" else None)
+                v, t = s2sad.jvp(f, (x.copy(), y), (vx.copy(), vy),
+                                 jit=True if mode == "fwdjit" else None)
                 t = _as_float(t, ())
                 if t.shape != ():
                     return ModeResult("wrong", f"tangent shape {t.shape}", "wrong shape")
