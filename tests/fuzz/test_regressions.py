@@ -2373,3 +2373,18 @@ def test_inlined_float_accumulator_is_not_refused():
         assert gy == 2 * 6.0 * 14.0
     finally:
         loaded.close()
+
+
+def test_oracle_judges_jit_against_python_mode():
+    # the jit modes' second check: a derivative off by more than 1e-9 relative to the Python
+    # mode's is wrong even where central differences (1e-5) cannot see it
+    import numpy as np
+    from .oracle import ModeResult, _against_python
+    ref = ModeResult("agree", numbers=np.array([2.0, -3.0, 0.5, 1e-3]))
+    near = ModeResult("agree", numbers=ref.numbers * (1 + 1e-12))
+    off = ModeResult("agree", numbers=ref.numbers + np.array([0.0, 0.0, 0.0, 1e-7]))
+    assert _against_python(near, ref).outcome == "agree"
+    r = _against_python(off, ref)
+    assert (r.outcome, r.signature) == ("wrong", "wrong vs Python mode")
+    fell = ModeResult("fellback", numbers=ref.numbers.copy())
+    assert _against_python(fell, ref).outcome == "fellback"
