@@ -3,6 +3,7 @@ import numpy as np
 
 from .. import classify as C
 from ..classify import closures, inline
+from ..errors import S2SADError
 from .. import ir, runtime
 from ..frontend import analysis, jumps, statics
 from ..frontend.lower import lower
@@ -74,6 +75,21 @@ def _sites(fn):
 
 def build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, mutating=False,
                   jit=False, param_types=None):
+    """:func:`_build_reverse`; in Python mode, where inlining callees (an optimisation) leads to a
+    refusal, the derivative is built again with derived calls: inlining must never make s2sad
+    refuse a program it accepts without it (a callee's ``s += ...`` beside the caller's reads)."""
+    try:
+        return _build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor, mutating,
+                              jit, param_types)
+    except S2SADError:
+        if jit or constructor or mutating or not inline.named_functions(pyfunc, param_kinds):
+            raise
+    return _build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor, mutating, jit,
+                          param_types, inline_calls=False)
+
+
+def _build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, mutating=False,
+                   jit=False, param_types=None, inline_calls=True):
     """Build the reverse-mode derivative of ``pyfunc`` w.r.t. the parameters where ``mask`` is True.
 
     ``param_kinds`` gives each parameter's value kind ('f', 'a', 'c', 'i', '?');
@@ -85,7 +101,8 @@ def build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, m
     fn = lower_function(pyfunc, constructor, mutating)
     wrt = [p for p, m in zip(fn.params, mask) if m]
     # (Python mode: what may be inlined, read before fixed arguments become constants)
-    named = None if jit or constructor or mutating else inline.named_functions(pyfunc, param_kinds)
+    named = None if jit or constructor or mutating or not inline_calls else \
+        inline.named_functions(pyfunc, param_kinds)
     param_kinds = statics.bind(fn, param_kinds)    # (functions and modules passed in)
     kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
     if named:

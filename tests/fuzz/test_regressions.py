@@ -2342,11 +2342,9 @@ def test_jit_mode_clip_with_array_bounds():
         {"rev": "agree", "fwd": "agree", "revjit": "agree", "fwdjit": "fellback"}, res.report()
 
 
-@pytest.mark.xfail(strict=False, reason="Python-mode inlining (1671da1) puts the callee's float "
-                   "accumulator `s += ...` next to the caller's read of the result; the writes "
-                   "check (classify/writes._check_augmented) cannot tell `s` is a number (its kind "
-                   "joins 0.0 with x[i]: an array kind) and refuses, naming `_h1_s`. The same "
-                   "refusal for `s += x[i] * y; u = s` written inline in a loop")
+# (fixed: Python-mode inlining (1671da1) put the callee's float accumulator `s += ...` beside the
+# caller's read of the result, and the writes check refused it, naming `_h1_s`; a refusal after
+# inlining now builds the derivative again with derived calls, as before inlining)
 def test_inlined_float_accumulator_is_not_refused():
     import numpy as np
     import s2sad
