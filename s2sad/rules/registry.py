@@ -98,10 +98,14 @@ class Rule:
         self._publish_ns()
 
     def __getattr__(self, attr):
-        """An attribute :meth:`_finish` sets, read before it ran: finish, then read it."""
-        if attr.startswith("__") or "_pending" not in self.__dict__:
+        """An attribute :meth:`_finish` sets, read before it ran: finish, then read it.  (Read
+        again even where ``_pending`` is gone: another thread's ``_finish`` may have set it since
+        this lookup missed; raising there was a race, seen as ``AttributeError: aliases`` when
+        eight threads built their first derivatives at once.)"""
+        if attr.startswith("__"):
             raise AttributeError(attr)
-        self._finish()
+        if "_pending" in self.__dict__:
+            self._finish()
         return object.__getattribute__(self, attr)
 
     def _finish(self):
