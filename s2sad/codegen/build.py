@@ -11,7 +11,7 @@ from ..frontend.source import FunctionSource
 from ..rules import registry
 from . import text as T
 from .derivative import Derivative  # noqa: F401 (its home is light: the disk cache loads it)
-from .load import GeneratedModule
+from .load import GeneratedModule, is_generated
 from .reverse import ReverseEmitter
 
 _RESERVED = {"_rt", "np", "math"}
@@ -126,6 +126,11 @@ def _build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, 
         from ..classify import types as _types
         types = _types.infer(fn, param_types)
     em = ReverseEmitter(fn, kinds, active, varied, wrt, namespace, namer, jit=jit, types=types)
+    # a derivative of s2sad's own generated code (second and third derivatives): its adjoint
+    # buffers are not written in place (own_buffers), since the rules of the runtime helpers
+    # model values, not a list popped in place under them
+    em.in_place_buffers = not is_generated(getattr(getattr(pyfunc, "__code__", None),
+                                                   "co_filename", ""))
     fwd_triples, bwd_triples = em.emit(fwd_name, bwd_name)
     header = [(0, f"# s2sad reverse-mode derivative of {pyfunc.__qualname__} "
                   f"({fn.origin.short()}), with respect to {', '.join(wrt) or 'nothing'}", None),

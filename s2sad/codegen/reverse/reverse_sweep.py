@@ -325,7 +325,8 @@ class ReverseSweep:
         lists it only appends to.  Before the reverse loop each gets a buffer of its own
         (``_rt.own``: a copy of its adjoint, or zeros; ``_rt.own_list``), so no other value
         shares it.  Returns (those lines, the variables)."""
-        if any(isinstance(x, (ir.Try, ir.With)) for x in ir.walk(body)):
+        if not getattr(self, "in_place_buffers", True) or \
+                any(isinstance(x, (ir.Try, ir.With)) for x in ir.walk(body)):
             return [], set()
         seen = set()
         lists = set()
