@@ -10,21 +10,11 @@ installed editable; the current directory would win) and S2SAD_CACHE=0.
 import argparse
 import os
 import sys
-import time
 import warnings
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
-
-
-def best(f, n):
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main(argv=None):
@@ -54,11 +44,11 @@ def main(argv=None):
         print(f"|jit - python| = {diff:.1e} (values {vj!r} / {vp!r})")
     print(f"s2sad from {os.path.dirname(s2sad.__file__)}; {n} particles, {a.steps} steps")
     for r in range(a.rounds):
-        tp = best(lambda: P.loss(*args), a.repeat)
-        tj = best(lambda: jt(*args), a.repeat)
+        tp = P.best_time(lambda: P.loss(*args), a.repeat)
+        tj = P.best_time(lambda: jt(*args), a.repeat)
         line = f"round {r}: primal {tp * 1e3:.4f} ms | jit {tj * 1e3:.3f} ms ({tj / tp:.1f}x)"
         if py is not None:
-            tpy = best(lambda: py(*args), max(1, a.repeat // 5))
+            tpy = P.best_time(lambda: py(*args), max(1, a.repeat // 5))
             line += f" | python {tpy * 1e3:.1f} ms ({tpy / tp:.0f}x)"
         print(line)
     return 0
