@@ -10,7 +10,8 @@ import pytest
 
 import s2sad
 from s2sad.errors import JitFallbackWarning
-from s2sad.testing import check_grads
+
+from .compare import compiled, same_as_python
 
 pytest.importorskip("numba")
 
@@ -80,27 +81,12 @@ TUPLES = [
 ]
 
 
-def _compiled(f, wrt, args):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", JitFallbackWarning)
-        return s2sad.value_and_grad(f, wrt=wrt, jit=True)(*args)
-
-
-def _same_as_python(f, args, wrt):
-    vj, gj = _compiled(f, wrt, args)
-    vp, gp = s2sad.value_and_grad(f, wrt=wrt)(*args)
-    assert vj == pytest.approx(vp, rel=1e-12)
-    for a, b, i in zip(gj, gp, wrt):
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
-        assert np.shape(a) == np.shape(args[i])
-    check_grads(f, args, wrt=wrt)
-    return gj
 
 
 @pytest.mark.parametrize("f, args, wrt", TUPLES, ids=[f"{c[0].__name__}{i}" for i, c in
                                                       enumerate(TUPLES)])
 def test_tuple_adjoints_compile(f, args, wrt):
-    _same_as_python(f, args, wrt)
+    same_as_python(f, args, wrt)
 
 
 def test_tuple_loop_closed_form():
@@ -112,7 +98,7 @@ def test_tuple_loop_closed_form():
     xT, vT = P[0, 0] * x0 + P[0, 1] * v0, P[1, 0] * x0 + P[1, 1] * v0
     gx = P[0, 0] * 2 * xT + P[1, 0] * vT
     gv = P[0, 1] * 2 * xT + P[1, 1] * vT
-    _, (g0, g1) = _compiled(tuple_loop, (0, 1), (x0, v0, k))
+    _, (g0, g1) = compiled(tuple_loop, (0, 1), (x0, v0, k))
     np.testing.assert_allclose(g0, gx, rtol=1e-12)
     np.testing.assert_allclose(g1, gv, rtol=1e-12)
 
@@ -164,7 +150,7 @@ def clipped(x, lo, hi):
 def test_clip_compiles():
     x = np.array([-1.0, -0.62, -0.31, -0.05, 0.11, 0.2, 0.48, 0.93])
     for lo, hi in ((-0.4, 0.5), (-0.9, 0.1)):
-        gj = _same_as_python(clipped, (x, lo, hi), (0, 1, 2))
+        gj = same_as_python(clipped, (x, lo, hi), (0, 1, 2))
     # at (-0.9, 0.1): x < lo at -1.0 only, x > hi at 0.11, 0.2, 0.48, 0.93 (y and w)
     lo, hi = -0.9, 0.1
     want_lo = 2 * lo * 1
@@ -224,7 +210,7 @@ def test_shapes_saved_instead_of_arrays():
     # Python mode keeps the arrays (its types know a dtype's kind, not its size)
     py = d.adjoint_source(x, w)
     assert "standin" not in py and "_s_7.append(_7)" in py
-    _same_as_python(reduced_in_loop, (x, w), (0, 1))
+    same_as_python(reduced_in_loop, (x, w), (0, 1))
 
 
 def test_shape_save_skips_the_copy_before_a_write():
@@ -239,7 +225,7 @@ def test_shape_save_skips_the_copy_before_a_write():
     g32 = s2sad.grad(reduced_then_changed)(x.astype(np.float32))
     assert g32.dtype == np.float32
     np.testing.assert_allclose(g32, s2sad.grad(reduced_then_changed)(x), rtol=1e-5)
-    g = _same_as_python(reduced_then_changed, (x,), (0,))[0]
+    g = same_as_python(reduced_then_changed, (x,), (0,))[0]
     y = x * 2.0
     y2 = y.copy()
     y2[0] = 5.0
@@ -278,5 +264,5 @@ def test_trip_counts_of_invariant_stops_are_not_saved():
         assert ".append(m)" not in src and ".append(n)" not in src and "_s_m" not in src
         src = s2sad.differentiate(inner_stop_in_loop).adjoint_source(x, 3, jit=jit)
         assert "_s_m.append(m)" in src and "m = _s_m.pop()" in src
-    _same_as_python(nested_loops, (x, 2, 3), (0,))
-    _same_as_python(inner_stop_in_loop, (x, 3), (0,))
+    same_as_python(nested_loops, (x, 2, 3), (0,))
+    same_as_python(inner_stop_in_loop, (x, 3), (0,))

@@ -15,7 +15,8 @@ import pytest
 
 import s2sad
 from s2sad.errors import JitFallbackWarning, S2SADError
-from s2sad.testing import check_grads
+
+from .compare import same_as_python
 
 pytest.importorskip("numba")
 
@@ -77,21 +78,6 @@ def alias_read_after_write(x):              # z is y: z read after y's element w
     return np.sum(z * x)
 
 
-def _compiled(f, wrt, args):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", JitFallbackWarning)
-        return s2sad.value_and_grad(f, wrt=wrt, jit=True)(*args)
-
-
-def _same_as_python(f, args, wrt):
-    vj, gj = _compiled(f, wrt, args)
-    vp, gp = s2sad.value_and_grad(f, wrt=wrt, jit=False)(*args)
-    assert vj == pytest.approx(vp, rel=1e-12)
-    for a, b, i in zip(gj, gp, wrt):
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
-        assert np.shape(a) == np.shape(args[i])
-    check_grads(f, args, wrt=wrt)
-    return gj
 
 
 def _code(f, wrt, args):
@@ -105,7 +91,7 @@ def _chain_args():
 
 
 def test_chain_compiles_and_matches():
-    _same_as_python(chain, _chain_args(), (0, 1, 2))
+    same_as_python(chain, _chain_args(), (0, 1, 2))
 
 
 def test_chain_source_owns_buffers():
@@ -127,7 +113,7 @@ def test_chain_source_owns_buffers():
 
 def test_naive_map_2d():
     x = _R.standard_normal((3, 4))
-    g, = _same_as_python(naive_map2, (x,), (0,))
+    g, = same_as_python(naive_map2, (x,), (0,))
     e = np.exp(x)
     want = 2 * np.sin(np.cos(e)) * np.cos(np.cos(e)) * -np.sin(e) * e
     np.testing.assert_allclose(g, want, rtol=1e-12)
@@ -138,7 +124,7 @@ def test_naive_map_2d():
 
 def test_read_and_write_of_one_array_keeps_safe_path():
     x, s = _R.standard_normal(5), 0.7
-    g = _same_as_python(read_write_same, (x, s), (0, 1))
+    g = same_as_python(read_write_same, (x, s), (0, 1))
     # y_i = s y_{i-1} + x_i: y = L x with L[i, j] = s^(i-j) (j <= i)
     L = np.tril(s ** np.subtract.outer(np.arange(5), np.arange(5)).clip(0))
     np.testing.assert_allclose(g[0], 2 * L.T @ (L @ x), rtol=1e-12)
@@ -148,7 +134,7 @@ def test_read_and_write_of_one_array_keeps_safe_path():
 
 def test_aliased_inputs():
     a = _R.standard_normal(4)
-    ga, gb = _same_as_python(two_inputs, (a, a), (0, 1))
+    ga, gb = same_as_python(two_inputs, (a, a), (0, 1))
     out = a * a + a
     np.testing.assert_allclose(ga, 2 * out * (a + 1), rtol=1e-12)
     np.testing.assert_allclose(gb, 2 * out * a, rtol=1e-12)
