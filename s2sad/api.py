@@ -417,15 +417,23 @@ def _value_and_grad(spec, args, kwargs, wrt, has_aux=False, jit=None):
         if out is not None:
             return out
     d, full = spec.derivative(args, wrt)
+    fwd, bwd = d.fwd, d.bwd
+    if graphs.on_device(full):
+        # CuPy: matrix products that read transposed and head-split views in place
+        fwd, bwd = graphs.device_sweeps(d)
 
     def sweeps():
-        value, tape = d.fwd(*full)
+        value, tape = fwd(*full)
         if has_aux:
             _check_aux(value, spec.pyfunc)
             seed = type(value)((_scalar_seed(value[0], spec.pyfunc), None))
-            return value, d.bwd(tape, seed)
-        return value, d.bwd(tape, _scalar_seed(value, spec.pyfunc))
-    value, grads = _run(sweeps)
+            return value, bwd(tape, seed)
+        return value, bwd(tape, _scalar_seed(value, spec.pyfunc))
+    if fwd is not d.fwd:
+        with graphs.gemm.device_products():
+            value, grads = _run(sweeps)
+    else:
+        value, grads = _run(sweeps)
     return value, _finish_grads(grads, args, wrt), d
 
 

@@ -41,12 +41,13 @@ from .cache import CACHE
 from .callables import _def_origin
 from .codegen.load import user_origin
 from .errors import ArgumentError, GraphFallbackWarning, caller_origin
-from .kernels import contract, gemm
+from .kernels import contract, elementwise, gemm
 from . import runtime as _runtime
 from .runtime import hooks
 
 MAX_SPECIALISATIONS = 8
 _SWEEPS = "_s2sad_graph_sweeps"
+_DEVICE_SWEEPS = "_s2sad_device_sweeps"
 
 
 # -- the derivative's sweeps, with matrix products on the capturable route -------------------------
@@ -60,8 +61,9 @@ class _Products(ast.NodeTransformer):
     ``_s2sad_capturable(x.dot)(b)``.  Callees known only at run time (``_rt.call(xp.matmul,
     ...)``) are routed by ``runtime.dispatch.call``."""
 
-    def __init__(self, namespace):
+    def __init__(self, namespace, plain=False):
         self.ns = namespace
+        self.plain = plain              # products only (device_sweeps): no capture bookkeeping
         self.depth = 0
         self.local = set()
         self.routes = {}                # callee -> the name its routed form is bound to
@@ -114,8 +116,9 @@ class _Products(ast.NodeTransformer):
     def visit_Attribute(self, node):
         # a read of an object's attribute, recorded while a graph is captured (_note): a replay
         # must see that it is still the same
-        if not isinstance(node.ctx, ast.Load) or self.depth == 0 or self._library(node):
-            return node
+        if self.plain or not isinstance(node.ctx, ast.Load) or self.depth == 0 or \
+                self._library(node):
+            return self.generic_visit(node) if self.plain else node
         value = self.visit(node.value)
         return ast.copy_location(ast.Call(ast.Name("_s2sad_attr", ast.Load()),
                                           [value, ast.Constant(node.attr)], []), node)
@@ -131,7 +134,10 @@ class _Products(ast.NodeTransformer):
         f = node.func
         callee = self._resolve(f)
         self.generic_visit(node)
-        if callee is not None:
+        if callee is not None and self.plain:
+            if contract.form_of(callee) is contract.matmul:
+                node.func = ast.copy_location(ast.Name("_s2sad_matmul", ast.Load()), f)
+        elif callee is not None:
             if callee is _RT_ATTR:
                 node.func = ast.copy_location(ast.Name("_s2sad_rt_attr", ast.Load()), f)
                 return node
@@ -144,7 +150,7 @@ class _Products(ast.NodeTransformer):
             elif _uncapturable(callee):
                 node.func = ast.copy_location(
                     ast.Call(ast.Name("_s2sad_guard", ast.Load()), [node.func], []), f)
-        elif isinstance(f, ast.Attribute) and f.attr == "dot":
+        elif isinstance(f, ast.Attribute) and f.attr == "dot" and not self.plain:
             node.func = ast.copy_location(
                 ast.Call(ast.Name("_s2sad_capturable", ast.Load()), [node.func], []), f)
         return node
@@ -179,9 +185,88 @@ def sweeps(d):
     return got
 
 
+class _Elementwise(ast.NodeTransformer):
+    """Each elementwise expression of the sweeps (:func:`.kernels.elementwise.compile_expr`) ->
+    ``_s2sad_ewN(leaves...)``, a :class:`.kernels.elementwise.Fused` that runs it as one kernel
+    on large CuPy arrays and as written otherwise."""
+
+    def __init__(self, namespace):
+        self.ns = namespace
+        self.depth = 0
+        self.local = set()
+        self.fused = {}
+
+    visit_FunctionDef = _Products.visit_FunctionDef
+    visit_AsyncFunctionDef = _Products.visit_FunctionDef
+    _resolve = _Products._resolve
+
+    def visit_Lambda(self, node):
+        return node
+
+    def visit_ClassDef(self, node):
+        return node
+
+    def _fuse(self, node):
+        if self.depth:
+            got = elementwise.compile_expr(node, self._resolve, _runtime.cj)
+            if got is not None and got[1]:
+                cexpr, leaves = got
+                args = ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in leaves],
+                                     kwonlyargs=[], kw_defaults=[], defaults=[])
+                lam = ast.fix_missing_locations(ast.Expression(ast.Lambda(args, node)))
+                fallback = eval(compile(lam, "<s2sad fused>", "eval"), self.ns)
+                name = f"_s2sad_ew{len(self.fused)}"
+                self.fused[name] = elementwise.Fused(cexpr, len(leaves), fallback,
+                                                     ast.unparse(node))
+                return ast.copy_location(
+                    ast.Call(ast.Name(name, ast.Load()),
+                             [ast.Name(n, ast.Load()) for n in leaves], []), node)
+        return self.generic_visit(node)
+
+    visit_BinOp = visit_UnaryOp = visit_Call = _fuse
+
+
+def device_sweeps(d):
+    """(fwd, bwd) of derivative ``d`` for plain (not graph) mode on CuPy arrays: the generated
+    code with ``a @ b`` and ``matmul`` callees through :func:`.kernels.gemm.matmul`, which reads
+    transposed and head-split views in place where CuPy's matmul would copy them (products
+    only: no capture bookkeeping).  Built once per derivative."""
+    got = getattr(d, _DEVICE_SWEEPS, None)
+    if got is not None:
+        return got
+    ns = dict(d.module.module.__dict__)
+    tree = _Products(ns, plain=True).visit(ast.parse(d.module.source))
+    ns["_s2sad_matmul"] = gemm.matmul
+    if elementwise.ENABLED:
+        fuse = _Elementwise(ns)
+        tree = fuse.visit(tree)
+        ns.update(fuse.fused)
+    ast.fix_missing_locations(tree)
+    exec(compile(tree, d.module.filename, "exec"), ns)
+    got = (ns[d.fwd.__name__], ns[d.bwd.__name__])
+    try:
+        setattr(d, _DEVICE_SWEEPS, got)
+    except AttributeError:
+        pass
+    return got
+
+
+def on_device(args):
+    """True when an argument is a CuPy array (plain mode then uses :func:`device_sweeps`)."""
+    for a in args:
+        if type(a).__module__.startswith("cupy"):
+            return True
+    return False
+
+
 def _graph_sweeps(d):
-    """runtime.dispatch's hook: a derived callee's capturable sweeps in graph mode, else None."""
-    return sweeps(d) if gemm.active() else None
+    """runtime.dispatch's hook: a derived callee's capturable sweeps in graph mode, its
+    device sweeps in plain mode on CuPy arrays, else None."""
+    if gemm.active():
+        return sweeps(d)
+    if gemm.plain_active():
+        return device_sweeps(d)
+    return None
 
 
 def _graph_callee(fn):

@@ -64,11 +64,47 @@ def retain(obj):
 
 
 def matmul(a, b):
-    """``a @ b``; inside :func:`graph_matmuls`, on CuPy arrays, through the capturable route."""
-    if not getattr(_state, "on", False) or type(a).__module__.split(".")[0] != "cupy" or \
-            type(b).__module__.split(".")[0] != "cupy":
+    """``a @ b``; on CuPy arrays, inside :func:`graph_matmuls`, through the capturable route, and
+    outside it where :func:`_gains` says the direct route saves device work."""
+    if type(a).__module__.split(".")[0] != "cupy" or type(b).__module__.split(".")[0] != "cupy":
         return a @ b
-    return _gemm(a, b)
+    if getattr(_state, "on", False) or (_DIRECT and _gains(a, b)):
+        return _gemm(a, b)
+    return a @ b
+
+
+# S2SAD_CUPY_GEMM=0: outside graph mode, every CuPy product is CuPy's own ``a @ b``
+_DIRECT = os.environ.get("S2SAD_CUPY_GEMM", "1") != "0"
+_MIN_ELEMENTS = 1 << 16
+
+
+def _gains(a, b):
+    """True when CuPy's ``matmul`` would do device work the direct route does not: for stacks
+    (ndim > 2) it copies every operand that is not C-contiguous (a transposed matrix, the heads of
+    a (B, T, H, d) array seen as (B, H, T, d), a slice) and runs a stack times one matrix as a
+    batch of products where one product does.  Two-dimensional products go through CuPy's ``dot``,
+    which reads transposed matrices in place.  Small products keep CuPy's route: its host cost is
+    lower than this module's Python."""
+    if (a.ndim <= 2 and b.ndim <= 2) or a.size + b.size < _MIN_ELEMENTS or a.dtype != b.dtype or \
+            a.dtype not in _TYPES:
+        return False
+    return not (a.flags.c_contiguous and b.flags.c_contiguous) or b.ndim == 2
+
+
+@contextlib.contextmanager
+def device_products():
+    """Plain mode (no graph) on CuPy arrays: derived callees run the sweeps whose products go
+    through :func:`matmul` (s2sad.graphs.device_sweeps) too."""
+    before = getattr(_state, "plain", False)
+    _state.plain = True
+    try:
+        yield
+    finally:
+        _state.plain = before
+
+
+def plain_active():
+    return getattr(_state, "plain", False)
 
 
 def prepare():
@@ -97,6 +133,8 @@ def _library():
         v, i, ll = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
         lib.cublasGemmStridedBatchedEx.argtypes = [v, i, i, i, i, i, v, v, i, i, ll, v, i, i, ll,
                                                    v, v, i, i, ll, i, i, i]
+        lib.cublasGemmBatchedEx.argtypes = [v, i, i, i, i, i, v, v, i, i, v, i, i, v, v, i, i,
+                                             i, i, i]
         lib.cublasCreate_v2.argtypes = [ctypes.POINTER(v)]
         lib.cublasSetStream_v2.argtypes = [v, v]
         lib.cublasSetWorkspace_v2.argtypes = [v, v, ctypes.c_size_t]
@@ -142,38 +180,128 @@ def _handle():
     return hd
 
 
-def _operand(x, batch, r, c):
-    """(array, batch stride, cuBLAS op, leading dimension) of a row-major r x c matrix stack."""
-    import cupy
+def _layout(x, r, c):
+    """(cuBLAS op, leading dimension) that reads the last two axes of ``x``, a row-major r x c
+    matrix (stack), in place; None when neither axis has unit stride (a copy is needed)."""
     item = x.itemsize
-    nbatch = len(batch)
-    xb = (1,) * (nbatch - (x.ndim - 2)) + x.shape[:-2]
-    for _ in range(2):
-        st = x.strides
-        ok = all(s % item == 0 and s >= 0 for s in st)
-        if ok:
-            rs, cs = st[-2] // item, st[-1] // item
-            if (c == 1 or cs == 1) and (r == 1 or rs >= c):
-                op, ld = _N, rs if r > 1 else max(1, c)
-            elif (r == 1 or rs == 1) and (c == 1 or cs >= r):
-                op, ld = _T, cs if c > 1 else max(1, r)
-            else:
-                ok = False
-        if ok:
-            if math.prod(xb) == 1:
-                return x, 0, op, ld
-            if xb == batch:
-                bstr = [s // item for s in st[:-2]]
-                bshape = x.shape[:-2]
-                dims = [d for d in range(len(bshape)) if bshape[d] > 1]
-                inner = dims[-1]
-                sb = bstr[inner]
-                if all(bstr[d] == sb * math.prod(bshape[d + 1:]) for d in dims):
-                    return x, sb, op, ld
-        # copy: broadcast batch axes made real, matrices row-major
-        x = cupy.ascontiguousarray(cupy.broadcast_to(x, batch + x.shape[-2:]))
-        xb = batch
-    raise AssertionError("unreachable: a C-contiguous operand always fits")
+    rs, cs = x.strides[-2], x.strides[-1]
+    if rs % item or cs % item or rs < 0 or cs < 0:
+        return None
+    rs, cs = rs // item, cs // item
+    if (c == 1 or cs == 1) and (r == 1 or rs >= c):
+        return _N, rs if r > 1 else max(1, c)
+    if (r == 1 or rs == 1) and (c == 1 or cs >= r):
+        return _T, cs if c > 1 else max(1, r)
+    return None
+
+
+def _batch_strides(x, batch):
+    """Element strides of ``x`` along the broadcast batch axes ``batch`` (0 where broadcast), or
+    None (a stride that is not a whole number of elements, or negative)."""
+    item = x.itemsize
+    lead = len(batch) - (x.ndim - 2)
+    out = []
+    for d, n in enumerate(batch):
+        if d < lead or x.shape[d - lead] == 1:
+            out.append(0)
+            continue
+        s = x.strides[d - lead]
+        if s % item or s < 0:
+            return None
+        out.append(s // item)
+    return out
+
+
+def _plan(a, b, batch, m, k, n):
+    """How to run ``a @ b`` without copies: (a, b, op/ld of each, merged batch axes as
+    [(size, stride_a, stride_b, stride_c)], at most three), copying only an operand whose
+    matrices have no unit stride or whose strides are not whole elements (or, rarely, both when
+    broadcasting leaves more than three batch axes that do not nest)."""
+    import cupy
+    ops = []
+    for x, r, c in ((a, m, k), (b, k, n)):
+        lay = _layout(x, r, c)
+        st = _batch_strides(x, batch) if lay is not None else None
+        if st is None:
+            x = cupy.ascontiguousarray(x)
+            lay, st = _layout(x, r, c), _batch_strides(x, batch)
+        ops.append((x, lay, st))
+    (a, la, sa), (b, lb, sb) = ops
+    sc, acc = [], m * n
+    for size in reversed(batch):
+        sc.append(acc)
+        acc *= size
+    sc.reverse()
+    axes = [(size, sa[d], sb[d], sc[d]) for d, size in enumerate(batch) if size > 1]
+    merged = []
+    for ax in axes:                 # adjacent axes whose strides nest become one axis
+        if merged:
+            size0, *st0 = merged[-1]
+            size1, *st1 = ax
+            if all(s0 == s1 * size1 for s0, s1 in zip(st0, st1)):
+                merged[-1] = (size0 * size1,) + tuple(st1)
+                continue
+        merged.append(ax)
+    if len(merged) > 3:             # broadcasting that interleaves: make both stacks real
+        a = cupy.ascontiguousarray(cupy.broadcast_to(a, batch + (m, k)))
+        b = cupy.ascontiguousarray(cupy.broadcast_to(b, batch + (k, n)))
+        return _plan(a, b, batch, m, k, n)
+    return a, b, la, lb, merged
+
+
+_PTRS = []
+
+
+def _pointers_kernel():
+    """One launch that writes the three pointer arrays of a batched product over up to three
+    batch axes (byte offsets from each operand's base)."""
+    if not _PTRS:
+        import cupy
+        _PTRS.append(cupy.ElementwiseKernel(
+            "int64 pa, int64 pb, int64 pc, int64 n1, int64 n2, int64 a0, int64 a1, int64 a2, "
+            "int64 b0, int64 b1, int64 b2, int64 c0, int64 c1, int64 c2", "raw int64 out",
+            "long long i0 = i / (n1 * n2), r = i % (n1 * n2), i1 = r / n2, i2 = r % n2;"
+            "long long nb = _ind.size();"
+            "out[i] = pa + i0 * a0 + i1 * a1 + i2 * a2;"
+            "out[i + nb] = pb + i0 * b0 + i1 * b1 + i2 * b2;"
+            "out[i + 2 * nb] = pc + i0 * c0 + i1 * c1 + i2 * c2;",
+            "s2sad_gemm_pointers"))
+    return _PTRS[0]
+
+
+def _run(hd, dt, a, b, opa, lda, opb, ldb, m, n, k, axes, out):
+    """C = A B (row-major) as column-major C^T = B^T A^T on handle ``hd``: one product, a
+    strided batch (one batch axis), or a pointer-array batch (two or three axes that do not nest:
+    the heads of a (B, T, H, d) array seen as (B, H, T, d))."""
+    import cupy
+    cuda_t, compute, scalar_t = _TYPES[dt]
+    one, zero = hd.scalars[scalar_t]
+    lib = hd.lib
+    _check(lib.cublasSetStream_v2(hd.h, cupy.cuda.get_current_stream().ptr), "cublasSetStream_v2")
+    if len(axes) <= 1:
+        count, sa, sb, sc = axes[0] if axes else (1, 0, 0, m * n)
+        _check(lib.cublasGemmStridedBatchedEx(
+            hd.h, opb, opa, n, m, k, one.data.ptr,
+            b.data.ptr, cuda_t, ldb, sb,
+            a.data.ptr, cuda_t, lda, sa,
+            zero.data.ptr, out.data.ptr, cuda_t, n, sc,
+            count, compute, -1), "cublasGemmStridedBatchedEx")
+        return
+    axes = [(1, 0, 0, 0)] * (3 - len(axes)) + list(axes)
+    count = math.prod(ax[0] for ax in axes)
+    item = np.dtype(dt).itemsize
+    st = [[ax[j] * item for ax in axes] for j in (1, 2, 3)]
+    ptrs = cupy.empty(3 * count, np.int64)
+    retain(ptrs)
+    _pointers_kernel()(a.data.ptr, b.data.ptr, out.data.ptr, axes[1][0], axes[2][0],
+                       *st[0], *st[1], *st[2], ptrs, size=count)
+    base = ptrs.data.ptr
+    _check(lib.cublasGemmBatchedEx(
+        hd.h, opb, opa, n, m, k, one.data.ptr,
+        base + 8 * count, cuda_t, ldb,
+        base, cuda_t, lda,
+        zero.data.ptr, base + 16 * count, cuda_t, n,
+        count, compute, -1), "cublasGemmBatchedEx")
 
 
 def _gemm(a, b):
@@ -198,21 +326,14 @@ def _gemm(a, b):
     else:
         hd = _handle()
         retain(hd)
-        A, sa, opa, lda = _operand(a, batch, m, k)
-        B, sb, opb, ldb = _operand(b, batch, k, n)
         out = cupy.empty(batch + (m, n), dt)
-        cuda_t, compute, scalar_t = _TYPES[dt]
-        one, zero = hd.scalars[scalar_t]
-        lib = hd.lib
-        _check(lib.cublasSetStream_v2(hd.h, cupy.cuda.get_current_stream().ptr),
-               "cublasSetStream_v2")
-        # row-major C = A B is column-major C^T = B^T A^T
-        _check(lib.cublasGemmStridedBatchedEx(
-            hd.h, opb, opa, n, m, k, one.data.ptr,
-            B.data.ptr, cuda_t, ldb, sb,
-            A.data.ptr, cuda_t, lda, sa,
-            zero.data.ptr, out.data.ptr, cuda_t, n, m * n,
-            math.prod(batch), compute, -1), "cublasGemmStridedBatchedEx")
+        a, b, (opa, lda), (opb, ldb), axes = _plan(a, b, batch, m, k, n)
+        rows = m
+        if len(axes) == 1 and axes[0][2] == 0 and opa == _N and axes[0][1] == m * lda:
+            # a stack of matrices times one matrix, the stack's rows evenly spaced (x @ W with
+            # x of shape (B, T, D)): one product of a (B*T, D) matrix
+            rows, axes = m * axes[0][0], []
+        _run(hd, dt, a, b, opa, lda, opb, ldb, rows, n, k, axes, out)
     if a1:
         out = out[..., 0, :]
     if b1:

@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from ... import runtime as _rt
+from ...kernels import elementwise as _ew
 from ..adjoints import (A, BINARY, UFUNC, UNARY, _NoValue, _each, _np, _results, asarray, cj,
                         export, like, tangent_list, xp)
 from ..registry import defmethod, defrule
@@ -191,8 +192,12 @@ def power_exponent(g, ans, x1, x2):
 
 
 def maximum(g, x1, x2, which, sign=1, nan=False):
-    m = xp(g, x1, x2)
     a, b = (x1, x2) if which == 0 else (x2, x1)
+    if not nan and type(g) is not np.ndarray:
+        r = _ew.maximum_adjoint(g, a, b, sign)          # large CuPy arrays: one kernel
+        if r is not None:
+            return _rt.unbroadcast(r, x1 if which == 0 else x2)
+    m = xp(g, x1, x2)
     a = asarray(a, like=g)
     # a Python number compares with an array as it is (relu's 0.0: no array made for it)
     b = b if type(b) in (float, int) and hasattr(a, "shape") and not nan else asarray(b, like=g)

@@ -1,0 +1,235 @@
+"""Elementwise expressions of generated code as single CuPy kernels (plain mode on CuPy arrays).
+
+On an H200, CuPy's elementwise kernels move about 1.7 TB/s (one element per thread: too few
+bytes in flight to cover memory latency) where PyTorch's move 4+ TB/s; a derivative of a large
+step is mostly such passes.  :func:`s2sad.graphs.device_sweeps` hands each elementwise expression
+of the generated sweeps (``+ - * /``, ``**``, unary minus, the one-argument ufuncs below, ``_rt.cj``
+of a real array) to a :class:`Fused`: at run time, when its array operands are large C-contiguous
+CuPy arrays of one float dtype, each either of the result's shape, or reduced along the last axis
+with ``keepdims`` (``s / s.sum(-1, keepdims=True)``), or a vector along the last axis (a bias), or
+one element, and its other operands Python numbers, the expression runs as one kernel in which
+each thread loads its elements first (``_UNROLL`` of them, a grid-stride apart) and then computes
+and stores them.  Anything else runs the expression as written (the fallback is the same Python
+expression, so results never depend on the route: the kernel computes the same operations in the
+same order in the arrays' dtype, with Python numbers converted to it as CuPy converts them).
+
+:func:`maximum_adjoint` is the adjoint of ``maximum``/``minimum`` (relu) in one such kernel.
+"""
+import ast
+import os
+
+import numpy as np
+
+# one-argument ufuncs and the CUDA function each is (float and double overloads exist for all)
+UFUNCS = {"exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin", "cos": "cos", "tan": "tan",
+          "sqrt": "sqrt", "sinh": "sinh", "cosh": "cosh", "log1p": "log1p", "expm1": "expm1",
+          "arctan": "atan", "arcsin": "asin", "arccos": "acos", "arcsinh": "asinh",
+          "arctanh": "atanh", "exp2": "exp2", "log2": "log2", "log10": "log10", "cbrt": "cbrt",
+          "absolute": "fabs", "abs": "fabs", "fabs": "fabs", "negative": "-"}
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+_FLOATS = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
+_UNROLL = 4
+MIN_ELEMENTS = 1 << 16          # below this CuPy's own kernels (lower host cost) run
+ENABLED = os.environ.get("S2SAD_CUPY_FUSE", "1") != "0"   # S2SAD_CUPY_FUSE=0: CuPy's kernels only
+_FULL, _ROW, _COL, _ONE = "f", "r", "c", "1"
+
+
+class Fused:
+    """One elementwise expression; called with the values of its leaves (names, in order)."""
+
+    def __init__(self, cexpr, arity, fallback, text):
+        self.cexpr = cexpr              # C text with {0}, {1}... for the leaves
+        self.arity = arity
+        self.fallback = fallback
+        self.text = text                # the Python expression (for reading the code)
+        self.kernels = {}
+
+    def __repr__(self):
+        return f"<s2sad fused kernel: {self.text}>"
+
+    def __call__(self, *vals):
+        plan = _plan(vals)
+        if plan is None:
+            return self.fallback(*vals)
+        import cupy
+        dt, shape, modes, n, last = plan
+        key = (dt, modes, n < 2 ** 31)
+        k = self.kernels.get(key)
+        if k is None:
+            k = self.kernels[key] = _kernel(self.cexpr, dt, modes, n < 2 ** 31)
+        out = cupy.empty(shape, dt)
+        args = [v.reshape(-1) if m != "s" else v for v, m in zip(vals, modes)]
+        span = -(-n // _UNROLL)
+        k(*args, n, last, out.reshape(-1), size=span)
+        return out
+
+
+def _plan(vals):
+    """(dtype, result shape, mode of each operand, size, last-axis length) when the kernel route
+    applies, else None."""
+    big = None
+    dt = None
+    for v in vals:
+        t = type(v)
+        if t is float or t is int:
+            continue
+        if not t.__module__.startswith("cupy") or not hasattr(v, "flags"):
+            return None
+        if dt is None:
+            dt = v.dtype
+        elif v.dtype != dt:
+            return None
+        if big is None or v.size > big.size:
+            big = v
+    if big is None or dt not in _FLOATS or big.size < MIN_ELEMENTS:
+        return None
+    shape = big.shape
+    nd = len(shape)
+    last = shape[-1] if nd else 1
+    modes = []
+    for v in vals:
+        t = type(v)
+        if t is float or t is int:
+            modes.append("s")
+            continue
+        if not v.flags.c_contiguous:
+            return None
+        s = v.shape
+        if s == shape:
+            modes.append(_FULL)
+        elif v.size == 1:
+            modes.append(_ONE)
+        elif len(s) == nd and s[:-1] == shape[:-1] and s[-1] == 1:
+            modes.append(_ROW)
+        elif len(s) <= nd and s[-1] == last and v.size == last:
+            modes.append(_COL)
+        else:
+            return None
+    return dt, shape, tuple(modes), big.size, last
+
+
+def _kernel(cexpr, dt, modes, small):
+    """The kernel of one expression for one dtype and operand layout: each thread loads its
+    ``_UNROLL`` elements of every array operand (a grid-stride apart: coalesced), then computes
+    and stores them (loads first, so that they are all in flight together)."""
+    import cupy
+    ct = _FLOATS[dt]
+    ctype = "float" if ct == "float32" else "double"
+    idx = "unsigned int" if small else "long long"
+    params, loads, names = [], [], []
+    for i, m in enumerate(modes):
+        if m == "s":
+            params.append(f"{ct} s{i}")
+            names.append(f"s{i}")
+            continue
+        params.append(f"raw {ct} a{i}")
+        loads.append(f"v{i}[u] = a{i}[{ {_FULL: 'j', _ROW: 'j / L', _COL: 'j % L', _ONE: '0'}[m]}];")
+        names.append(f"v{i}[u]")
+    expr = cexpr.replace("__T__", ctype).format(*names)
+    body = [f"const {idx} S = ({idx})_ind.size(), N = ({idx})n, L = ({idx})last;"]
+    body += [f"{ctype} v{i}[{_UNROLL}];" for i, m in enumerate(modes) if m != "s"]
+    body += ["#pragma unroll",
+             f"for (int u = 0; u < {_UNROLL}; ++u) {{",
+             f"    const {idx} j = ({idx})i + u * S;",
+             "    if (j < N) { " + " ".join(loads) + " }",
+             "}",
+             "#pragma unroll",
+             f"for (int u = 0; u < {_UNROLL}; ++u) {{",
+             f"    const {idx} j = ({idx})i + u * S;",
+             f"    if (j < N) out[j] = ({ctype})({expr});",
+             "}"]
+    params += ["int64 n", "int64 last"]
+    return cupy.ElementwiseKernel(", ".join(params), f"raw {ct} out", "\n".join(body),
+                                  "s2sad_fused", reduce_dims=False)
+
+
+# -- building a Fused from an expression of generated code -------------------------------------------
+
+class _Not(Exception):
+    pass
+
+
+def compile_expr(node, resolve, cj):
+    """(C template, leaf names in order) of an elementwise expression, or None.  ``resolve(expr)``
+    gives the object a dotted name denotes (None for locals); ``cj`` is runtime's conjugate."""
+    leaves = []
+    ops = []
+
+    def leaf(name):
+        if name not in leaves:
+            leaves.append(name)
+        return "{%d}" % leaves.index(name)
+
+    def c(e):
+        if isinstance(e, ast.Name):
+            return leaf(e.id)
+        if isinstance(e, ast.Constant) and type(e.value) in (int, float):
+            v = e.value
+            if type(v) is float and not np.isfinite(v):
+                raise _Not
+            return f"((__T__){float(v)!r})"   # in the arrays' dtype, as CuPy converts it
+        if isinstance(e, ast.BinOp):
+            ops.append(e)
+            if isinstance(e.op, ast.Pow):
+                return f"pow({c(e.left)}, {c(e.right)})"
+            op = _BINOPS.get(type(e.op))
+            if op is None:
+                raise _Not
+            return f"({c(e.left)} {op} {c(e.right)})"
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+            ops.append(e)
+            return f"({'-' if isinstance(e.op, ast.USub) else '+'}{c(e.operand)})"
+        if isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords:
+            fn = resolve(e.func)
+            if fn is None:
+                raise _Not
+            if fn is cj:
+                return c(e.args[0])             # real dtypes only reach the kernel
+            name = getattr(fn, "__name__", None)
+            mod = type(fn).__module__.split(".")[0]
+            if name in UFUNCS and type(fn).__name__ == "ufunc" and mod in ("numpy", "cupy",
+                                                                           "cupy._core"):
+                f = UFUNCS[name]
+                ops.append(e)
+                return f"(-{c(e.args[0])})" if f == "-" else f"{f}({c(e.args[0])})"
+        raise _Not
+
+    try:
+        text = c(node)
+    except _Not:
+        return None
+    if not any(not (isinstance(o, ast.UnaryOp) and isinstance(o.op, ast.UAdd)) for o in ops):
+        return None                 # no operation (``_rt.cj(x)`` of a real array is x itself)
+    return text, leaves
+
+
+# -- the adjoint of maximum / minimum --------------------------------------------------------------
+
+_MAX_KERNELS = {}
+
+
+def maximum_adjoint(g, a, b, sign):
+    """``where(a > b, g, where(a == b, g / 2, 0 * g))`` (``<`` for minimum) in one kernel, for
+    large C-contiguous CuPy arrays ``g`` and ``a`` of one float dtype and shape and ``b`` a Python
+    number or such an array; None otherwise (the caller's general path)."""
+    t = type(g)
+    if not t.__module__.startswith("cupy") or type(a) is not t or g.dtype != a.dtype or \
+            g.dtype not in _FLOATS or g.shape != a.shape or g.size < MIN_ELEMENTS or \
+            not (g.flags.c_contiguous and a.flags.c_contiguous):
+        return None
+    scalar = type(b) in (float, int)
+    if not scalar and (type(b) is not t or b.dtype != g.dtype or b.shape != g.shape or
+                       not b.flags.c_contiguous):
+        return None
+    import cupy
+    key = (g.dtype, scalar, sign > 0)
+    k = _MAX_KERNELS.get(key)
+    if k is None:
+        ct = _FLOATS[g.dtype]
+        cty = "float" if ct == "float32" else "double"
+        cmp = ">" if sign > 0 else "<"
+        k = _MAX_KERNELS[key] = cupy.ElementwiseKernel(
+            f"{ct} g, {ct} a, {ct} b", f"{ct} r",
+            f"r = (a {cmp} b) ? g : ((a == b) ? g * ({cty})0.5 : g * ({cty})0)",
+            "s2sad_maximum_adjoint")
+    return k(g, a, b)

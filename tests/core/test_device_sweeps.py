@@ -1,0 +1,98 @@
+"""The sweeps plain mode runs on CuPy arrays (s2sad.graphs.device_sweeps), checked on the CPU.
+
+The generated code is rewritten twice: matrix products go through s2sad.kernels.gemm.matmul, and
+each elementwise expression through a s2sad.kernels.elementwise.Fused, which runs one kernel on
+large CuPy arrays and the expression as written otherwise.  Here (NumPy arrays) every Fused takes
+its fallback, so the rewritten sweeps must give exactly the numbers of the generated ones; the
+expressions the rewrite hands to kernels, and their C text, are checked too.  The kernels run in
+tests/gpu/test_device_route_gpu.py."""
+import ast
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import graphs
+from s2sad.api import _spec_for
+from s2sad.kernels import elementwise
+from s2sad.testing import check_grads
+
+
+def step(W1, b1, W2, x, y):
+    h = np.maximum(x @ W1 + b1, 0.0)
+    z = np.tanh(h @ W2)
+    s = z - np.max(z, axis=1, keepdims=True)
+    p = np.exp(s) / np.sum(np.exp(s), axis=1, keepdims=True)
+    err = p - y
+    return np.mean(err * err) + 0.5 * np.sum(W1 ** 2)
+
+
+def _args():
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal((5, 7)), rng.standard_normal(7), rng.standard_normal((7, 3)),
+            rng.standard_normal((4, 5)), rng.standard_normal((4, 3))]
+
+
+def test_rewritten_sweeps_give_the_same_numbers():
+    args = _args()
+    wrt = (0, 1, 2)
+    v, g = s2sad.value_and_grad(step, wrt=wrt)(*args)
+    spec = _spec_for(step, wrt)
+    d, full = spec.derivative(spec.bind(tuple(args), {}), [(i, None) for i in wrt])
+    fwd, bwd = graphs.device_sweeps(d)
+    assert graphs.device_sweeps(d) == (fwd, bwd)                 # built once per derivative
+    val, tape = fwd(*full)
+    got = bwd(tape, 1.0)
+    assert val == v
+    for a, b in zip(got, g):
+        assert np.array_equal(a, b)
+    fused = {k: f for k, f in fwd.__globals__.items() if k.startswith("_s2sad_ew")}
+    texts = {f.text for f in fused.values()}
+    assert any("tanh" in t for t in texts) and any("1 - z * z" in t or "1 - " in t for t in texts)
+    assert any(k.startswith("_s2sad_matmul") for k in fwd.__globals__)
+    check_grads(step, tuple(args), wrt=wrt)
+
+
+def _compile(text):
+    node = ast.parse(text, mode="eval").body
+    ns = {"np": np, "numpy": np, "_rt": s2sad.runtime, "len": len}
+
+    def resolve(e):
+        parts = []
+        while isinstance(e, ast.Attribute):
+            parts.append(e.attr)
+            e = e.value
+        obj = ns.get(e.id) if isinstance(e, ast.Name) else None
+        for p in reversed(parts):
+            obj = getattr(obj, p, None)
+        return obj
+    return elementwise.compile_expr(node, resolve, s2sad.runtime.cj)
+
+
+@pytest.mark.parametrize("text,want", [
+    ("g * (1 - h * h)", ("({0} * (((__T__)1.0) - ({1} * {1})))", ["g", "h"])),
+    ("-np.exp(a) / _rt.cj(b)", ("((-exp({0})) / {1})", ["a", "b"])),
+    ("x ** 2 + np.negative(y)", ("(pow({0}, ((__T__)2.0)) + (-{1}))", ["x", "y"])),
+    ("np.abs(0.5 * t)", ("fabs((((__T__)0.5) * {0}))", ["t"])),
+])
+def test_expressions_to_c(text, want):
+    assert _compile(text) == want
+
+
+@pytest.mark.parametrize("text", [
+    "_rt.cj(x)",                 # no operation: nothing to run
+    "a > b", "a and b", "a @ b", "a // b", "a % b",
+    "np.maximum(a, b)",          # two-argument ufunc (NaN rules): CuPy's own kernel
+    "np.sum(a)", "a.sum()", "x.T * 2", "a[0] + 1", "len(a) * 2",
+    "a * float('inf')", "a + 1j",
+])
+def test_expressions_left_to_cupy(text):
+    assert _compile(text) is None
+
+
+def test_fused_falls_back_without_cupy_arrays():
+    f = elementwise.Fused("({0} * {1})", 2, lambda a, b: a * b, "a * b")
+    a = np.arange(70000.0)
+    assert elementwise._plan([a, a]) is None
+    assert np.array_equal(f(a, a), a * a)
+    assert f(2.0, 3) == 6.0

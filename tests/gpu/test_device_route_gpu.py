@@ -1,0 +1,222 @@
+"""Plain mode on CuPy arrays (issue 14, device time of large steps): the direct cuBLAS products
+(s2sad/kernels/gemm.py, transposed and head-split views read in place), the fused elementwise
+kernels (s2sad/kernels/elementwise.py), the one-kernel maximum adjoint and the bias sums as
+matrix-vector products, each against the NumPy reference or CuPy's own route.  Skipped without
+CuPy and a GPU."""
+import ast
+
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad import graphs
+from s2sad.kernels import elementwise, gemm
+from s2sad.runtime import arrays
+from gpu_helpers import GPU_OK, cp, needs_gpu
+
+pytestmark = needs_gpu
+
+if GPU_OK:
+    gam = cp.get_array_module
+else:
+    def gam(*a):
+        return np
+
+
+def _heads(B, T, H, d, rng):
+    return rng.standard_normal((B, T, H * d)).reshape(B, T, H, d).transpose(0, 2, 1, 3)
+
+
+PRODUCTS = {
+    "stack @ matrix": lambda r: (r.standard_normal((8, 64, 96)), r.standard_normal((96, 48))),
+    "slice @ matrix.T": lambda r: (r.standard_normal((8, 64, 192))[..., 96:],
+                                   r.standard_normal((48, 96)).T),
+    "heads @ heads^T": lambda r: (_heads(4, 128, 4, 32, r),
+                                  _heads(4, 128, 4, 32, r).swapaxes(-1, -2)),
+    "scores @ heads": lambda r: (r.standard_normal((4, 4, 128, 128)), _heads(4, 128, 4, 32, r)),
+    "heads^T @ grads": lambda r: (_heads(4, 128, 4, 32, r).swapaxes(-1, -2),
+                                  r.standard_normal((4, 4, 128, 128))),
+    "broadcast batch": lambda r: (r.standard_normal((3, 1, 64, 70)),
+                                  r.standard_normal((4, 70, 50))),
+    "interleaved broadcast": lambda r: (r.standard_normal((2, 1, 3, 1, 40, 30)),
+                                        r.standard_normal((1, 4, 1, 2, 30, 20))),
+}
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(PRODUCTS))
+def test_direct_products(name, dt):
+    a, b = PRODUCTS[name](np.random.default_rng(0))
+    a, b = a.astype(dt), b.astype(dt)
+    ga = cp.asarray(np.ascontiguousarray(a))
+    gb = cp.asarray(np.ascontiguousarray(b))
+    # the same views of device arrays
+    va = _view_like(ga, a)
+    vb = _view_like(gb, b)
+    got = gemm._gemm(va, vb)
+    want = a @ b
+    tol = 2e-5 if dt == np.float32 else 1e-12
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(cp.asnumpy(got), want, rtol=tol, atol=tol * 10)
+    # and plain mode takes the direct route where CuPy would copy or batch a stack @ matrix
+    if name not in ("broadcast batch", "interleaved broadcast"):
+        assert gemm._gains(va, vb)
+    np.testing.assert_allclose(cp.asnumpy(gemm.matmul(va, vb)), want, rtol=tol, atol=tol * 10)
+
+
+def _view_like(g, a):
+    """A view of device array ``g`` (the contiguous copy of ``a``) with ``a``'s strides."""
+    if a.flags.c_contiguous:
+        return g
+    base = cp.asarray(np.ascontiguousarray(a.base if a.base is not None else a))
+    off = (a.__array_interface__["data"][0] -
+           (a.base if a.base is not None else a).__array_interface__["data"][0])
+    return cp.ndarray(a.shape, a.dtype, base.data + off, a.strides)
+
+
+def _fused(expr_text, ns=None):
+    node = ast.parse(expr_text, mode="eval").body
+    ns = dict(ns or {}, cupy=cp, numpy=np)
+
+    def resolve(e):
+        parts = []
+        while isinstance(e, ast.Attribute):
+            parts.append(e.attr)
+            e = e.value
+        obj = ns.get(e.id) if isinstance(e, ast.Name) else None
+        for p in reversed(parts):
+            obj = getattr(obj, p, None)
+        return obj
+    cexpr, leaves = elementwise.compile_expr(node, resolve, s2sad.runtime.cj)
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in leaves], kwonlyargs=[],
+                         kw_defaults=[], defaults=[])
+    lam = eval(compile(ast.fix_missing_locations(ast.Expression(ast.Lambda(args, node))),
+                       "<t>", "eval"), ns)
+    return elementwise.Fused(cexpr, len(leaves), lam, expr_text), leaves
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("expr,shapes", [
+    ("g * (1 - h * h)", {"g": (300, 400), "h": (300, 400)}),
+    ("s - m", {"s": (8, 64, 256), "m": (8, 64, 1)}),                 # keepdims along the last axis
+    ("cupy.exp(x + b) * 0.5", {"x": (512, 300), "b": (300,)}),        # a bias
+    ("-(a / c) ** 2 + cupy.tanh(a)", {"a": (70000,), "c": (1,)}),     # one element
+    ("2 * (g * e) - 0.1", {"g": (250, 300), "e": (250, 300)}),
+])
+def test_fused_kernels_match_cupy(expr, shapes, dt):
+    rng = np.random.default_rng(1)
+    f, leaves = _fused(expr)
+    vals = [cp.asarray(rng.uniform(0.5, 1.5, shapes[n]).astype(dt)) for n in leaves]
+    assert elementwise._plan(vals) is not None           # the kernel route is taken
+    got = f(*vals)
+    want = f.fallback(*vals)                             # CuPy's own kernels, one per operation
+    assert got.shape == want.shape and got.dtype == want.dtype
+    if dt == np.float64:
+        np.testing.assert_allclose(cp.asnumpy(got), cp.asnumpy(want), rtol=1e-14, atol=0)
+    else:
+        np.testing.assert_allclose(cp.asnumpy(got), cp.asnumpy(want), rtol=2e-6, atol=0)
+
+
+def test_fused_falls_back_outside_its_layouts():
+    f, leaves = _fused("a * b + 1")
+    rng = np.random.default_rng(2)
+    a = cp.asarray(rng.standard_normal((400, 300)))
+    for b in (a[:, ::-1], a.T.copy().T, cp.asarray(rng.standard_normal((400, 1)).astype(np.float32)),
+              np.float64(2.0), 3 + 1j):
+        if isinstance(b, cp.ndarray) and b.dtype == a.dtype and b.flags.c_contiguous:
+            continue
+        assert elementwise._plan([a, b]) is None
+        np.testing.assert_allclose(cp.asnumpy(f(a, b)), cp.asnumpy(a * b + 1))
+    small = cp.ones((10, 10))
+    assert elementwise._plan([small, small]) is None
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+@pytest.mark.parametrize("scalar", [True, False])
+def test_maximum_adjoint_kernel(sign, scalar):
+    rng = np.random.default_rng(3)
+    a = cp.asarray(np.round(rng.standard_normal((300, 300)), 1).astype(np.float32))
+    g = cp.asarray(rng.standard_normal((300, 300)).astype(np.float32))
+    b = 0.0 if scalar else cp.asarray(np.round(rng.standard_normal((300, 300)), 1)
+                                      .astype(np.float32))
+    got = elementwise.maximum_adjoint(g, a, b, sign)
+    win = (a > b) if sign > 0 else (a < b)
+    want = cp.where(win, g, cp.where(a == b, 0.5 * g, 0 * g))
+    assert got is not None and got.dtype == np.float32
+    assert bool((got == want).all())
+    assert bool((a == b).any())                          # the ties were exercised
+
+
+def test_bias_sum_as_product():
+    rng = np.random.default_rng(4)
+    g = cp.asarray(rng.standard_normal((4096, 300)).astype(np.float32))
+    got = arrays._sum_leading(g, 1)
+    np.testing.assert_allclose(cp.asnumpy(got), cp.asnumpy(g).astype(np.float64).sum(0),
+                               rtol=1e-4, atol=1e-3)
+    g3 = cp.asarray(rng.standard_normal((8, 512, 40)))
+    np.testing.assert_allclose(cp.asnumpy(arrays._sum_leading(g3, 2)),
+                               cp.asnumpy(g3).sum((0, 1)), rtol=1e-12, atol=1e-10)
+
+
+def attention(Wq, Wk, Wv, Wo, x, y):
+    xp = gam(x)
+    B, T, D = x.shape
+    q = (x @ Wq).reshape(B, T, 4, D // 4).transpose(0, 2, 1, 3)
+    k = xp.swapaxes((x @ Wk).reshape(B, T, 4, D // 4), 1, 2)
+    v = xp.transpose((x @ Wv).reshape(B, T, 4, D // 4), (0, 2, 1, 3))
+    s = (q @ xp.swapaxes(k, -1, -2)) * 0.125
+    s = s - xp.max(s, axis=-1, keepdims=True)
+    p = xp.exp(s)
+    p = p / xp.sum(p, axis=-1, keepdims=True)
+    o = xp.moveaxis(p @ v, 1, 2).reshape(B, T, D)
+    h = xp.tanh(xp.concatenate([x, o @ Wo], axis=-1))
+    err = h - y
+    return xp.mean(err * err)
+
+
+def mlp(W1, b1, W2, b2, x, t):
+    xp = gam(x)
+    h = xp.maximum(x @ W1 + b1, 0.0)
+    h = xp.tanh(h @ W2 + b2)
+    z = h - xp.max(h, axis=1, keepdims=True)
+    logp = z - xp.log(xp.sum(xp.exp(z), axis=1, keepdims=True))
+    return -xp.sum(logp * t) / x.shape[0]
+
+
+def _attention_args(rng, B=4, T=128, D=64):
+    w = [rng.standard_normal((D, D)) / np.sqrt(D) for _ in range(4)]
+    return w + [rng.standard_normal((B, T, D)), 0.5 * rng.standard_normal((B, T, 2 * D))]
+
+
+def _mlp_args(rng, N=2048, D=64, H=256):
+    return [rng.standard_normal((D, H)) / 8, 0.1 * rng.standard_normal(H),
+            rng.standard_normal((H, H)) / 16, 0.1 * rng.standard_normal(H),
+            rng.standard_normal((N, D)), np.eye(H)[rng.integers(0, H, N)]]
+
+
+@pytest.mark.parametrize("step,make,nw", [(attention, _attention_args, 4), (mlp, _mlp_args, 4)])
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_steps_on_the_device_route_match_numpy(step, make, nw, dt, monkeypatch):
+    """Whole steps large enough for every route (direct products, fused kernels, maximum kernel,
+    bias sums): CuPy gradients against NumPy's."""
+    rng = np.random.default_rng(5)
+    args = [a.astype(dt) for a in make(rng)]
+    wrt = tuple(range(nw))
+    v_np, g_np = s2sad.value_and_grad(step, wrt=wrt)(*args)
+    dev = [cp.asarray(a) for a in args]
+    used = []
+    real = elementwise.Fused.__call__
+
+    def spy(self, *vals):
+        if elementwise._plan(vals) is not None:
+            used.append(self.text)
+        return real(self, *vals)
+    monkeypatch.setattr(elementwise.Fused, "__call__", spy)
+    v, g = s2sad.value_and_grad(step, wrt=wrt)(*dev)
+    assert used, "no fused kernel ran"
+    tol = 1e-10 if dt == np.float64 else 2e-4
+    assert abs(float(v) - float(v_np)) <= tol * abs(float(v_np))
+    for a, b in zip(g, g_np):
+        assert isinstance(a, cp.ndarray) and a.dtype == dt
+        np.testing.assert_allclose(cp.asnumpy(a), b, rtol=tol, atol=tol)
+    assert graphs.on_device(dev)
