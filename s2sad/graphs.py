@@ -169,6 +169,10 @@ def sweeps(d):
     ns = dict(d.module.module.__dict__)
     rewrite = _Products(ns)
     tree = rewrite.visit(ast.parse(d.module.source))
+    if elementwise.ENABLED:
+        fuse = _Elementwise(ns)                # elementwise expressions as single kernels
+        tree = fuse.visit(tree)
+        ns.update(fuse.fused)
     ast.fix_missing_locations(tree)
     ns["_s2sad_matmul"] = gemm.matmul
     ns["_s2sad_capturable"] = contract.capturable
