@@ -418,8 +418,16 @@ def _value_and_grad(spec, args, kwargs, wrt, has_aux=False, jit=None):
             return out
     d, full = spec.derivative(args, wrt)
     fwd, bwd = d.fwd, d.bwd
-    if graphs.on_device(full):
-        # CuPy: matrix products that read transposed and head-split views in place
+    dev = getattr(d, "_s2sad_on_device", None)
+    if dev is None:                 # (a derivative is specialised on its arguments' array library)
+        dev = graphs.on_device(full)
+        try:
+            d._s2sad_on_device = dev
+        except AttributeError:
+            pass
+    if dev:
+        # CuPy: matrix products that read transposed and head-split views in place, elementwise
+        # expressions as single kernels (s2sad.graphs.device_sweeps)
         fwd, bwd = graphs.device_sweeps(d)
 
     def sweeps():
