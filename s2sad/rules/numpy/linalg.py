@@ -1,6 +1,8 @@
 """``np.linalg``: inverses and solves, determinants, decompositions (Cholesky, eigh, QR, SVD),
 ``pinv``, ``lstsq``, ``matrix_power``, ``multi_dot``, and the norms.
 """
+import functools
+
 import numpy as np
 
 from ... import runtime as _rt
@@ -117,26 +119,10 @@ def cholesky(g, ans, a, upper=False):
     m = xp(a)
     L = _mH(ans) if upper else ans
     gL = _mH(m.asarray(g)) if upper else m.asarray(g)
-    if m is np and L.ndim == 2:
-        try:
-            import scipy.linalg as sl
-        except ImportError:
-            sl = None
-        if sl is not None:
-            # S = L^-H Phi(L^H gL) L^-1 by two triangular solves (Murray 2016, "Differentiation
-            # of the Cholesky decomposition"): X = L^-H P, then S = X L^-1 = (L^-H X^H)^H
-            n = L.shape[-1]
-            P = np.tril(_mH(L) @ gL)
-            P.flat[::n + 1] *= 0.5
-            X = sl.solve_triangular(L, P, trans="C", lower=True, check_finite=False)
-            S = sl.solve_triangular(L, _mH(X), trans="C", lower=True, check_finite=False)
-            # (this is S^H, which gives the same S + S^H): the gradient w.r.t. the Hermitian A
-            # is (S + S^H) / 2; LAPACK reads one triangle, which gets twice its off-diagonal part
-            R = S + _mH(S)
-            r = np.triu(R) if upper else np.tril(R)
-            r.flat[::n + 1] *= 0.5
-            if r.dtype.kind == "c":
-                r.flat[::n + 1] = r.flat[::n + 1].real
+    if m is np and L.ndim == 2 and gL.shape == L.shape and L.shape[-1] > 0:
+        sl = _scipy_lapack()
+        r = None if sl is None else _cholesky_lapack(sl, gL, L, upper)
+        if r is not None:
             return like(r, a)
     P = _phi(_mH(L) @ gL)
     # S = L^-H P L^-1
@@ -146,6 +132,59 @@ def cholesky(g, ans, a, upper=False):
     S = _mH(Linv) @ P @ Linv
     S = 0.5 * (S + _mH(S))                  # the gradient w.r.t. a Hermitian A
     return like(_from_hermitian(S, "U" if upper else "L"), a)
+
+
+def _scipy_lapack():
+    try:
+        import scipy.linalg as sl
+    except ImportError:
+        return None
+    return sl
+
+
+@functools.lru_cache(maxsize=16)
+def _tri_mask_cached(n):
+    w = np.tri(n, dtype=bool)
+    w.flags.writeable = False
+    return w
+
+
+def triangle(x, lower=True, diag=1.0):
+    """The lower (or upper) triangle of the NumPy matrix ``x`` as a new array, its diagonal
+    multiplied by ``diag``; a select, as np.tril/np.triu do (an inf or nan off the triangle
+    gives 0, not nan), with the boolean mask cached for n <= 512 (np.tri costs as much as the
+    select at n = 128)."""
+    n = x.shape[-1]
+    w = _tri_mask_cached(n) if n <= 512 else np.tri(n, dtype=bool)
+    r = np.where(w if lower else w.T, x, 0)
+    if diag != 1.0:
+        r.flat[::n + 1] *= diag
+    return r
+
+
+def _cholesky_lapack(sl, gL, L, upper):
+    """The NumPy 2-D Cholesky adjoint in two LAPACK-level calls: the gradient w.r.t. the
+    Hermitian A is (S + S^H) / 2 with S = L^-H Phi(L^H gL) L^-1 (Murray 2016, "Differentiation of
+    the Cholesky decomposition"), and S + S^H = L^-H Q L^-1 with Q = Phi + Phi^H Hermitian, whose
+    lower triangle is that of M = L^H gL (the diagonal's real part).
+
+    - M by trmm (L triangular; the lower triangle of M reads only the lower triangle of gL, and
+      the upper triangle of L is a constant zero, so gL's upper triangle does not matter).
+    - L^-H Q L^-1 by sygst/hegst (n^3 flops, against 2 n^3 for two triangular solves): LAPACK's
+      itype=1 computes U^-H A U^-1 from A's upper triangle; with J the reversal permutation and
+      U = J L J (upper triangular), J (U^-H (J Q J) U^-1) J = L^-H Q L^-1, so the reversed views
+      of M and L go in and the reversed result's lower triangle comes out.
+    LAPACK reads one triangle of ``a``, which gets twice the off-diagonal part of (S + S^H) / 2:
+    the lower triangle of L^-H Q L^-1 with its diagonal halved (the conjugate transpose of that
+    with upper=True).  None where LAPACK reports an error (the caller's general path then)."""
+    trmm = sl.get_blas_funcs("trmm", (L, gL))
+    M = trmm(1.0, L, gL, lower=1, trans_a=2)          # L^H gL (a new array: gL is not written)
+    gst = sl.get_lapack_funcs("hegst" if trmm.dtype.kind == "c" else "sygst", (M,))
+    R, info = gst(M[::-1, ::-1], L[::-1, ::-1], itype=1, lower=0, overwrite_a=1)
+    if info != 0:       # an illegal argument (L comes from a successful factorisation)
+        return None
+    r = triangle(R[::-1, ::-1], True, 0.5)     # the other triangle holds what M held there
+    return _mH(r) if upper else r
 
 
 def _solve_tri(L, B, lower=True):

@@ -81,6 +81,10 @@ def matmul(g, a, b, which):
             return _np_outer(g, b) if which == 0 else a.T @ g
         if b.ndim == 2:
             return g @ b.T if which == 0 else a.T @ g
+    if type(a) is _NDARRAY and type(b) is _NDARRAY and a.ndim == 1 and b.ndim == 1 and \
+            isinstance(g, float) and a.dtype is b.dtype and a.dtype.kind == "f":
+        # a real dot product a @ b: g times the other vector (in the vectors' dtype)
+        return (g * (b if which == 0 else a)).astype(a.dtype, copy=False)
     r = _real_matmul_adjoint(g, a, b, which)
     if r is not None:
         return r
@@ -269,7 +273,10 @@ def diagonal(g, a, offset=0, axis1=0, axis2=1):
     axis1, axis2 = axis1 % nd, axis2 % nd
     out = m.zeros(a_.shape, dtype=a_.dtype if a_.dtype.kind in "fc" else np.dtype(float))
     i, j = _diag_index(a_.shape, offset, axis1, axis2)
-    view = m.moveaxis(out, (axis1, axis2), (-2, -1))
+    if nd == 2:   # a matrix: a view with the axes in order, without moveaxis's normalisation
+        view = out if axis1 < axis2 else out.T
+    else:
+        view = m.moveaxis(out, (axis1, axis2), (-2, -1))
     if m is not np:
         i, j = m.asarray(i), m.asarray(j)
     gg = m.asarray(g)

@@ -8,7 +8,7 @@ import scipy.linalg as _sl
 
 from ..adjoints import A, _mH, _mT, asarray, cj, export, is_zero, like, shape, xp
 from ..numpy.concat_permute import _back
-from ..numpy.linalg import cholesky
+from ..numpy.linalg import cholesky, triangle
 from ..registry import defrule
 
 A = dict(A, _sl=_sl)
@@ -76,6 +76,22 @@ def _linalg_of(m):
     return csl
 
 
+def _trtrs(a, b, trans=0, lower=False, unit_diagonal=False):
+    """``scipy.linalg.solve_triangular(a, b, ...)`` for a NumPy matrix ``a`` and a matrix ``b``, by
+    LAPACK trtrs without SciPy's checks (the forward call made them; a singular ``a`` still goes
+    to SciPy, which raises).  A C-ordered real ``a`` is passed as its transpose, which LAPACK
+    reads without a copy: op(a) = op'(a^T) with the triangle swapped."""
+    trtrs = _sl.get_lapack_funcs("trtrs", (a, b))
+    if a.dtype.kind == "f" and a.flags.c_contiguous and not a.flags.f_contiguous:
+        x, info = trtrs(a.T, b, lower=not lower, trans=0 if trans else 1,
+                        unitdiag=unit_diagonal)
+    else:
+        x, info = trtrs(a, b, lower=lower, trans=trans, unitdiag=unit_diagonal)
+    if info != 0:
+        return _sl.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+    return x
+
+
 def solve_triangular(g, ans, a, b, trans=0, lower=False, unit_diagonal=False):
     """Adjoints of ``scipy.linalg.solve_triangular`` (both at once; ``cupyx.scipy.linalg``'s for
     CuPy arrays).  Batches of matrices (``a`` of shape (..., n, n)) included: ``b`` is one
@@ -90,18 +106,26 @@ def solve_triangular(g, ans, a, b, trans=0, lower=False, unit_diagonal=False):
     vec = len(shape(b)) == 1
     if vec:
         G, X = G[..., None], X[..., None]
+    solve = _trtrs if m is np and a_.ndim == 2 and G.ndim == 2 else sl.solve_triangular
     if tr == 0:
-        gb = sl.solve_triangular(a_, G, trans=2, lower=lower, unit_diagonal=unit_diagonal)
+        gb = solve(a_, G, trans=2, lower=lower, unit_diagonal=unit_diagonal)
     elif tr == 2:
-        gb = sl.solve_triangular(a_, G, trans=0, lower=lower, unit_diagonal=unit_diagonal)
+        gb = solve(a_, G, trans=0, lower=lower, unit_diagonal=unit_diagonal)
     else:  # op(A) = A^T, op(A)^H = conj(A)
-        gb = cj(sl.solve_triangular(a_, cj(G), trans=0, lower=lower,
-                                    unit_diagonal=unit_diagonal))
-    gop = -(gb @ _mH(X))                      # gradient w.r.t. op(A)
+        gb = cj(solve(a_, cj(G), trans=0, lower=lower, unit_diagonal=unit_diagonal))
+    # gradient w.r.t. op(A): -gb X^H (the minus on the smaller factor; an outer product for vectors)
+    if vec and m is np and gb.ndim == 2:
+        gop = np.multiply.outer(gb[:, 0], -cj(X[:, 0]))
+    else:
+        gop = gb @ _mH(-X)
     ga = gop if tr == 0 else (_mT(gop) if tr == 1 else _mH(gop))
-    ga = m.tril(ga) if lower else m.triu(ga)
-    if unit_diagonal:
-        ga = ga * (1 - m.eye(ga.shape[-1], dtype=ga.real.dtype))
+    if m is np and ga.ndim == 2:
+        # the read triangle (without the diagonal when it is taken as ones)
+        ga = triangle(ga, lower, 0.0 if unit_diagonal else 1.0)
+    else:
+        ga = m.tril(ga) if lower else m.triu(ga)
+        if unit_diagonal:
+            ga = ga * (1 - m.eye(ga.shape[-1], dtype=ga.real.dtype))
     if vec:
         gb = gb[..., 0]
     return like(ga, a), like(gb, b)

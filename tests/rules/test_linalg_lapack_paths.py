@@ -1,0 +1,198 @@
+"""The LAPACK-level NumPy paths of the Cholesky and triangular-solve adjoints (issue 12, gp_lml row):
+``cholesky``'s adjoint by trmm + sygst/hegst on reversed views, ``solve_triangular``'s by trtrs
+without SciPy's checks (a C-ordered real matrix passed as its transpose) and a selected triangle,
+and the matrix ``diagonal`` / 1-D ``a @ b`` shortcuts.  Each against the general formula it
+replaces (dense inverses), in float64, float32 and complex, lower and upper, C and F order, sizes
+on both sides of the cached-mask limit (512), and end to end through ``check_grads``."""
+import math
+
+import numpy as np
+import pytest
+
+sl = pytest.importorskip("scipy.linalg")
+
+from s2sad.rules.numpy import linalg as nl  # noqa: E402
+from s2sad.rules.numpy import products  # noqa: E402
+from s2sad.rules.scipy import linalg as scl  # noqa: E402
+from s2sad.testing import check_grads  # noqa: E402
+
+
+def _spd(rng, n, dtype):
+    x = rng.standard_normal((n, n))
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal((n, n))
+    return (x @ np.conj(x.T) + n * np.eye(n)).astype(dtype)
+
+
+def _cholesky_reference(gL, L, upper):
+    """The gradient w.r.t. ``a`` of np.linalg.cholesky(a) from dense inverses: with
+    S = L^-H Phi(L^H gL) L^-1 (Phi: lower triangle, diagonal halved), the read triangle of
+    S + S^H with its diagonal halved."""
+    Li = np.linalg.inv(L)
+    P = np.tril(np.conj(L.T) @ np.tril(gL))
+    P[np.diag_indices_from(P)] *= 0.5
+    S = np.conj(Li.T) @ P @ Li
+    R = S + np.conj(S.T)
+    r = np.tril(R)
+    r[np.diag_indices_from(r)] = 0.5 * np.real(np.diag(R))
+    return np.conj(r.T) if upper else r
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 70, 600])
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_adjoint_matches_dense_formula(n, dtype, upper):
+    rng = np.random.default_rng(n)
+    a = _spd(rng, n, dtype)
+    ans = np.linalg.cholesky(a, upper=upper)
+    g = rng.standard_normal((n, n)).astype(dtype)
+    if dtype.startswith("complex"):
+        g = g + 1j * rng.standard_normal((n, n))
+    got = nl.cholesky(g, ans, a, upper)
+    L = np.conj(ans.T) if upper else ans
+    gL = np.conj(g.T) if upper else g
+    want = _cholesky_reference(gL, L, upper)
+    assert got.dtype == a.dtype and got.shape == a.shape
+    scale = np.abs(want).max()
+    assert np.abs(got - want).max() <= 1e-10 * n * scale
+    # the triangle LAPACK does not read gets nothing
+    off = np.tril(got, -1) if upper else np.triu(got, 1)
+    assert not off.any()
+    if dtype.startswith("complex"):
+        assert not np.imag(np.diag(got)).any()
+
+
+def test_cholesky_adjoint_general_path_agrees(monkeypatch):
+    """Without SciPy the rule takes its dense general path; both give the same numbers."""
+    rng = np.random.default_rng(3)
+    a = _spd(rng, 9, "float64")
+    ans = np.linalg.cholesky(a)
+    g = rng.standard_normal((9, 9))
+    fast = nl.cholesky(g, ans, a)
+    monkeypatch.setattr(nl, "_scipy_lapack", lambda: None)
+    slow = nl.cholesky(g, ans, a)
+    np.testing.assert_allclose(fast, slow, rtol=1e-11, atol=1e-13)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_cholesky_adjoint_float32_and_layouts(order):
+    rng = np.random.default_rng(1)
+    a = _spd(rng, 20, "float32")
+    ans = np.asarray(np.linalg.cholesky(a), order=order)
+    g = np.asarray(rng.standard_normal((20, 20)).astype(np.float32), order=order)
+    got = nl.cholesky(g, ans, a)
+    want = _cholesky_reference(g.astype(np.float64), ans.astype(np.float64), False)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3 * np.abs(want).max())
+
+
+def test_cholesky_adjoint_ignores_unread_triangle_of_cotangent():
+    """gL's upper triangle multiplies the constant zeros of L: it changes nothing.  (A nonfinite
+    value there gives nan, as the earlier gemm-based rule and other AD tools do: 0 * inf.)"""
+    rng = np.random.default_rng(2)
+    a = _spd(rng, 12, "float64")
+    L = np.linalg.cholesky(a)
+    g = rng.standard_normal((12, 12))
+    g_big = g + 1e3 * np.triu(rng.standard_normal((12, 12)), 1)
+    np.testing.assert_allclose(nl.cholesky(g_big, L, a), nl.cholesky(np.tril(g), L, a),
+                               rtol=1e-9, atol=1e-9)
+
+
+def _solve_tri_reference(g, ans, a, b, trans, lower, unit):
+    """Adjoints of solve_triangular from a dense inverse of op(A)."""
+    A = np.tril(a) if lower else np.triu(a)
+    if unit:
+        A = A - np.diag(np.diag(A)) + np.eye(len(A))
+    op = {0: A, 1: A.T, 2: np.conj(A.T)}[trans]
+    gb = np.linalg.solve(np.conj(op.T), g)
+    X = ans if ans.ndim == 2 else ans[:, None]
+    G = gb if gb.ndim == 2 else gb[:, None]
+    gop = -G @ np.conj(X.T)
+    ga = {0: gop, 1: gop.T, 2: np.conj(gop.T)}[trans]
+    ga = np.tril(ga) if lower else np.triu(ga)
+    if unit:
+        ga = ga - np.diag(np.diag(ga))
+    return ga, gb
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("trans", [0, 1, 2])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("bshape", [(6,), (6, 3)])
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_solve_triangular_adjoint_layouts(order, trans, lower, bshape, dtype):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((6, 6)) + 4 * np.eye(6)
+    b = rng.standard_normal(bshape)
+    g = rng.standard_normal(bshape)
+    if dtype.startswith("complex"):
+        a = a + 1j * rng.standard_normal((6, 6))
+        b = b + 1j * rng.standard_normal(bshape)
+        g = g + 1j * rng.standard_normal(bshape)
+    a = np.asarray(a, order=order)
+    for unit in (False, True):
+        ans = sl.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit)
+        ga, gb = scl.solve_triangular(g, ans, a, b, trans, lower, unit)
+        want_a, want_b = _solve_tri_reference(g, ans, a, b, trans, lower, unit)
+        np.testing.assert_allclose(ga, want_a, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(gb, want_b, rtol=1e-12, atol=1e-12)
+        assert ga.dtype == a.dtype and gb.shape == b.shape
+
+
+def test_trtrs_singular_goes_to_scipy():
+    a = np.tril(np.ones((3, 3)))
+    a[1, 1] = 0.0
+    with pytest.raises(np.linalg.LinAlgError):
+        scl._trtrs(a, np.ones((3, 1)), trans=2, lower=True)
+
+
+def test_triangle_selects():
+    x = np.arange(16.0).reshape(4, 4)
+    x[0, 3] = np.inf
+    np.testing.assert_array_equal(nl.triangle(x, True), np.tril(x))
+    r = nl.triangle(x, False, 0.5)
+    want = np.triu(x)
+    want[np.diag_indices(4)] *= 0.5
+    np.testing.assert_array_equal(r, want)
+    np.testing.assert_array_equal(nl.triangle(x.T, True, 0.0), np.tril(x.T, -1))
+    assert nl.triangle(x, True).flags.writeable
+
+
+@pytest.mark.parametrize("offset", [-2, 0, 1])
+def test_diagonal_adjoint_matrix_axes_swapped(offset):
+    a = np.arange(20.0).reshape(4, 5)
+    for ax1, ax2 in ((0, 1), (1, 0), (-1, -2)):
+        d = np.diagonal(a, offset, ax1, ax2)
+        g = np.arange(1.0, d.size + 1)
+        got = products.diagonal(g, a, offset, ax1, ax2)
+        # the adjoint of a linear map: <g, diag(a)> = <got, a> for every a
+        for seed in range(3):
+            t = np.random.default_rng(seed).standard_normal(a.shape)
+            assert math.isclose(np.vdot(got, t), np.vdot(g, np.diagonal(t, offset, ax1, ax2)),
+                                rel_tol=1e-12, abs_tol=1e-12)
+
+
+def test_vector_dot_adjoint_keeps_dtype():
+    a = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+    b = np.array([4.0, 5.0, 6.0], dtype=np.float32)
+    ga = products.matmul(2.0, a, b, 0)
+    gb = products.matmul(np.float64(2.0), a, b, 1)
+    assert ga.dtype == np.float32 and gb.dtype == np.float32
+    np.testing.assert_array_equal(ga, 2 * b)
+    np.testing.assert_array_equal(gb, 2 * a)
+
+
+def gp_lml(x, y, s):
+    d = x[:, None] - x[None, :]
+    K = np.exp(-0.5 * d ** 2)
+    L = np.linalg.cholesky(K + s * np.eye(len(x)))
+    alpha = sl.solve_triangular(L, y, lower=True)
+    return (-0.5 * (alpha @ alpha) - np.sum(np.log(np.diag(L)))
+            - 0.5 * len(x) * math.log(2 * math.pi))
+
+
+def test_gp_lml_end_to_end():
+    rng = np.random.default_rng(0)
+    x = np.sort(rng.uniform(-3, 3, 16))
+    y = rng.standard_normal(16)
+    check_grads(gp_lml, (x, y, 0.7), rtol=1e-5)
