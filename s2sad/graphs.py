@@ -211,23 +211,54 @@ class _Elementwise(ast.NodeTransformer):
         return node
 
     def _fuse(self, node):
-        if self.depth:
-            got = elementwise.compile_expr(node, self._resolve, _runtime.cj)
-            if got is not None and got[1]:
-                cexpr, leaves = got
-                args = ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in leaves],
-                                     kwonlyargs=[], kw_defaults=[], defaults=[])
-                lam = ast.fix_missing_locations(ast.Expression(ast.Lambda(args, node)))
-                fallback = eval(compile(lam, "<s2sad fused>", "eval"), self.ns)
-                name = f"_s2sad_ew{len(self.fused)}"
-                self.fused[name] = elementwise.Fused(cexpr, len(leaves), fallback,
-                                                     ast.unparse(node))
-                return ast.copy_location(
-                    ast.Call(ast.Name(name, ast.Load()),
-                             [ast.Name(n, ast.Load()) for n in leaves], []), node)
-        return self.generic_visit(node)
+        got = elementwise.compile_expr(node, self._resolve, _runtime.cj, _IN_PLACE) \
+            if self.depth else None
+        if got is None:
+            return self.generic_visit(node)
+        cexpr, leaves = got
+        params = [x if isinstance(x, str) else f"_s2sad_l{i}" for i, x in enumerate(leaves)]
+        hoisted = {id(x): p for x, p in zip(leaves, params) if not isinstance(x, str)}
+        body = _Hoist(hoisted).visit(node)
+        args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[],
+                             kw_defaults=[], defaults=[])
+        lam = ast.fix_missing_locations(ast.Expression(ast.Lambda(args, body)))
+        fallback = eval(compile(lam, "<s2sad fused>", "eval"), self.ns)
+        name = f"_s2sad_ew{len(self.fused)}"
+        self.fused[name] = elementwise.Fused(cexpr, len(leaves), fallback, ast.unparse(body))
+        call_args = [ast.Name(x, ast.Load()) if isinstance(x, str) else self.visit(x)
+                     for x in leaves]
+        return ast.copy_location(ast.Call(ast.Name(name, ast.Load()), call_args, []), node)
 
     visit_BinOp = visit_UnaryOp = visit_Call = _fuse
+
+
+_IN_PLACE = {f: order for f, order in ((getattr(_runtime, "mul_into", None), "ab"),
+                                        (getattr(_runtime, "rmul_into", None), "ba"))
+             if f is not None}
+
+
+class _Hoist(ast.NodeTransformer):
+    """The expression with each hoisted subexpression (by identity) replaced by its parameter."""
+
+    def __init__(self, hoisted):
+        self.hoisted = hoisted
+
+    def visit(self, node):
+        p = self.hoisted.get(id(node))
+        if p is not None:
+            return ast.Name(p, ast.Load())
+        return self.generic_visit(_shallow(node))
+
+
+def _shallow(node):
+    """A copy of ``node`` whose fields are copied one level (the hoisted children stay shared)."""
+    new = type(node)()
+    for f, v in ast.iter_fields(node):
+        setattr(new, f, list(v) if isinstance(v, list) else v)
+    for a in node._attributes:
+        if hasattr(node, a):
+            setattr(new, a, getattr(node, a))
+    return new
 
 
 def device_sweeps(d):

@@ -145,61 +145,76 @@ def _kernel(cexpr, dt, modes, small):
 
 # -- building a Fused from an expression of generated code -------------------------------------------
 
-class _Not(Exception):
-    pass
-
-
-def compile_expr(node, resolve, cj):
-    """(C template, leaf names in order) of an elementwise expression, or None.  ``resolve(expr)``
-    gives the object a dotted name denotes (None for locals); ``cj`` is runtime's conjugate."""
+def compile_expr(node, resolve, cj, products=None):
+    """(C template, leaves in order) of an elementwise expression, or None when ``node`` is not
+    an elementwise operation.  A leaf is a name (str) or a subexpression the kernel cannot compute
+    (an ``ast`` node: a call such as ``_adj.sum(...)``, a subscript), whose value the generated
+    code computes first and passes in: left to right, as Python would have evaluated it.
+    ``resolve(expr)`` gives the object a dotted name denotes (None for locals); ``cj`` is the
+    runtime's conjugate (the identity on the real arrays that reach a kernel); ``products`` maps
+    the runtime's in-place products (``mul_into(g, x)``: ``g * x`` written into g's buffer where
+    that is safe; on CuPy arrays a plain product) to "ab" or "ba", their operand order."""
+    products = products or {}
     leaves = []
     ops = []
 
-    def leaf(name):
-        if name not in leaves:
-            leaves.append(name)
-        return "{%d}" % leaves.index(name)
-
-    def c(e):
+    def leaf(e):
         if isinstance(e, ast.Name):
-            return leaf(e.id)
-        if isinstance(e, ast.Constant) and type(e.value) in (int, float):
-            v = e.value
-            if type(v) is float and not np.isfinite(v):
-                raise _Not
-            return f"((__T__){float(v)!r})"   # in the arrays' dtype, as CuPy converts it
+            if e.id not in leaves:
+                leaves.append(e.id)
+            return "{%d}" % leaves.index(e.id)
+        leaves.append(e)
+        return "{%d}" % (len(leaves) - 1)
+
+    def op(e):
+        """C text of an operation of the kernel's, or None."""
         if isinstance(e, ast.BinOp):
-            ops.append(e)
             if isinstance(e.op, ast.Pow):
-                return f"pow({c(e.left)}, {c(e.right)})"
-            op = _BINOPS.get(type(e.op))
-            if op is None:
-                raise _Not
-            return f"({c(e.left)} {op} {c(e.right)})"
+                return "pow({}, {})"
+            b = _BINOPS.get(type(e.op))
+            return None if b is None else "({} " + b + " {})"
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
-            ops.append(e)
-            return f"({'-' if isinstance(e.op, ast.USub) else '+'}{c(e.operand)})"
-        if isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords:
+            return "(-{})" if isinstance(e.op, ast.USub) else "(+{})"
+        if isinstance(e, ast.Call) and len(e.args) == 2 and not e.keywords and \
+                not any(isinstance(a, ast.Starred) for a in e.args):
+            fn = resolve(e.func)
+            if fn is not None and fn in products:    # (an in-place product: g * x, fresh here)
+                return "({0} * {1})" if products[fn] == "ab" else "({1} * {0})"
+        if isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords and \
+                not isinstance(e.args[0], ast.Starred):
             fn = resolve(e.func)
             if fn is None:
-                raise _Not
+                return None
             if fn is cj:
-                return c(e.args[0])             # real dtypes only reach the kernel
+                return "{}"
             name = getattr(fn, "__name__", None)
-            mod = type(fn).__module__.split(".")[0]
-            if name in UFUNCS and type(fn).__name__ == "ufunc" and mod in ("numpy", "cupy",
-                                                                           "cupy._core"):
+            if name in UFUNCS and type(fn).__name__ == "ufunc" and \
+                    type(fn).__module__.split(".")[0] in ("numpy", "cupy"):
                 f = UFUNCS[name]
-                ops.append(e)
-                return f"(-{c(e.args[0])})" if f == "-" else f"{f}({c(e.args[0])})"
-        raise _Not
-
-    try:
-        text = c(node)
-    except _Not:
+                return "(-{})" if f == "-" else f + "({})"
         return None
-    if not any(not (isinstance(o, ast.UnaryOp) and isinstance(o.op, ast.UAdd)) for o in ops):
-        return None                 # no operation (``_rt.cj(x)`` of a real array is x itself)
+
+    def c(e):
+        if isinstance(e, ast.Constant) and type(e.value) in (int, float) and \
+                np.isfinite(e.value):
+            return f"((__T__){float(e.value)!r})"   # in the arrays' dtype, as CuPy converts it
+        form = op(e)
+        if form is None:
+            return leaf(e)
+        if form != "{}" and form != "(+{})":
+            ops.append(e)
+        if isinstance(e, ast.BinOp):
+            return form.format(c(e.left), c(e.right))
+        if isinstance(e, ast.Call) and len(e.args) == 2:
+            return form.format(c(e.args[0]), c(e.args[1]))
+        return form.format(c(e.operand if isinstance(e, ast.UnaryOp) else e.args[0]))
+
+    if op(node) is None:
+        return None
+    text = c(node)
+    if not ops or not leaves:
+        return None                 # no operation (``_rt.cj(x)`` of a real array is x itself),
+                                    # or constants only (``-1``)
     return text, leaves
 
 

@@ -74,6 +74,7 @@ def _compile(text):
     ("-np.exp(a) / _rt.cj(b)", ("((-exp({0})) / {1})", ["a", "b"])),
     ("x ** 2 + np.negative(y)", ("(pow({0}, ((__T__)2.0)) + (-{1}))", ["x", "y"])),
     ("np.abs(0.5 * t)", ("fabs((((__T__)0.5) * {0}))", ["t"])),
+    ("+(a - 1)", ("(+({0} - ((__T__)1.0)))", ["a"])),
 ])
 def test_expressions_to_c(text, want):
     assert _compile(text) == want
@@ -83,11 +84,40 @@ def test_expressions_to_c(text, want):
     "_rt.cj(x)",                 # no operation: nothing to run
     "a > b", "a and b", "a @ b", "a // b", "a % b",
     "np.maximum(a, b)",          # two-argument ufunc (NaN rules): CuPy's own kernel
-    "np.sum(a)", "a.sum()", "x.T * 2", "a[0] + 1", "len(a) * 2",
-    "a * float('inf')", "a + 1j",
+    "np.sum(a)", "a.sum()", "x", "1.5",
 ])
 def test_expressions_left_to_cupy(text):
     assert _compile(text) is None
+
+
+@pytest.mark.parametrize("text,want,hoisted", [
+    ("x.T * 2", "({0} * ((__T__)2.0))", ["x.T"]),
+    ("g + _adj.sum(h, a) * g", "({0} + ({1} * {0}))", ["g", "_adj.sum(h, a)"]),
+    ("-f(a * b) / _rt.cj(c)", "((-{0}) / {1})", ["f(a * b)", "c"]),
+    ("a * float('inf') + 1j", "(({0} * {1}) + {2})", ["a", "float('inf')", "1j"]),
+])
+def test_other_subexpressions_are_computed_first(text, want, hoisted):
+    """What a kernel cannot compute is a leaf the generated code evaluates first (left to
+    right): the operations around it still run as one kernel."""
+    cexpr, leaves = _compile(text)
+    assert cexpr == want
+    assert [x if isinstance(x, str) else ast.unparse(x) for x in leaves] == hoisted
+
+
+def test_hoisted_leaves_keep_their_own_fusion():
+    def f(x, y):
+        z = np.sum(np.tanh(x * y + 1.0), axis=0) * 2.0 + np.exp(y)[0]
+        return np.sum(z * z)
+    args = (np.linspace(0.1, 1, 12).reshape(3, 4), np.linspace(-1, 1, 12).reshape(3, 4))
+    spec = _spec_for(f, (0, 1))
+    d, full = spec.derivative(spec.bind(args, {}), [(0, None), (1, None)])
+    fwd, bwd = graphs.device_sweeps(d)
+    texts = sorted(v.text for k, v in fwd.__globals__.items() if k.startswith("_s2sad_ew"))
+    assert any("_s2sad_l" in t for t in texts), texts     # a hoisted call inside a fused one
+    v, g = s2sad.value_and_grad(f, wrt=(0, 1))(*args)
+    val, tape = fwd(*full)
+    got = bwd(tape, 1.0)
+    assert val == v and all(np.array_equal(a, b) for a, b in zip(got, g))
 
 
 def test_fused_falls_back_without_cupy_arrays():
