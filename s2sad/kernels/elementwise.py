@@ -48,6 +48,12 @@ class Fused:
         return f"<s2sad fused kernel: {self.text}>"
 
     def __call__(self, *vals):
+        nd = _ND or _cupy_ndarray()
+        for v in vals:                  # (the common small case leaves cheaply)
+            if type(v) is nd and v.size >= MIN_ELEMENTS:
+                break
+        else:
+            return self.fallback(*vals)
         plan = _plan(vals)
         if plan is None:
             return self.fallback(*vals)
@@ -62,6 +68,20 @@ class Fused:
         span = -(-n // _UNROLL)
         k(*args, n, last, out.reshape(-1), size=span)
         return out
+
+
+_ND = None
+
+
+def _cupy_ndarray():
+    """CuPy's ndarray type (a type no value has, where CuPy is not importable)."""
+    global _ND
+    try:
+        import cupy
+        _ND = cupy.ndarray
+    except Exception:  # noqa: BLE001
+        _ND = type("NoCuPy", (), {})
+    return _ND
 
 
 def _plan(vals):

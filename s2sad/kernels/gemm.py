@@ -304,36 +304,71 @@ def _run(hd, dt, a, b, opa, lda, opb, ldb, m, n, k, axes, out):
         count, compute, -1), "cublasGemmBatchedEx")
 
 
+_PLANS = {}                     # (shapes, strides, dtypes) -> a plan that needed no copy
+
+
 def _gemm(a, b):
-    import cupy
+    key = (a.shape, a.strides, b.shape, b.strides, a.dtype, b.dtype)
+    plan = _PLANS.get(key)
+    if plan is None:
+        got = _new_plan(a, b)
+        if got is None:
+            return a @ b
+        plan, A, B = got
+        if plan[-1]:            # an operand was copied: this plan is for the copies (not kept)
+            return _gemm_planned(A, B, plan, shaped=True)
+        if len(_PLANS) > 512:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return _gemm_planned(a, b, plan)
+
+
+def _new_plan(a, b):
+    """(dtype, a 1-D, b 1-D, m, k, n, batch, op/ld of a and b, batch axes, rows, copied) for
+    ``a @ b``, or None (CuPy's own ``a @ b``: other dtypes, 0-d operands, mismatched shapes)."""
     dt = np.result_type(a.dtype, b.dtype)
     if dt not in _TYPES or a.ndim == 0 or b.ndim == 0:
-        return a @ b
-    a = a.astype(dt, copy=False)
-    b = b.astype(dt, copy=False)
+        return None
     a1, b1 = a.ndim == 1, b.ndim == 1
-    if a1:
-        a = a[None, :]
-    if b1:
-        b = b[:, None]
-    m, k = a.shape[-2:]
-    k2, n = b.shape[-2:]
+    sa = (1,) + a.shape if a1 else a.shape
+    sb = b.shape + (1,) if b1 else b.shape
+    m, k = sa[-2:]
+    k2, n = sb[-2:]
     if k != k2:
-        return a @ b                      # CuPy's own shape error
-    batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+        return None                      # CuPy's own shape error
+    batch = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
     if k == 0 or m * n * math.prod(batch) == 0:
+        return (dt, a1, b1, m, k, n, batch, None, None, None, m, False), a, b
+    A, B = _shaped(a, dt, a1, b1, True), _shaped(b, dt, a1, b1, False)
+    A2, B2, la, lb, axes = _plan(A, B, batch, m, k, n)
+    rows = m
+    if len(axes) == 1 and axes[0][2] == 0 and la[0] == _N and axes[0][1] == m * la[1]:
+        # a stack of matrices times one matrix, the stack's rows evenly spaced (x @ W with
+        # x of shape (B, T, D)): one product of a (B*T, D) matrix
+        rows, axes = m * axes[0][0], []
+    return (dt, a1, b1, m, k, n, batch, la, lb, axes, rows, A2 is not A or B2 is not B), A2, B2
+
+
+def _shaped(x, dt, a1, b1, left):
+    x = x.astype(dt, copy=False)
+    if left and a1:
+        return x[None, :]
+    if not left and b1:
+        return x[:, None]
+    return x
+
+
+def _gemm_planned(a, b, plan, shaped=False):
+    import cupy
+    dt, a1, b1, m, k, n, batch, la, lb, axes, rows, _ = plan
+    if la is None:
         out = cupy.zeros(batch + (m, n), dt)
     else:
+        A, B = (a, b) if shaped else (_shaped(a, dt, a1, b1, True), _shaped(b, dt, a1, b1, False))
         hd = _handle()
         retain(hd)
         out = cupy.empty(batch + (m, n), dt)
-        a, b, (opa, lda), (opb, ldb), axes = _plan(a, b, batch, m, k, n)
-        rows = m
-        if len(axes) == 1 and axes[0][2] == 0 and opa == _N and axes[0][1] == m * lda:
-            # a stack of matrices times one matrix, the stack's rows evenly spaced (x @ W with
-            # x of shape (B, T, D)): one product of a (B*T, D) matrix
-            rows, axes = m * axes[0][0], []
-        _run(hd, dt, a, b, opa, lda, opb, ldb, rows, n, k, axes, out)
+        _run(hd, dt, A, B, la[0], la[1], lb[0], lb[1], rows, n, k, axes, out)
     if a1:
         out = out[..., 0, :]
     if b1:

@@ -43,12 +43,12 @@ def _emulate(a, b):
     m, k = A.shape[-2:]
     n = B.shape[-1]
     batch = tuple(np.broadcast_shapes(A.shape[:-2], B.shape[:-2]))
-    A, B, (opa, lda), (opb, ldb), axes = gemm._plan(A, B, batch, m, k, n)
+    plan, A2, B2 = gemm._new_plan(a, b)
+    dt, _, _, m, k, n, batch, (opa, lda), (opb, ldb), axes, rows, copied = plan
+    if copied:              # the plan is for the copies _new_plan made
+        A, B = A2, B2
     out = np.zeros(batch + (m, n), np.result_type(a, b))
     flat = out.reshape(-1)
-    rows = m
-    if len(axes) == 1 and axes[0][2] == 0 and opa == gemm._N and axes[0][1] == m * lda:
-        rows, axes = m * axes[0][0], []
     assert len(axes) <= 3
     sizes = [ax[0] for ax in axes]
     for idx in np.ndindex(*sizes) if sizes else [()]:
