@@ -63,7 +63,7 @@ def summary(label, ks, calls, top):
         by[name][1] += us
     total = sum(us for _, us in ks) / calls
     print(f"\n### {label}: {len(ks) / calls:.0f} device operations, {total:.1f} µs per call")
-    print(f"| kernel | per call | µs per call | share |")
+    print("| kernel | per call | µs per call | share |")
     print("|---|---:|---:|---:|")
     rows = sorted(by.items(), key=lambda kv: -kv[1][1])
     for name, (n, us) in rows[:top]:
@@ -75,12 +75,35 @@ def summary(label, ks, calls, top):
     return total
 
 
+def host_profile(fn, sync, calls, top):
+    """cProfile of ``calls`` plain calls (after a warm-up): where the host time goes."""
+    import cProfile
+    import io
+    import pstats
+    for _ in range(3):
+        fn()
+    sync()
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(calls):
+        fn()
+    sync()
+    pr.disable()
+    out = io.StringIO()
+    pstats.Stats(pr, stream=out).sort_stats("tottime").print_stats(top)
+    print(f"\n### host: cProfile of {calls} calls, by own time\n```")
+    print(out.getvalue()[:6000])
+    print("```")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", default="B32", help="profile the steps whose name contains this")
     ap.add_argument("--calls", type=int, default=5)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--graph", action="store_true", help="also profile s2sad with graph=True")
+    ap.add_argument("--host", action="store_true",
+                    help="also the host side of plain s2sad: cProfile's top functions by own time")
     args = ap.parse_args(argv)
     import cupy
     import numpy as np
@@ -100,6 +123,8 @@ def main(argv=None):
         if args.graph:
             variants.append(("s2sad graph=True",
                              s2sad.value_and_grad(step, wrt=tuple(range(len(params))), graph=True)))
+        if args.host:
+            host_profile(lambda: variants[0][1](*params, *data), sync, 20, args.top)
         totals = {}
         for label, vg in variants:
             ks = profile(lambda: vg(*params, *data), sync, args.calls)
