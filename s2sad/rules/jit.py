@@ -605,10 +605,22 @@ def _lower_inverse(L):
 @overload(cholesky, prefer_literal=True)
 def _cholesky(g, ans, a, upper=False):
     """``rules.numpy.linalg.cholesky``: S = L^-H phi(L^H g) L^-1, symmetrised, on the triangle
-    LAPACK reads."""
+    LAPACK reads; for real float64/float32 by SciPy's trmm and sygst (rules/jit_lapack.py)."""
     up = _lit(upper, _NOLIT)
     if up not in (True, False) or not (_mat(g, ans, a) and _fits(g, a)):
         return None
+    lapack = None
+    if g.dtype == ans.dtype and ans.dtype in (nt.float64, nt.float32):
+        from .jit_lapack import cholesky_adjoint
+        lapack = cholesky_adjoint("d" if ans.dtype == nt.float64 else "s")
+    if lapack is not None:
+        # real: trmm and sygst from SciPy's LAPACK (what the Python helper calls)
+        def impl_lapack(g, ans, a, upper=False):
+            if up:
+                r = lapack(np.ascontiguousarray(g.T), np.ascontiguousarray(ans.T))
+                return like(np.ascontiguousarray(r.T), a)
+            return like(lapack(np.ascontiguousarray(g), np.ascontiguousarray(ans)), a)
+        return impl_lapack
     half = _jrt.const_of(ans)
 
     def impl(g, ans, a, upper=False):
