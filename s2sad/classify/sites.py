@@ -214,6 +214,14 @@ def classify_call(call, kinds, origin):
     call.info = {}
     if isinstance(fn, ir.Static):
         obj = fn.obj
+        if obj is runtime.mul_into or obj is runtime.rmul_into:
+            # a product generated code writes into a dead adjoint's buffer
+            # (codegen/reverse/in_place.py) is, as a value, g * x; a derivative of that code
+            # reads g after the product (a tangent line, a saved value), so it multiplies anew
+            if obj is runtime.rmul_into:
+                call.args.reverse()
+            call.fn = fn = ir.Static(operator.mul, "operator.mul")
+            obj = operator.mul
         if obj is runtime.apply or obj is runtime.init_into or obj is runtime.DerivedStub.bwd or \
                 isinstance(getattr(obj, "__self__", None), runtime.DerivedStub):
             # (derived callees inside generated code are stubs: seen through at run time)

@@ -213,9 +213,79 @@ def pow_base_adjoint(g, a, b):
         if b == 1:
             return g
         if b == 2:
+            if type(a) is _NDARRAY and a.dtype.kind == "f":
+                return _square_adjoint(g, a)
             return g * cj(2 * a)
         return g * cj(b * a ** (b - 1))
     return g * cj(b * a ** (b - 1))
+
+
+def _square_adjoint(g, a):
+    """``g * (2 * a)`` for a real NumPy array ``a``, in one pass where ``g`` is one value: a number,
+    or the stride-0 view a full reduction's adjoint is (``np.sum(r ** 2)``: ``a * (2 * g)``,
+    exact, since doubling is); for a ``g`` of a's shape and dtype, in one buffer (no ``2 * a``
+    temporary).  The same values and dtype as ``g * (2 * a)``."""
+    tg = type(g)
+    if tg is _NDARRAY:
+        if g.shape == a.shape and g.size and not any(g.strides):
+            return a * (2 * g[(0,) * g.ndim])         # (a NumPy scalar of g's dtype)
+        if g.shape == a.shape and g.dtype == a.dtype:
+            r = a * 2.0
+            np.multiply(r, g, out=r)
+            return r
+    elif tg is float or isinstance(g, np.floating):
+        return a * (2 * g)
+    return g * (2 * a)
+
+
+def mul_into(g, x):
+    """``g * x``, written into ``g``'s buffer where that changes nothing anyone can see.
+
+    The reverse sweep calls it for an adjoint ``g`` that no later line reads
+    (codegen/reverse/in_place.py).  It writes in place only where ``g`` is a writable NumPy array
+    of a real or complex dtype that owns its buffer and that nothing else refers to (no other
+    variable, container, or view: CPython's reference count, as NumPy's own elision of
+    temporaries), and the product has g's shape and dtype (``x`` a number, or an array of g's
+    shape and of g's dtype or bool).  Otherwise it is ``g * x``."""
+    if type(g) is _NDARRAY and g.base is None and _getrefcount(g) <= _SOLE and \
+            g.dtype.kind in "fc" and g.flags.writeable and _fits(g, x):
+        return _np_multiply(g, x, out=g)
+    return g * x
+
+
+def rmul_into(g, x):
+    """``x * g``, as :func:`mul_into` (the product of numbers commutes; other operands keep
+    their order)."""
+    if type(g) is _NDARRAY and g.base is None and _getrefcount(g) <= _SOLE and \
+            g.dtype.kind in "fc" and g.flags.writeable and _fits(g, x):
+        return _np_multiply(g, x, out=g)
+    return x * g
+
+
+def _fits(g, x):
+    """Whether ``g * x`` has g's shape and dtype (NumPy 2's promotion: Python numbers are weak)."""
+    tx = type(x)
+    if tx is _NDARRAY:
+        return x.shape == g.shape and (x.dtype == g.dtype or x.dtype.kind == "b")
+    if tx is float or tx is int:
+        return True
+    return tx is complex and g.dtype.kind == "c"
+
+
+def _probe(g, x):
+    return _getrefcount(g)
+
+
+def _sole_count():
+    """The reference count :func:`mul_into` sees for an array that only its caller's local
+    variable holds (the same call: a local passed as an argument)."""
+    g = np.empty(2)
+    return _probe(g, None)
+
+
+_getrefcount = __import__("sys").getrefcount
+_np_multiply = np.multiply
+_SOLE = _sole_count()
 
 
 def pow_exponent_adjoint(g, ans, a):

@@ -7,6 +7,7 @@ from ...frontend.analysis import bound_names, changed_in_place
 from .. import text as T
 from .adjoints import AdjointContributions
 from .forward_sweep import ForwardSweep
+from .in_place import write_in_place
 from .names import _TAKEN, _State, b, stack
 from .operands import _index_only_vars
 from .reverse_calls import ReverseCalls
@@ -97,6 +98,8 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
                 fwd.append(T.Line(f"{stack(v)} = []", None))
         fwd += self.fwd_block(fn.body)
         grads = [b(p) if p in st.defined else self.zero(p) for p in self.wrt]
+        if not self.jit and getattr(self, "in_place_buffers", True):
+            write_in_place(rev, self.expand, ", ".join(grads))   # (products into dead adjoints)
         names = self.tape_names()
         tape = "_tape"
         while tape in _TAKEN.names:
