@@ -32,7 +32,7 @@ def routines(char):
 
 
 def cholesky_adjoint(char):
-    """A jitable ``f(gL, L)``: the real NumPy path of ``rules.numpy.linalg._cholesky_lapack``
+    """A jitable ``f(gL, L)``: the real NumPy path of ``rules.numpy.linalg._cholesky_symbolic``
     (trmm for M = L^T gL, then sygst on the reversed matrices), for C-contiguous (n, n) arrays of
     type ``char``; the lower triangle of L^-T Q L^-1 with its diagonal halved, zeros above.
     None without SciPy's exports."""

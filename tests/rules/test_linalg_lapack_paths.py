@@ -1,5 +1,5 @@
 """The LAPACK-level NumPy paths of the Cholesky and triangular-solve adjoints (issue 12, gp_lml row):
-``cholesky``'s adjoint by trmm + sygst/hegst on reversed views, ``solve_triangular``'s by trtrs
+``cholesky``'s adjoint by trmm + sygst/hegst on reversed views (blocked above n = 64), ``solve_triangular``'s by trtrs
 without SciPy's checks (a C-ordered real matrix passed as its transpose) and a selected triangle,
 and the matrix ``diagonal`` / 1-D ``a @ b`` shortcuts.  Each against the general formula it
 replaces (dense inverses), in float64, float32 and complex, lower and upper, C and F order, sizes
@@ -38,10 +38,12 @@ def _cholesky_reference(gL, L, upper):
     return np.conj(r.T) if upper else r
 
 
-@pytest.mark.parametrize("n", [1, 2, 7, 70, 600])
+@pytest.mark.parametrize("n", [1, 2, 7, 64, 65, 200, 600])
 @pytest.mark.parametrize("dtype", ["float64", "complex128"])
 @pytest.mark.parametrize("upper", [False, True])
 def test_cholesky_adjoint_matches_dense_formula(n, dtype, upper):
+    """n <= 64: the symbolic formula; above: the blocked sweep (block 64; 65 leaves a block of
+    1, 200 one of 8), whose diagonal blocks use the symbolic formula."""
     rng = np.random.default_rng(n)
     a = _spd(rng, n, dtype)
     ans = np.linalg.cholesky(a, upper=upper)
@@ -62,12 +64,25 @@ def test_cholesky_adjoint_matches_dense_formula(n, dtype, upper):
         assert not np.imag(np.diag(got)).any()
 
 
+def test_cholesky_adjoint_large_blocks():
+    """From n = 768 the blocks are 128 wide (the last one 32 here)."""
+    rng = np.random.default_rng(5)
+    a = _spd(rng, 800, "float64")
+    L = np.linalg.cholesky(a)
+    g = rng.standard_normal((800, 800))
+    want = _cholesky_reference(g, L, False)
+    got = nl.cholesky(g, L, a)
+    assert np.abs(got - want).max() <= 1e-9 * np.abs(want).max()
+    np.testing.assert_allclose(nl._cholesky_symbolic(sl, g, L), want, rtol=0,
+                               atol=1e-9 * np.abs(want).max())
+
+
 def test_cholesky_adjoint_general_path_agrees(monkeypatch):
     """Without SciPy the rule takes its dense general path; both give the same numbers."""
     rng = np.random.default_rng(3)
-    a = _spd(rng, 9, "float64")
+    a = _spd(rng, 90, "float64")
     ans = np.linalg.cholesky(a)
-    g = rng.standard_normal((9, 9))
+    g = rng.standard_normal((90, 90))
     fast = nl.cholesky(g, ans, a)
     monkeypatch.setattr(nl, "_scipy_lapack", lambda: None)
     slow = nl.cholesky(g, ans, a)
@@ -75,14 +90,15 @@ def test_cholesky_adjoint_general_path_agrees(monkeypatch):
 
 
 @pytest.mark.parametrize("order", ["C", "F"])
-def test_cholesky_adjoint_float32_and_layouts(order):
+@pytest.mark.parametrize("n", [20, 100])
+def test_cholesky_adjoint_float32_and_layouts(order, n):
     rng = np.random.default_rng(1)
-    a = _spd(rng, 20, "float32")
+    a = _spd(rng, n, "float32")
     ans = np.asarray(np.linalg.cholesky(a), order=order)
-    g = np.asarray(rng.standard_normal((20, 20)).astype(np.float32), order=order)
+    g = np.asarray(rng.standard_normal((n, n)).astype(np.float32), order=order)
     got = nl.cholesky(g, ans, a)
     want = _cholesky_reference(g.astype(np.float64), ans.astype(np.float64), False)
-    assert got.dtype == np.float32
+    assert got.dtype == np.float32 and got.shape == (n, n)
     np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3 * np.abs(want).max())
 
 
@@ -90,10 +106,10 @@ def test_cholesky_adjoint_ignores_unread_triangle_of_cotangent():
     """gL's upper triangle multiplies the constant zeros of L: it changes nothing.  (A nonfinite
     value there gives nan, as the earlier gemm-based rule and other AD tools do: 0 * inf.)"""
     rng = np.random.default_rng(2)
-    a = _spd(rng, 12, "float64")
+    a = _spd(rng, 80, "float64")
     L = np.linalg.cholesky(a)
-    g = rng.standard_normal((12, 12))
-    g_big = g + 1e3 * np.triu(rng.standard_normal((12, 12)), 1)
+    g = rng.standard_normal((80, 80))
+    g_big = g + 1e3 * np.triu(rng.standard_normal((80, 80)), 1)
     np.testing.assert_allclose(nl.cholesky(g_big, L, a), nl.cholesky(np.tril(g), L, a),
                                rtol=1e-9, atol=1e-9)
 

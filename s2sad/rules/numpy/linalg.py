@@ -162,7 +162,7 @@ def triangle(x, lower=True, diag=1.0):
     return r
 
 
-def _cholesky_lapack(sl, gL, L, upper):
+def _cholesky_symbolic(sl, gL, L):
     """The NumPy 2-D Cholesky adjoint in two LAPACK-level calls: the gradient w.r.t. the
     Hermitian A is (S + S^H) / 2 with S = L^-H Phi(L^H gL) L^-1 (Murray 2016, "Differentiation of
     the Cholesky decomposition"), and S + S^H = L^-H Q L^-1 with Q = Phi + Phi^H Hermitian, whose
@@ -175,16 +175,58 @@ def _cholesky_lapack(sl, gL, L, upper):
       U = J L J (upper triangular), J (U^-H (J Q J) U^-1) J = L^-H Q L^-1, so the reversed views
       of M and L go in and the reversed result's lower triangle comes out.
     LAPACK reads one triangle of ``a``, which gets twice the off-diagonal part of (S + S^H) / 2:
-    the lower triangle of L^-H Q L^-1 with its diagonal halved (the conjugate transpose of that
-    with upper=True).  None where LAPACK reports an error (the caller's general path then)."""
+    the lower triangle of L^-H Q L^-1 with its diagonal halved.  None where LAPACK reports an
+    error (the caller's general path then)."""
     trmm = sl.get_blas_funcs("trmm", (L, gL))
     M = trmm(1.0, L, gL, lower=1, trans_a=2)          # L^H gL (a new array: gL is not written)
     gst = sl.get_lapack_funcs("hegst" if trmm.dtype.kind == "c" else "sygst", (M,))
     R, info = gst(M[::-1, ::-1], L[::-1, ::-1], itype=1, lower=0, overwrite_a=1)
     if info != 0:       # an illegal argument (L comes from a successful factorisation)
         return None
-    r = triangle(R[::-1, ::-1], True, 0.5)     # the other triangle holds what M held there
+    return triangle(R[::-1, ::-1], True, 0.5)   # the other triangle holds what M held there
+
+
+def _cholesky_lapack(sl, gL, L, upper):
+    """The NumPy 2-D Cholesky adjoint (lower L; the conjugate transpose of the result with
+    upper=True): :func:`_cholesky_symbolic` for n <= 64, else Murray's blocked reverse sweep
+    (2016, section 4.2, here with conjugate transposes for complex L), which walks the
+    diagonal blocks from the last, moves each block's cotangent onto the blocks left of it and
+    above it with products and one triangular solve, and runs the symbolic formula on each
+    diagonal block: about n^3 flops instead of 2 n^3, 1.7x to 2.2x faster than the symbolic
+    formula for n from 192 to 1000 on one core, equal at 128.  Block size 64, 128 from n = 768
+    (measured).  None where LAPACK reports an error."""
+    n = L.shape[-1]
+    if n <= 64:
+        r = _cholesky_symbolic(sl, gL, L)
+    else:
+        r = _cholesky_blocked(sl, gL, L, 64 if n < 768 else 128)
+    if r is None:
+        return None
     return _mH(r) if upper else r
+
+
+def _cholesky_blocked(sl, gL, L, nb):
+    n = L.shape[-1]
+    A = np.array(gL, dtype=np.result_type(gL, L), order="C")   # Lbar, becoming the adjoint
+    trsm = sl.get_blas_funcs("trsm", (L, A))
+    for k in range(n, 0, -nb):
+        j = max(0, k - nb)
+        R, D, B, C = L[j:k, :j], L[j:k, j:k], L[k:, :j], L[k:, j:k]
+        Rb, Db, Bb, Cb = A[j:k, :j], A[j:k, j:k], A[k:, :j], A[k:, j:k]
+        if k < n:
+            Cb[...] = trsm(1.0, D, Cb, side=1, lower=1)            # Cbar D^-1
+            if j:
+                Bb -= Cb @ R
+            Db -= np.tril(_mH(Cb) @ C)
+        d = _cholesky_symbolic(sl, Db, D)
+        if d is None:
+            return None
+        Db[...] = d
+        if j:
+            Rb -= (d + _mH(d)) @ R
+            if k < n:
+                Rb -= _mH(Cb) @ B
+    return triangle(A, True)
 
 
 def _solve_tri(L, B, lower=True):
