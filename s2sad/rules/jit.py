@@ -119,6 +119,25 @@ def power_exponent(g, ans, x1, x2):
     raise NotImplementedError
 
 
+def _transposed(x):
+    """The jitable ``x -> cj(x).T`` for a numba array type ``x``: a view where ``x`` is
+    contiguous (C or F) or complex (its conjugate is a new C array); a contiguous copy otherwise,
+    which numba's ``@`` wants."""
+    if isinstance(x.dtype, nt.Complex) or x.layout in ("C", "F"):
+        return _cj_t
+    return _cj_t_copy
+
+
+@register_jitable
+def _cj_t(x):
+    return _jrt.cj(x).T
+
+
+@register_jitable
+def _cj_t_copy(x):
+    return np.ascontiguousarray(_jrt.cj(x).T)
+
+
 @overload(matmul, prefer_literal=True)
 def _matmul(g, a, b, which):
     """``rules.numpy.products.matmul`` for 1-d and 2-d operands: g times the other operand's
@@ -130,14 +149,18 @@ def _matmul(g, a, b, which):
         return None
     cj, C = _jrt.cj, np.ascontiguousarray
     A, B = a.ndim, b.ndim
+    # the transposed operand as a view where it is contiguous (or conjugated, which makes a new
+    # C array): BLAS reads it through its trans flag, where the copy cost a pass over it
+    ta = _transposed(a)
     if (A, B) == (2, 1):
         if w == 0:
             return lambda g, a, b, which: like(np.outer(g, cj(b)), a)
-        return lambda g, a, b, which: like(C(cj(a).T) @ g, b)
+        return lambda g, a, b, which: like(ta(a) @ g, b)
     if (A, B) == (2, 2):
         if w == 0:
-            return lambda g, a, b, which: like(g @ C(cj(b).T), a)
-        return lambda g, a, b, which: like(C(cj(a).T) @ g, b)
+            tb = _transposed(b)
+            return lambda g, a, b, which: like(g @ tb(b), a)
+        return lambda g, a, b, which: like(ta(a) @ g, b)
     if (A, B) == (1, 2):
         if w == 0:
             return lambda g, a, b, which: like(C(cj(b)) @ g, a)
