@@ -174,6 +174,17 @@ def test_triangle_selects():
     assert nl.triangle(x, True).flags.writeable
 
 
+@pytest.mark.parametrize("n", [3, 600])
+def test_outer_triangle(n):
+    rng = np.random.default_rng(n)
+    u = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+    v = rng.standard_normal(n)
+    full = np.multiply.outer(u, v)
+    np.testing.assert_array_equal(nl.outer_triangle(u, v, True), np.tril(full))
+    np.testing.assert_array_equal(nl.outer_triangle(u, v, False, 0.0), np.triu(full, 1))
+    assert nl.outer_triangle(v, v).dtype == np.float64
+
+
 @pytest.mark.parametrize("offset", [-2, 0, 1])
 def test_diagonal_adjoint_matrix_axes_swapped(offset):
     a = np.arange(20.0).reshape(4, 5)

@@ -162,6 +162,18 @@ def triangle(x, lower=True, diag=1.0):
     return r
 
 
+def outer_triangle(u, v, lower=True, diag=1.0):
+    """``triangle(np.multiply.outer(u, v), lower, diag)`` for NumPy vectors of one length,
+    without computing the other triangle."""
+    n = u.shape[0]
+    w = _tri_mask_cached(n) if n <= 512 else np.tri(n, dtype=bool)
+    r = np.zeros((n, n), np.result_type(u, v))
+    np.multiply.outer(u, v, out=r, where=w if lower else w.T)
+    if diag != 1.0:
+        r.flat[::n + 1] *= diag
+    return r
+
+
 def _cholesky_symbolic(sl, gL, L):
     """The NumPy 2-D Cholesky adjoint in two LAPACK-level calls: the gradient w.r.t. the
     Hermitian A is (S + S^H) / 2 with S = L^-H Phi(L^H gL) L^-1 (Murray 2016, "Differentiation of

@@ -272,16 +272,22 @@ def diagonal(g, a, offset=0, axis1=0, axis2=1):
     nd = a_.ndim
     axis1, axis2 = axis1 % nd, axis2 % nd
     out = m.zeros(a_.shape, dtype=a_.dtype if a_.dtype.kind in "fc" else np.dtype(float))
-    i, j = _diag_index(a_.shape, offset, axis1, axis2)
-    if nd == 2:   # a matrix: a view with the axes in order, without moveaxis's normalisation
-        view = out if axis1 < axis2 else out.T
-    else:
-        view = m.moveaxis(out, (axis1, axis2), (-2, -1))
-    if m is not np:
-        i, j = m.asarray(i), m.asarray(j)
     gg = m.asarray(g)
     if out.dtype.kind != "c" and gg.dtype.kind == "c":
         gg = gg.real
+    if nd == 2:
+        # a matrix (C-ordered, just made): its k-th diagonal is a strided slice of the flat
+        # buffer, with k counted on out's own axes
+        n1, n2 = out.shape
+        k = offset if axis1 < axis2 else -offset
+        cnt = max(0, min(n1, n2 - k)) if k >= 0 else max(0, min(n1 + k, n2))
+        start = k if k >= 0 else -k * n2
+        out.reshape(-1)[start:start + cnt * (n2 + 1):n2 + 1] = gg
+        return like(out, a)
+    i, j = _diag_index(a_.shape, offset, axis1, axis2)
+    view = m.moveaxis(out, (axis1, axis2), (-2, -1))
+    if m is not np:
+        i, j = m.asarray(i), m.asarray(j)
     view[..., i, j] = gg
     return like(out, a)
 

@@ -8,7 +8,7 @@ import scipy.linalg as _sl
 
 from ..adjoints import A, _mH, _mT, asarray, cj, export, is_zero, like, shape, xp
 from ..numpy.concat_permute import _back
-from ..numpy.linalg import cholesky, triangle
+from ..numpy.linalg import cholesky, outer_triangle, triangle
 from ..registry import defrule
 
 A = dict(A, _sl=_sl)
@@ -113,11 +113,16 @@ def solve_triangular(g, ans, a, b, trans=0, lower=False, unit_diagonal=False):
         gb = solve(a_, G, trans=0, lower=lower, unit_diagonal=unit_diagonal)
     else:  # op(A) = A^T, op(A)^H = conj(A)
         gb = cj(solve(a_, cj(G), trans=0, lower=lower, unit_diagonal=unit_diagonal))
-    # gradient w.r.t. op(A): -gb X^H (the minus on the smaller factor; an outer product for vectors)
     if vec and m is np and gb.ndim == 2:
-        gop = np.multiply.outer(gb[:, 0], -cj(X[:, 0]))
-    else:
-        gop = gb @ _mH(-X)
+        # one vector: A's adjoint is the read triangle of an outer product, made there only
+        u, v = gb[:, 0], -cj(X[:, 0])              # op(A)'s adjoint is -gb x^H = outer(u, v)
+        if tr == 1:
+            u, v = v, u
+        elif tr == 2:
+            u, v = cj(v), cj(u)
+        ga = outer_triangle(u, v, lower, 0.0 if unit_diagonal else 1.0)
+        return like(ga, a), like(gb[:, 0], b)
+    gop = gb @ _mH(-X)                             # op(A)'s adjoint (the minus on the smaller factor)
     ga = gop if tr == 0 else (_mT(gop) if tr == 1 else _mH(gop))
     if m is np and ga.ndim == 2:
         # the read triangle (without the diagonal when it is taken as ones)
