@@ -6,6 +6,7 @@ from ... import ir
 from .. import text as T
 from .names import _ANS, b
 from .operands import _is_scalar_operand, _operand_vars_deep, _real_const
+from .same_shape import shape_classes
 
 
 class AdjointContributions:
@@ -97,6 +98,19 @@ class AdjointContributions:
         t = self.types.get(o) if isinstance(o, str) else None
         return t is not None and t[0] == "s" and t[1] in "bif"
 
+    def beside_masks(self, arrays):
+        """Of the array operands of an elementwise operation, those whose adjoint needs no
+        ``unbroadcast``: every other array operand is a boolean mask of the same shape
+        (same_shape.py), so ``g`` (of the result's shape) has the operand's shape and dtype."""
+        if self._shape_classes is None:
+            self._shape_classes = shape_classes(self.fn, self.kinds, self.types, self.changed)
+        cls = self._shape_classes
+        if len({cls.get(o, o) for o in arrays}) != 1:
+            return set()
+        masks = {o for o in arrays if (self.types.get(o) or ("?",))[0] == "a" and
+                 self.types[o][1] == "b"}
+        return {o for o in arrays if self.kinds.get(o) == "a" and arrays - {o} <= masks}
+
     # -- templates --------------------------------------------------------------------------
     def operand_ast(self, op):
         return T.parse_expr(T.operand_text(op, self.consts))
@@ -136,6 +150,9 @@ class AdjointContributions:
                     all(_real_const(o) or o in self.real or o in arrays
                         for o in ops if isinstance(o, (str, ir.Const))):
                 drop_ub = set(arrays)
+            elif len(arrays) > 1 and all(_real_const(o) or o in self.real or o in arrays
+                                         for o in ops if isinstance(o, (str, ir.Const))):
+                drop_ub = self.beside_masks(arrays)
         tree = T.substitute(tree, mapping)
         if self.jit:
             # (numba: starred arguments spliced, or bound to names first: self.hoisted)

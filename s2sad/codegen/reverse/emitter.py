@@ -51,6 +51,7 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
         self.shape_vars = {}                  # (id(stmt), var) -> the name of var's saved shape
         self.shape_binds = {}                 # id(stmt) -> [(name, var)] (shapes.py)
         self._written = None                  # (analysis.written_arrays, when first asked)
+        self._shape_classes = None            # (same_shape.shape_classes, when first asked)
 
     def fresh(self, base):
         taken = getattr(_TAKEN, "names", ())
