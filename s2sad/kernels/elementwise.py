@@ -58,7 +58,7 @@ class Fused:
         if plan is None:
             return self.fallback(*vals)
         import cupy
-        dt, shape, modes, n, last = plan
+        dt, shape, modes, n, last, vals = plan
         key = (dt, modes, n < 2 ** 31)
         k = self.kernels.get(key)
         if k is None:
@@ -85,8 +85,9 @@ def _cupy_ndarray():
 
 
 def _plan(vals):
-    """(dtype, result shape, mode of each operand, size, last-axis length) when the kernel route
-    applies, else None."""
+    """(dtype, result shape, mode of each operand, size, last-axis length, operands) when the
+    kernel route applies, else None.  A broadcast view (stride 0 along some axes: a reduction's
+    adjoint) is read through its one copy of the data."""
     big = None
     dt = None
     for v in vals:
@@ -107,13 +108,20 @@ def _plan(vals):
     nd = len(shape)
     last = shape[-1] if nd else 1
     modes = []
+    arrays = []
     for v in vals:
         t = type(v)
+        arrays.append(v)
         if t is float or t is int:
             modes.append("s")
             continue
         if not v.flags.c_contiguous:
-            return None
+            if 0 not in v.strides:
+                return None
+            v = v[tuple(slice(0, 1) if st == 0 else slice(None) for st in v.strides)]
+            if not v.flags.c_contiguous:
+                return None
+            arrays[-1] = v
         s = v.shape
         if s == shape:
             modes.append(_FULL)
@@ -125,7 +133,7 @@ def _plan(vals):
             modes.append(_COL)
         else:
             return None
-    return dt, shape, tuple(modes), big.size, last
+    return dt, shape, tuple(modes), big.size, last, arrays
 
 
 def _kernel(cexpr, dt, modes, small):

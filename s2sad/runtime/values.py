@@ -39,6 +39,8 @@ def materialize(g, x):
         g = unbroadcast(g, x)
     if type(g) is _NDARRAY and not _owned(g):
         return g.copy()
+    if type(g).__module__.startswith("cupy") and g.size > 1 and 0 in g.strides:
+        return g.copy()                 # a CuPy broadcast view (a reduction's adjoint)
     return g
 
 

@@ -90,6 +90,8 @@ def sum(g, a, axis=None, keepdims=False):
         if axis is None and not _flag(keepdims):
             return broadcast(g, a)                         # the common case, directly
         return broadcast(expand(g, shape(a), axis, _flag(keepdims), like=a), a)
+    if _device_view(a):
+        return _device_broadcast(g, a, axis, keepdims)
     if axis is None and _real_scalar(g) and _real_array(a):
         return xp(a).full(a.shape, g, dtype=a.dtype)       # (CuPy: one fill, no host scalar)
     return full_like(expand(g, shape(a), axis, _flag(keepdims), like=a), a)
@@ -102,10 +104,36 @@ def mean(g, a, axis=None, keepdims=False):
         if axis is None and not _flag(keepdims):
             return broadcast(g / n, a)
         return broadcast(expand(g, shape(a), axis, _flag(keepdims), like=a) / n, a)
+    if _device_view(a):
+        return _device_broadcast(g / n, a, axis, keepdims)
     if axis is None and _real_scalar(g) and _real_array(a):
         # one fill in a's dtype: no 0-d array for g, no division on the device, no float64
         return xp(a).full(a.shape, g / n, dtype=a.dtype)
     return full_like(expand(g, shape(a), axis, _flag(keepdims), like=a) / n, a)
+
+
+_DEVICE_VIEW_MIN = 1 << 16
+
+
+def _device_view(a):
+    """A large real CuPy array (no NumPy, no shape-only stand-in): its sum/mean adjoints are
+    broadcast views, as NumPy's are (:func:`~s2sad.rules.adjoints.broadcast`).  CuPy has no
+    read-only flag; the derivative writes only into buffers it made (``_rt.own``), and the user's
+    gradients are copied when they have a stride 0 (``runtime.materialize``)."""
+    t = type(a)
+    return t is not _NDARRAY and t.__module__.startswith("cupy") and \
+        getattr(a, "size", 0) >= _DEVICE_VIEW_MIN and a.dtype.kind == "f"
+
+
+def _device_broadcast(g, a, axis, keepdims):
+    m = xp(a)
+    if _real_scalar(g):
+        ge = m.full((1,) * a.ndim, g, dtype=a.dtype)
+    else:
+        ge = m.asarray(expand(g, shape(a), axis, _flag(keepdims), like=a))
+        if ge.dtype != a.dtype:
+            ge = ge.astype(a.dtype) if ge.dtype.kind != "c" else ge.real.astype(a.dtype)
+    return m.broadcast_to(ge, a.shape)
 
 
 def _real_scalar(g):
