@@ -13,6 +13,7 @@ from numba.core import types as nt
 from numba.extending import overload, register_jitable
 
 from ..runtime import jit as _jrt
+from . import jit_lapack   # (registers the LAPACK names compiled helpers call, for numba's cache)
 
 
 def sum(g, a, axis=None, keepdims=False):
@@ -634,8 +635,7 @@ def _cholesky(g, ans, a, upper=False):
         return None
     lapack = None
     if g.dtype == ans.dtype and ans.dtype in (nt.float64, nt.float32):
-        from .jit_lapack import cholesky_adjoint
-        lapack = cholesky_adjoint("d" if ans.dtype == nt.float64 else "s")
+        lapack = jit_lapack.cholesky_adjoint("d" if ans.dtype == nt.float64 else "s")
     if lapack is not None:
         # real: trmm and sygst from SciPy's LAPACK (what the Python helper calls)
         def impl_lapack(g, ans, a, upper=False):

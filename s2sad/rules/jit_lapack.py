@@ -1,36 +1,51 @@
 """LAPACK and BLAS routines for numba-compiled adjoint helpers, through the pointers SciPy exports
-(``scipy.linalg.cython_blas`` / ``cython_lapack``, the library SciPy itself calls), as ctypes
-functions numba calls directly.  Imported by ``rules/jit.py`` only (numba mode); an overload that
-wants a routine asks :func:`routines` for its dtype and gets None where SciPy is missing, so
-that it keeps its own body.
+(``scipy.linalg.cython_blas`` / ``cython_lapack``, the library SciPy itself calls).  Each is
+registered with LLVM under a name of its own (``s2sad_dtrmm``...) and called as a numba external
+function, as numba's own ``np.linalg`` calls its helper library: compiled code refers to the name,
+not to an address, so ``cache=True`` still caches a derivative that calls one (a ctypes pointer
+would make numba refuse to).  The names are registered when this module is imported, which
+``rules/jit.py`` does, before any derivative compiles or loads from numba's cache.  Without
+SciPy's exports :func:`routines` answers None and the overloads keep their own bodies.
 
 Fortran reads a C-ordered (n, n) array as its transpose; the helpers here say which matrix
 LAPACK sees.  Integers are LAPACK's 32-bit ``int`` (SciPy's LP64 builds), characters one byte.
 """
-import ctypes
 import functools
 
 import numpy as np
-from numba.extending import get_cython_function_address, register_jitable
+from numba.core import types
+from numba.extending import register_jitable
 
-_P = ctypes.c_void_p
-
-
-def _routine(module, name, nargs):
-    return ctypes.CFUNCTYPE(None, *([_P] * nargs))(get_cython_function_address(module, name))
+_ROUTINES = {"trmm": ("scipy.linalg.cython_blas", 11),
+             "sygst": ("scipy.linalg.cython_lapack", 8)}
 
 
-@functools.lru_cache(maxsize=None)
-def routines(char):
-    """(trmm, sygst) of BLAS/LAPACK type ``char`` ('d' float64, 's' float32) as ctypes functions
-    taking pointers, or None without SciPy's Cython exports."""
+def _register(char):
+    """{name: numba ExternalFunction} of BLAS/LAPACK type ``char``, or None."""
     try:
-        return (_routine("scipy.linalg.cython_blas", char + "trmm", 11),
-                _routine("scipy.linalg.cython_lapack", char + "sygst", 8))
+        import llvmlite.binding as ll
+        from numba.extending import get_cython_function_address
+        out = {}
+        for name, (module, nargs) in _ROUTINES.items():
+            full = char + name
+            ll.add_symbol("s2sad_" + full, get_cython_function_address(module, full))
+            out[name] = types.ExternalFunction("s2sad_" + full,
+                                               types.void(*([types.voidptr] * nargs)))
+        return out
     except (ImportError, ValueError):
         return None
 
 
+_TABLE = {char: _register(char) for char in "ds"}
+
+
+def routines(char):
+    """{"trmm": ..., "sygst": ...} of type ``char`` ('d' float64, 's' float32) as numba external
+    functions taking pointers, or None without SciPy's Cython exports."""
+    return _TABLE.get(char)
+
+
+@functools.lru_cache(maxsize=None)
 def cholesky_adjoint(char):
     """A jitable ``f(gL, L)``: the real NumPy path of ``rules.numpy.linalg._cholesky_symbolic``
     (trmm for M = L^T gL, then sygst on the reversed matrices), for C-contiguous (n, n) arrays of
@@ -39,7 +54,7 @@ def cholesky_adjoint(char):
     fns = routines(char)
     if fns is None:
         return None
-    trmm, sygst = fns
+    trmm, sygst = fns["trmm"], fns["sygst"]
 
     @register_jitable
     def f(gL, L):

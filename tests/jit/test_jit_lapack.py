@@ -61,3 +61,37 @@ def test_gp_compiled_matches_python():
     for a, b in zip(gj, gp_):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
     check_grads(gp, args)
+
+
+_CACHED = '''
+import numpy as np, numba
+from s2sad.rules import jit_lapack
+f = jit_lapack.cholesky_adjoint("d")
+
+@numba.njit(cache=True)
+def run(g, L):
+    return f(g, L)
+
+L = np.linalg.cholesky(np.array([[4.0, 2.0], [2.0, 3.0]]))
+print(run(np.ones((2, 2)), L).tolist(), sum(run.stats.cache_hits.values()))
+'''
+
+
+def test_compiled_helper_is_cacheable(tmp_path):
+    """The routines are called by registered names, not ctypes addresses: numba caches a
+    function that calls them (it refuses functions holding ctypes pointers), and a fresh process
+    loads it from the cache."""
+    import subprocess
+    import sys
+    (tmp_path / "cached_chol.py").write_text(_CACHED)
+    runs = [subprocess.run([sys.executable, "-W", "error::numba.NumbaWarning", "-c",
+                            "import cached_chol"], cwd=tmp_path, capture_output=True, text=True)
+            for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    L = np.linalg.cholesky(np.array([[4.0, 2.0], [2.0, 3.0]]))
+    want = nl.cholesky(np.ones((2, 2)), L, L @ L.T).tolist()
+    first, second = (r.stdout.rsplit(" ", 1) for r in runs)
+    assert second[1].strip() == "1" and first[1].strip() == "0"
+    for out in (first, second):
+        np.testing.assert_allclose(eval(out[0]), want, rtol=1e-14)
