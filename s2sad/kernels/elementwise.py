@@ -58,19 +58,34 @@ class Fused:
         if plan is None:
             return self.fallback(*vals)
         import cupy
-        dt, shape, modes, n, last, vals = plan
+        dt, shape, modes, n, last, arrays = plan
         key = (dt, modes, n < 2 ** 31)
-        k = self.kernels.get(key)
-        if k is None:
-            k = self.kernels[key] = _kernel(self.cexpr, dt, modes, n < 2 ** 31)
+        k = self.kernels.get(key, _NEW)
+        if k is None:                   # this layout's kernel failed to build: CuPy's kernels
+            return self.fallback(*vals)
         out = cupy.empty(shape, dt)
-        args = [v.reshape(-1) if m != "s" else v for v, m in zip(vals, modes)]
+        args = [v.reshape(-1) if m != "s" else v for v, m in zip(arrays, modes)]
         span = -(-n // _UNROLL)
+        if k is _NEW:
+            try:                        # (CuPy compiles at the first launch)
+                k = _kernel(self.cexpr, dt, modes, n < 2 ** 31)
+                k(*args, n, last, out.reshape(-1), size=span)
+            except Exception as e:  # noqa: BLE001  (s2sad's bug, never the user's: run as written)
+                from .. import logs
+                logs.log.warning("s2sad: the fused kernel of `%s` did not build (%s: %s); CuPy's "
+                                 "kernels run it", self.text, type(e).__name__, e)
+                self.kernels[key] = None
+                FAILED.append((self.text, repr(e)))
+                return self.fallback(*vals)
+            self.kernels[key] = k
+            return out
         k(*args, n, last, out.reshape(-1), size=span)
         return out
 
 
 _ND = None
+_NEW = object()
+FAILED = []                     # (expression, error) of each kernel that did not build (tests read it)
 
 
 def _cupy_ndarray():
@@ -267,6 +282,8 @@ def maximum_adjoint(g, a, b, sign):
     import cupy
     key = (g.dtype, scalar, sign > 0)
     k = _MAX_KERNELS.get(key)
+    if k is False:
+        return None
     if k is None:
         ct = _FLOATS[g.dtype]
         cty = "float" if ct == "float32" else "double"
@@ -275,4 +292,10 @@ def maximum_adjoint(g, a, b, sign):
             f"{ct} g, {ct} a, {ct} b", f"{ct} r",
             f"r = (a {cmp} b) ? g : ((a == b) ? g * ({cty})0.5 : g * ({cty})0)",
             "s2sad_maximum_adjoint")
+        try:
+            return k(g, a, b)
+        except Exception as e:  # noqa: BLE001  (did not build: the caller's general path)
+            _MAX_KERNELS[key] = False
+            FAILED.append(("maximum adjoint", repr(e)))
+            return None
     return k(g, a, b)

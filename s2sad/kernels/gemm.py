@@ -68,9 +68,23 @@ def matmul(a, b):
     outside it where :func:`_gains` says the direct route saves device work."""
     if type(a).__module__.split(".")[0] != "cupy" or type(b).__module__.split(".")[0] != "cupy":
         return a @ b
-    if getattr(_state, "on", False) or (_DIRECT and _gains(a, b)):
+    if getattr(_state, "on", False):
         return _gemm(a, b)
+    if _DIRECT and _gains(a, b):
+        try:
+            return _gemm(a, b)
+        except RuntimeError as e:       # a cuBLAS status: s2sad's bug, never the user's
+            _off(e)
     return a @ b
+
+
+def _off(e):
+    """Plain mode: the direct route failed; CuPy's product from now on (with one warning)."""
+    global _DIRECT
+    _DIRECT = False
+    from .. import logs
+    logs.log.warning("s2sad: the direct cuBLAS product failed (%s); CuPy's matmul runs the "
+                     "products from now on", e)
 
 
 # S2SAD_CUPY_GEMM=0: outside graph mode, every CuPy product is CuPy's own ``a @ b``

@@ -111,6 +111,7 @@ def test_fused_kernels_match_cupy(expr, shapes, dt):
     got = f(*vals)
     want = f.fallback(*vals)                             # CuPy's own kernels, one per operation
     assert got.shape == want.shape and got.dtype == want.dtype
+    assert elementwise.FAILED == [] and None not in f.kernels.values()
     if dt == np.float64:
         np.testing.assert_allclose(cp.asnumpy(got), cp.asnumpy(want), rtol=1e-14, atol=0)
     else:
@@ -142,7 +143,7 @@ def test_maximum_adjoint_kernel(sign, scalar):
     got = elementwise.maximum_adjoint(g, a, b, sign)
     win = (a > b) if sign > 0 else (a < b)
     want = cp.where(win, g, cp.where(a == b, 0.5 * g, 0 * g))
-    assert got is not None and got.dtype == np.float32
+    assert got is not None and got.dtype == np.float32 and elementwise.FAILED == []
     assert bool((got == want).all())
     assert bool((a == b).any())                          # the ties were exercised
 
@@ -214,6 +215,7 @@ def test_steps_on_the_device_route_match_numpy(step, make, nw, dt, monkeypatch):
     monkeypatch.setattr(elementwise.Fused, "__call__", spy)
     v, g = s2sad.value_and_grad(step, wrt=wrt)(*dev)
     assert used, "no fused kernel ran"
+    assert elementwise.FAILED == []
     tol = 1e-10 if dt == np.float64 else 2e-4
     assert abs(float(v) - float(v_np)) <= tol * abs(float(v_np))
     for a, b in zip(g, g_np):
