@@ -629,7 +629,7 @@ def _lower_inverse(L):
 @overload(cholesky, prefer_literal=True)
 def _cholesky(g, ans, a, upper=False):
     """``rules.numpy.linalg.cholesky``: S = L^-H phi(L^H g) L^-1, symmetrised, on the triangle
-    LAPACK reads; for real float64/float32 by SciPy's trmm and sygst (rules/jit_lapack.py)."""
+    LAPACK reads; for real float64/float32 by SciPy's trmm and trsm (rules/jit_lapack.py)."""
     up = _lit(upper, _NOLIT)
     if up not in (True, False) or not (_mat(g, ans, a) and _fits(g, a)):
         return None
@@ -637,7 +637,7 @@ def _cholesky(g, ans, a, upper=False):
     if g.dtype == ans.dtype and ans.dtype in (nt.float64, nt.float32):
         lapack = jit_lapack.cholesky_adjoint("d" if ans.dtype == nt.float64 else "s")
     if lapack is not None:
-        # real: trmm and sygst from SciPy's LAPACK (what the Python helper calls)
+        # real: trmm and trsm from SciPy's BLAS (what the Python helper calls)
         def impl_lapack(g, ans, a, upper=False):
             if up:
                 r = lapack(np.ascontiguousarray(g.T), np.ascontiguousarray(ans.T))

@@ -17,7 +17,7 @@ from numba.core import types
 from numba.extending import register_jitable
 
 _ROUTINES = {"trmm": ("scipy.linalg.cython_blas", 11),
-             "sygst": ("scipy.linalg.cython_lapack", 8)}
+             "trsm": ("scipy.linalg.cython_blas", 11)}
 
 
 def _register(char):
@@ -40,47 +40,51 @@ _TABLE = {char: _register(char) for char in "ds"}
 
 
 def routines(char):
-    """{"trmm": ..., "sygst": ...} of type ``char`` ('d' float64, 's' float32) as numba external
+    """{"trmm": ..., "trsm": ...} of type ``char`` ('d' float64, 's' float32) as numba external
     functions taking pointers, or None without SciPy's Cython exports."""
     return _TABLE.get(char)
 
 
 @functools.lru_cache(maxsize=None)
 def cholesky_adjoint(char):
-    """A jitable ``f(gL, L)``: the real NumPy path of ``rules.numpy.linalg._cholesky_symbolic``
-    (trmm for M = L^T gL, then sygst on the reversed matrices), for C-contiguous (n, n) arrays of
-    type ``char``; the lower triangle of L^-T Q L^-1 with its diagonal halved, zeros above.
-    None without SciPy's exports."""
+    """A jitable ``f(gL, L)``: ``rules.numpy.linalg._cholesky_symbolic`` for C-contiguous real
+    (n, n) arrays of type ``char`` (trmm for M = L^T gL, then two trsm): the lower triangle of
+    S + S^T, S = L^-T Phi(M) L^-1, with its diagonal halved, zeros above.  None without SciPy's
+    exports."""
     fns = routines(char)
     if fns is None:
         return None
-    trmm, sygst = fns["trmm"], fns["sygst"]
+    trmm, trsm = fns["trmm"], fns["trsm"]
 
     @register_jitable
     def f(gL, L):
         n = L.shape[0]
-        ch = np.empty(5, np.uint8)                 # side, uplo, transa, diag; uplo of sygst
-        ch[0], ch[1], ch[2], ch[3], ch[4] = ord("R"), ord("U"), ord("T"), ord("N"), ord("L")
-        ints = np.empty(3, np.int32)               # n, itype, info
-        ints[0], ints[1], ints[2] = n, 1, 0
+        # side, uplo, transa, diag (one byte each); Fortran reads L as U = L^T (upper)
+        c = np.empty(6, np.uint8)
+        c[0], c[1], c[2], c[3] = ord("R"), ord("U"), ord("T"), ord("N")
+        c[4], c[5] = ord("L"), ord("N")
+        ints = np.empty(1, np.int32)
+        ints[0] = n
         one = np.ones(1, L.dtype)
-        # Fortran sees B = gL^T and A = L^T (upper): B := B A^T = gL^T L = M^T, i.e. M in C
+        # Fortran sees B = gL^T: B := B U^T = gL^T L = M^T, so M in C order
         M = gL.copy()
-        trmm(ch[0:].ctypes, ch[1:].ctypes, ch[2:].ctypes, ch[3:].ctypes, ints.ctypes,
-             ints.ctypes, one.ctypes, L.ctypes, ints.ctypes, M.ctypes, ints.ctypes)
-        # reversed: Fortran sees J M^T J (its lower triangle: M's lower triangle) and J L^T J
-        # (lower triangular); itype=1, uplo='L' gives J L^-T Q L^-1 J in its lower triangle
-        Mr = np.ascontiguousarray(M[::-1, ::-1])
-        Lr = np.ascontiguousarray(L[::-1, ::-1])
-        sygst(ints[1:].ctypes, ch[4:].ctypes, ints.ctypes, Mr.ctypes, ints.ctypes, Lr.ctypes,
-              ints.ctypes, ints[2:].ctypes)
-        if ints[2] != 0:
-            raise ValueError("s2sad: LAPACK sygst reported an illegal argument in the cholesky "
-                             "adjoint")
+        trmm(c[0:].ctypes, c[1:].ctypes, c[2:].ctypes, c[3:].ctypes, ints.ctypes, ints.ctypes,
+             one.ctypes, L.ctypes, ints.ctypes, M.ctypes, ints.ctypes)
+        P = np.zeros((n, n), L.dtype)              # Phi(M)
+        for i in range(n):
+            for j in range(i):
+                P[i, j] = M[i, j]
+            P[i, i] = 0.5 * M[i, i]
+        # Fortran sees P^T: P^T := P^T inv(U^T) = (L^-T P)^T (side R, transa T)
+        trsm(c[0:].ctypes, c[1:].ctypes, c[2:].ctypes, c[3:].ctypes, ints.ctypes, ints.ctypes,
+             one.ctypes, L.ctypes, ints.ctypes, P.ctypes, ints.ctypes)
+        # then X^T := inv(U) X^T = L^-T X^T = (X L^-1)^T (side L, transa N): S in C order
+        trsm(c[4:].ctypes, c[1:].ctypes, c[5:].ctypes, c[3:].ctypes, ints.ctypes, ints.ctypes,
+             one.ctypes, L.ctypes, ints.ctypes, P.ctypes, ints.ctypes)
         r = np.zeros((n, n), L.dtype)
         for i in range(n):
             for j in range(i):
-                r[i, j] = Mr[n - 1 - i, n - 1 - j]
-            r[i, i] = 0.5 * Mr[n - 1 - i, n - 1 - i]
+                r[i, j] = P[i, j] + P[j, i]
+            r[i, i] = P[i, i]
         return r
     return f

@@ -1,4 +1,4 @@
-"""jit=True: the real Cholesky adjoint by SciPy's trmm and sygst called from numba
+"""jit=True: the real Cholesky adjoint by SciPy's trmm and trsm called from numba
 (rules/jit_lapack.py), against the Python helper (rules/numpy/linalg.cholesky, itself
 checked against dense inverses in tests/rules/test_linalg_lapack_paths.py) and end to end."""
 import math

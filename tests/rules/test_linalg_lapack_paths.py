@@ -1,9 +1,10 @@
-"""The LAPACK-level NumPy paths of the Cholesky and triangular-solve adjoints (issue 12, gp_lml row):
-``cholesky``'s adjoint by trmm + sygst/hegst on reversed views (blocked above n = 64), ``solve_triangular``'s by trtrs
-without SciPy's checks (a C-ordered real matrix passed as its transpose) and a selected triangle,
-and the matrix ``diagonal`` / 1-D ``a @ b`` shortcuts.  Each against the general formula it
-replaces (dense inverses), in float64, float32 and complex, lower and upper, C and F order, sizes
-on both sides of the cached-mask limit (512), and end to end through ``check_grads``."""
+"""The LAPACK-level NumPy paths of the Cholesky and triangular-solve adjoints (issue 12, gp_lml):
+``cholesky``'s adjoint by trmm and two trsm (Murray's blocked sweep above n = 64),
+``solve_triangular``'s by trtrs without SciPy's checks (a C-ordered real matrix passed as its
+transpose) and a selected triangle, and the matrix ``diagonal`` / 1-D ``a @ b`` shortcuts.  Each
+against the general formula it replaces (dense inverses), in float64, float32 and complex, lower
+and upper, C and F order, sizes on both sides of the cached-mask limit (512), and end to end
+through ``check_grads``."""
 import math
 
 import numpy as np

@@ -121,9 +121,8 @@ def cholesky(g, ans, a, upper=False):
     gL = _mH(m.asarray(g)) if upper else m.asarray(g)
     if m is np and L.ndim == 2 and gL.shape == L.shape and L.shape[-1] > 0:
         sl = _scipy_lapack()
-        r = None if sl is None else _cholesky_lapack(sl, gL, L, upper)
-        if r is not None:
-            return like(r, a)
+        if sl is not None:
+            return like(_cholesky_lapack(sl, gL, L, upper), a)
     P = _phi(_mH(L) @ gL)
     # S = L^-H P L^-1
     n = L.shape[-1]
@@ -175,27 +174,23 @@ def outer_triangle(u, v, lower=True, diag=1.0):
 
 
 def _cholesky_symbolic(sl, gL, L):
-    """The NumPy 2-D Cholesky adjoint in two LAPACK-level calls: the gradient w.r.t. the
-    Hermitian A is (S + S^H) / 2 with S = L^-H Phi(L^H gL) L^-1 (Murray 2016, "Differentiation of
-    the Cholesky decomposition"), and S + S^H = L^-H Q L^-1 with Q = Phi + Phi^H Hermitian, whose
-    lower triangle is that of M = L^H gL (the diagonal's real part).
+    """The NumPy 2-D Cholesky adjoint of a lower L by the symbolic formula (Murray 2016,
+    "Differentiation of the Cholesky decomposition"): the gradient w.r.t. the Hermitian A is
+    (S + S^H) / 2 with S = L^-H Phi(L^H gL) L^-1, Phi the lower triangle with its diagonal halved.
 
-    - M by trmm (L triangular; the lower triangle of M reads only the lower triangle of gL, and
-      the upper triangle of L is a constant zero, so gL's upper triangle does not matter).
-    - L^-H Q L^-1 by sygst/hegst (n^3 flops, against 2 n^3 for two triangular solves): LAPACK's
-      itype=1 computes U^-H A U^-1 from A's upper triangle; with J the reversal permutation and
-      U = J L J (upper triangular), J (U^-H (J Q J) U^-1) J = L^-H Q L^-1, so the reversed views
-      of M and L go in and the reversed result's lower triangle comes out.
+    - L^H gL by trmm (L triangular): its lower triangle reads only the lower triangle of gL (the
+      upper triangle of L is a constant zero, so gL's upper triangle does not matter).
+    - L^-H Phi L^-1 by two triangular solves (trsm, left and right).
     LAPACK reads one triangle of ``a``, which gets twice the off-diagonal part of (S + S^H) / 2:
-    the lower triangle of L^-H Q L^-1 with its diagonal halved.  None where LAPACK reports an
-    error (the caller's general path then)."""
-    trmm = sl.get_blas_funcs("trmm", (L, gL))
-    M = trmm(1.0, L, gL, lower=1, trans_a=2)          # L^H gL (a new array: gL is not written)
-    gst = sl.get_lapack_funcs("hegst" if trmm.dtype.kind == "c" else "sygst", (M,))
-    R, info = gst(M[::-1, ::-1], L[::-1, ::-1], itype=1, lower=0, overwrite_a=1)
-    if info != 0:       # an illegal argument (L comes from a successful factorisation)
-        return None
-    return triangle(R[::-1, ::-1], True, 0.5)   # the other triangle holds what M held there
+    the lower triangle of S + S^H with its diagonal halved.  (One sygst call instead of the two
+    solves has half their flops but ran slower up to n = 256 on one core: its diagonal blocks are
+    level-2 code.)"""
+    trmm, trsm = sl.get_blas_funcs(("trmm", "trsm"), (L, gL))
+    Lf = np.asfortranarray(L, dtype=trmm.dtype)        # a copy only for a C-ordered L
+    P = triangle(trmm(1.0, Lf, gL, lower=1, trans_a=2), True, 0.5)    # Phi(L^H gL)
+    P = trsm(1.0, Lf, P, lower=1, trans_a=2, overwrite_b=1)           # L^-H Phi
+    S = trsm(1.0, Lf, P, side=1, lower=1, overwrite_b=1)              # L^-H Phi L^-1
+    return triangle(S + _mH(S), True, 0.5)
 
 
 def _cholesky_lapack(sl, gL, L, upper):
@@ -204,16 +199,14 @@ def _cholesky_lapack(sl, gL, L, upper):
     (2016, section 4.2, here with conjugate transposes for complex L), which walks the
     diagonal blocks from the last, moves each block's cotangent onto the blocks left of it and
     above it with products and one triangular solve, and runs the symbolic formula on each
-    diagonal block: about n^3 flops instead of 2 n^3, 1.7x to 2.2x faster than the symbolic
-    formula for n from 192 to 1000 on one core, equal at 128.  Block size 64, 128 from n = 768
-    (measured).  None where LAPACK reports an error."""
+    diagonal block: about n^3 flops against 3 n^3 for the symbolic formula on the whole matrix.
+    Block size 64, 128 from n = 768 (measured on one core: equal to the whole-matrix formula at
+    n = 128, 1.5x faster at 256, 2x at 1000)."""
     n = L.shape[-1]
     if n <= 64:
         r = _cholesky_symbolic(sl, gL, L)
     else:
         r = _cholesky_blocked(sl, gL, L, 64 if n < 768 else 128)
-    if r is None:
-        return None
     return _mH(r) if upper else r
 
 
@@ -231,8 +224,6 @@ def _cholesky_blocked(sl, gL, L, nb):
                 Bb -= Cb @ R
             Db -= np.tril(_mH(Cb) @ C)
         d = _cholesky_symbolic(sl, Db, D)
-        if d is None:
-            return None
         Db[...] = d
         if j:
             Rb -= (d + _mH(d)) @ R

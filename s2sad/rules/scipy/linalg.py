@@ -122,7 +122,7 @@ def solve_triangular(g, ans, a, b, trans=0, lower=False, unit_diagonal=False):
             u, v = cj(v), cj(u)
         ga = outer_triangle(u, v, lower, 0.0 if unit_diagonal else 1.0)
         return like(ga, a), like(gb[:, 0], b)
-    gop = gb @ _mH(-X)                             # op(A)'s adjoint (the minus on the smaller factor)
+    gop = gb @ _mH(-X)              # op(A)'s adjoint (the minus on the smaller factor)
     ga = gop if tr == 0 else (_mT(gop) if tr == 1 else _mH(gop))
     if m is np and ga.ndim == 2:
         # the read triangle (without the diagonal when it is taken as ones)
