@@ -629,13 +629,14 @@ def _lower_inverse(L):
 @overload(cholesky, prefer_literal=True)
 def _cholesky(g, ans, a, upper=False):
     """``rules.numpy.linalg.cholesky``: S = L^-H phi(L^H g) L^-1, symmetrised, on the triangle
-    LAPACK reads; for real float64/float32 by SciPy's trmm and trsm (rules/jit_lapack.py)."""
+    LAPACK reads; for real float64/float32 by SciPy's trmm and trsm, blocked above n = 64
+    (rules/jit_lapack.py)."""
     up = _lit(upper, _NOLIT)
     if up not in (True, False) or not (_mat(g, ans, a) and _fits(g, a)):
         return None
     lapack = None
     if g.dtype == ans.dtype and ans.dtype in (nt.float64, nt.float32):
-        lapack = jit_lapack.cholesky_adjoint("d" if ans.dtype == nt.float64 else "s")
+        lapack = jit_lapack.cholesky_adjoint_blocked("d" if ans.dtype == nt.float64 else "s")
     if lapack is not None:
         # real: trmm and trsm from SciPy's BLAS (what the Python helper calls)
         def impl_lapack(g, ans, a, upper=False):

@@ -88,3 +88,55 @@ def cholesky_adjoint(char):
             r[i, i] = P[i, i]
         return r
     return f
+
+
+@functools.lru_cache(maxsize=None)
+def cholesky_adjoint_blocked(char):
+    """A jitable ``f(gL, L)`` with :func:`cholesky_adjoint`'s result: that formula for n <= 64,
+    else ``rules.numpy.linalg._cholesky_blocked``'s sweep (blocks of 64, 128 from n = 768), for
+    C-contiguous real (n, n) arrays of type ``char``.  None without SciPy's exports."""
+    sym = cholesky_adjoint(char)
+    if sym is None:
+        return None
+    trsm = routines(char)["trsm"]
+
+    @register_jitable
+    def f(gL, L):
+        n = L.shape[0]
+        if n <= 64:
+            return sym(gL, L)
+        nb = 64 if n < 768 else 128
+        A = gL.copy()                            # Lbar, becoming the adjoint
+        c = np.empty(3, np.uint8)                # side L, uplo U, transa/diag N
+        c[0], c[1], c[2] = ord("L"), ord("U"), ord("N")
+        ints = np.empty(2, np.int32)
+        one = np.ones(1, L.dtype)
+        k = n
+        while k > 0:
+            j = max(0, k - nb)
+            D = np.ascontiguousarray(L[j:k, j:k])
+            Cb = np.zeros((0, k - j), L.dtype)
+            if k < n:
+                C = np.ascontiguousarray(L[k:, j:k])
+                Cb = np.ascontiguousarray(A[k:, j:k])
+                # Cbar D^-1: Fortran sees Cbar^T and D^T (upper): Cbar^T := D^-T Cbar^T
+                ints[0], ints[1] = k - j, n - k
+                trsm(c[0:].ctypes, c[1:].ctypes, c[2:].ctypes, c[2:].ctypes, ints[0:].ctypes,
+                     ints[1:].ctypes, one.ctypes, D.ctypes, ints[0:].ctypes, Cb.ctypes,
+                     ints[0:].ctypes)
+                A[k:, j:k] = Cb
+                if j > 0:
+                    A[k:, :j] -= Cb @ np.ascontiguousarray(L[j:k, :j])
+                A[j:k, j:k] -= np.tril(Cb.T @ C)
+            d = sym(np.ascontiguousarray(A[j:k, j:k]), D)
+            A[j:k, j:k] = d
+            if j > 0:
+                R = np.ascontiguousarray(L[j:k, :j])
+                upd = (d + d.T) @ R
+                if k < n:
+                    upd += np.ascontiguousarray(Cb.T) @ np.ascontiguousarray(L[k:, :j])
+                A[j:k, :j] -= upd
+            k -= nb
+        return np.tril(A)
+    return f
+

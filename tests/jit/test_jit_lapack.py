@@ -24,10 +24,11 @@ def _spd(rng, n, dtype):
 
 
 @pytest.mark.parametrize("char, dtype, tol", [("d", np.float64, 1e-12), ("s", np.float32, 1e-4)])
-def test_compiled_cholesky_adjoint_matches_python(char, dtype, tol):
-    f = jit_lapack.cholesky_adjoint(char)
+@pytest.mark.parametrize("blocked", [False, True])
+def test_compiled_cholesky_adjoint_matches_python(char, dtype, tol, blocked):
+    f = (jit_lapack.cholesky_adjoint_blocked if blocked else jit_lapack.cholesky_adjoint)(char)
     run = numba.njit(lambda g, L: f(g, L))
-    for n in (1, 2, 9, 130):
+    for n in (1, 2, 9, 64, 65, 130, 200):
         rng = np.random.default_rng(n)
         a = _spd(rng, n, dtype)
         L = np.linalg.cholesky(a)
@@ -52,7 +53,7 @@ def gp(x, y, s):
 
 def test_gp_compiled_matches_python():
     rng = np.random.default_rng(0)
-    args = (np.sort(rng.uniform(-3, 3, 12)), rng.standard_normal(12), 0.6)
+    args = (np.sort(rng.uniform(-3, 3, 70)), rng.standard_normal(70), 0.6)   # 70: blocked
     with warnings.catch_warnings():
         warnings.simplefilter("error", JitFallbackWarning)
         vj, gj = s2sad.value_and_grad(gp, wrt=(0, 1, 2), jit=True)(*args)
