@@ -66,7 +66,9 @@ def retain(obj):
 def matmul(a, b):
     """``a @ b``; on CuPy arrays, inside :func:`graph_matmuls`, through the capturable route, and
     outside it where :func:`_gains` says the direct route saves device work."""
-    if type(a).__module__.split(".")[0] != "cupy" or type(b).__module__.split(".")[0] != "cupy":
+    ta, tb = type(a), type(b)
+    if ta is _NDARRAY or tb is _NDARRAY or not (_CUPY.get(ta) or _is_cupy(ta)) or \
+            not (_CUPY.get(tb) or _is_cupy(tb)):
         return a @ b
     if getattr(_state, "on", False):
         return _gemm(a, b)
@@ -76,6 +78,15 @@ def matmul(a, b):
         except RuntimeError as e:       # a cuBLAS status: s2sad's bug, never the user's
             _off(e)
     return a @ b
+
+
+_NDARRAY = np.ndarray
+_CUPY = {}      # type -> whether it is CuPy's (its module's top package is cupy)
+
+
+def _is_cupy(t):
+    r = _CUPY[t] = t.__module__.split(".")[0] == "cupy"
+    return r
 
 
 def _off(e):
@@ -199,6 +210,10 @@ def _layout(x, r, c):
     matrix (stack), in place; None when neither axis has unit stride (a copy is needed)."""
     item = x.itemsize
     rs, cs = x.strides[-2], x.strides[-1]
+    if r == 1:
+        rs = c * item                   # (one row, or one column: that stride is never used)
+    if c == 1:
+        cs = item
     if rs % item or cs % item or rs < 0 or cs < 0:
         return None
     rs, cs = rs // item, cs // item
@@ -239,6 +254,8 @@ def _plan(a, b, batch, m, k, n):
         if st is None:
             x = cupy.ascontiguousarray(x)
             lay, st = _layout(x, r, c), _batch_strides(x, batch)
+            if lay is None or st is None:
+                raise AssertionError(f"gemm: no layout for a C-contiguous {x.shape} operand")
         ops.append((x, lay, st))
     (a, la, sa), (b, lb, sb) = ops
     sc, acc = [], m * n

@@ -24,7 +24,8 @@ def _fake_cupy():
     cp = types.SimpleNamespace()
     cp.ascontiguousarray = lambda x: _a(np.ascontiguousarray(x))
     cp.broadcast_to = lambda x, s: _a(np.broadcast_to(x, s))
-    cp.empty = lambda s, dt: _a(np.full(s, np.nan, dt))
+    cp.empty = lambda s, dt: _a(np.full(s, np.nan, dt) if np.dtype(dt).kind in "fc"
+                                else np.zeros(s, dt))
     cp.zeros = lambda s, dt: _a(np.zeros(s, dt))
     cp.ones = lambda s, dt: _a(np.ones(s, dt))
     cp.uint8 = np.uint8
@@ -60,6 +61,28 @@ class _Lib:
             c[...] = (a if opa == 0 else a.T) @ (b if opb == 0 else b.T)
         return 0
 
+    def cublasGemmBatchedEx(self, h, opa, opb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C,
+                            ct, ldc, count, compute, algo):
+        """The pointer-array batch: A, B, C are addresses of arrays of ``count`` pointers."""
+        self.calls += 1
+        ptrs = lambda p: np.frombuffer((ctypes.c_int64 * count).from_address(p), np.int64)  # noqa
+        for pa, pb, pc in zip(ptrs(A), ptrs(B), ptrs(C)):
+            a = _view(int(pa), self.dtype, *((m, k) if opa == 0 else (k, m)), lda)
+            b = _view(int(pb), self.dtype, *((k, n) if opb == 0 else (n, k)), ldb)
+            c = _view(int(pc), self.dtype, m, n, ldc)
+            c[...] = (a if opa == 0 else a.T) @ (b if opb == 0 else b.T)
+        return 0
+
+
+def _pointers(pa, pb, pc, n1, n2, a0, a1, a2, b0, b1, b2, c0, c1, c2, out, size):
+    """What gemm's pointer kernel writes, computed on the host."""
+    i = np.arange(size)
+    i0, r = i // (n1 * n2), i % (n1 * n2)
+    i1, i2 = r // n2, r % n2
+    out[:size] = pa + i0 * a0 + i1 * a1 + i2 * a2
+    out[size:2 * size] = pb + i0 * b0 + i1 * b1 + i2 * b2
+    out[2 * size:] = pc + i0 * c0 + i1 * c1 + i2 * c2
+
 
 @pytest.fixture
 def fake(monkeypatch):
@@ -70,6 +93,8 @@ def fake(monkeypatch):
     hd = types.SimpleNamespace(lib=lib, h=None, scalars={np.float64: (_a(np.ones(())),
                                                                       _a(np.zeros(())))})
     monkeypatch.setattr(gemm, "_handle", lambda: hd)
+    monkeypatch.setattr(gemm, "_pointers_kernel", lambda: _pointers)
+    monkeypatch.setattr(gemm, "_PLANS", {})
     cp.cuda = types.SimpleNamespace(get_current_stream=lambda: types.SimpleNamespace(ptr=0))
     return lib
 
