@@ -26,11 +26,15 @@ _NoValue = getattr(np, "_NoValue", None)
 # -- small utilities -------------------------------------------------------------------------------
 _NDARRAY = np.ndarray
 _np_outer = np.outer
+_ARRAYS = _rt.ARRAY_MODULES     # exact array type -> its module (NumPy's; CuPy's once seen)
 
 
 def xp(*xs):
     """The array module (NumPy or CuPy) of the first array among ``xs``."""
     for x in xs:
+        m = _ARRAYS.get(type(x))
+        if m is not None:
+            return m
         if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, np.generic):
             return _rt.array_module(x)
     return np
@@ -39,6 +43,8 @@ def xp(*xs):
 def asarray(x, like=None):
     """``x`` as an array of the array module of ``like`` (arrays are returned as they are; a
     NumPy scalar joins ``like``'s module when that is CuPy)."""
+    if type(x) in _ARRAYS:
+        return x
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         if like is not None and isinstance(x, np.generic):
             m = xp(like)
@@ -78,6 +84,10 @@ def like(g, x):
 
     A Python float input gets a Python float, a list/tuple of scalars gets a list/tuple, a real
     array input drops the imaginary part of ``g``."""
+    tx = type(x)
+    if tx is type(g) and tx in _ARRAYS and g.shape == x.shape and g.dtype == x.dtype and \
+            x.dtype.kind in "fc":
+        return g                        # (the common case: an array adjoint as it is)
     if g is None:
         return None
     if isinstance(x, (list, tuple)):

@@ -32,17 +32,30 @@ def is_zero(a):
     return a is None or (type(a) is float and a == 0.0)
 
 
+# The exact array types (``numpy.ndarray``; ``cupy.ndarray`` once a CuPy array was seen) -> their
+# module: helpers of generated code test ``type(x) in ARRAY_MODULES`` once for their fast paths
+# (subclasses take the general paths).
+ARRAY_MODULES = {_NDARRAY: np}
+
+
 def array_module(x):
     """``numpy`` or ``cupy``, by the type of ``x``; never imports CuPy itself."""
-    mod = type(x).__module__
-    if mod.startswith("cupy"):
+    t = type(x)
+    m = ARRAY_MODULES.get(t)
+    if m is not None:
+        return m
+    if t.__module__.startswith("cupy"):
         import cupy
+        if t is cupy.ndarray:
+            ARRAY_MODULES[t] = cupy
         return cupy
     return np
 
 
 def cj(x):
     """Complex conjugate, free for real values (adjoint templates of complex-capable rules)."""
+    if type(x) in ARRAY_MODULES:
+        return x.conj() if x.dtype.kind == "c" else x
     if type(x) is float or type(x) is int:
         return x
     if type(x) is complex:
@@ -74,6 +87,9 @@ def real_like(g, x):
 def unbroadcast(g, x):
     """Sum ``g`` down to the shape of ``x`` (the adjoint of NumPy broadcasting), in x's dtype."""
     tx = type(x)
+    if tx is type(g) and tx in ARRAY_MODULES and g.shape == x.shape and g.dtype == x.dtype and \
+            x.dtype.kind in "fc":
+        return g                        # (the common case: nothing to sum, nothing to cast)
     if tx is float or tx is int:
         if type(g) is float:
             return g

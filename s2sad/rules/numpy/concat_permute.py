@@ -9,8 +9,8 @@ import numpy as np
 
 from ...kernels.device import _has_cupy
 from ...kernels.device import check_devices as _check_devices
-from ..adjoints import (A, _each, _inverse, _np, array_adjoint, asarray, export, is_zero, like,
-                        ndim, shape, tangent_list, xp)
+from ..adjoints import (A, _ARRAYS, _NDARRAY, _each, _inverse, _np, array_adjoint, asarray,
+                        export, is_zero, like, ndim, shape, tangent_list, xp)
 from ..registry import defmethod, defrule
 
 # -- concat family ---------------------------------------------------------------------------------
@@ -101,7 +101,7 @@ def _permute_adjoint_np(g, axes):
 def _guard(name, g, x):
     """Device guard of the concat/permute adjoints: the cotangent and the inputs on one device
     (nothing to do, and no CuPy import, when no CuPy array is present)."""
-    if _has_cupy((g, x)):
+    if (type(g) is not _NDARRAY or type(x) is not _NDARRAY) and _has_cupy((g, x)):
         _check_devices(f"the adjoint of {name}", (g, x), names=("cotangent", "input"))
 
 
@@ -126,12 +126,13 @@ def _concat_views(g, arrays, axis):
     """The slices of ``g`` that are the adjoints of the arrays of a concatenation, or None where
     the inputs are not all arrays of g's array module or do not add up to g's shape (then the
     kernel path decides, and raises its errors)."""
-    if not (hasattr(g, "shape") and hasattr(g, "dtype")) or isinstance(g, np.generic) or \
-            not _all_arrays(arrays):
-        return None
-    m = xp(g)
-    if any(xp(a) is not m for a in arrays):
-        return None
+    if not _one_array_type(g, arrays):
+        if not (hasattr(g, "shape") and hasattr(g, "dtype")) or isinstance(g, np.generic) or \
+                not _all_arrays(arrays):
+            return None
+        m = xp(g)
+        if any(xp(a) is not m for a in arrays):
+            return None
     if axis is None:
         flat = g.reshape(-1)
         sizes = [a.size for a in arrays]
@@ -168,7 +169,18 @@ def permute_adjoint(g, axes, a=None, name="transpose"):
     ``reshape_back`` through :func:`materialise` (the permute kernel on CuPy arrays), a matrix
     product or an elementwise operation reads the strides as they are."""
     _guard(name, g, a)
-    return asarray(g).transpose(_inverse(tuple(int(a) for a in axes)))
+    try:
+        inv = _INVERSES.get(axes)
+    except TypeError:                   # (unhashable axes)
+        inv = None
+    if inv is None:
+        inv = _inverse(tuple(int(a) for a in axes))
+        if type(axes) is tuple and len(_INVERSES) < 256:
+            _INVERSES[axes] = inv
+    return asarray(g).transpose(inv)
+
+
+_INVERSES = {}          # axes (a tuple) -> its inverse permutation (Python ints)
 
 
 def materialise(g, backend=None):
@@ -221,12 +233,25 @@ def reshape_is_view(shp, strides, new):
 
 
 def concatenate(g, arrays, axis=0):
+    if _one_array_type(g, arrays):
+        return concat_adjoint(g, arrays, axis)      # (what the general path below does for them)
     arrs = [asarray(a) if not isinstance(a, (float, int, complex)) else a for a in arrays]
     if axis is None:
         return concat_adjoint(g, arrs, None) if not _all_arrays(arrays) else \
             concat_adjoint(g, arrays, None)
     return concat_adjoint(g, arrays if _all_arrays(arrays) else
                           [asarray(a, like=g) for a in arrays], axis)
+
+
+def _one_array_type(g, arrays):
+    """True when ``g`` and every array are of one exact array type (NumPy's or CuPy's ndarray)."""
+    t = type(g)
+    if t not in _ARRAYS:
+        return False
+    for a in arrays:
+        if type(a) is not t:
+            return False
+    return True
 
 
 def _all_arrays(arrays):

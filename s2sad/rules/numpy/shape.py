@@ -7,7 +7,8 @@ import numpy as np
 
 from ... import runtime as _rt
 from ...errors import RuleError
-from ..adjoints import A, _each, _np, array_adjoint, asarray, export, is_zero, like, shape, tmap_zero, xp
+from ..adjoints import (A, _NDARRAY, _each, _np, array_adjoint, asarray, export, is_zero, like,
+                        shape, tmap_zero, xp)
 from ..registry import defmethod, defrule
 from .concat_permute import materialise, reshape_is_view
 
@@ -150,6 +151,8 @@ def reshape_back(g, a, order="C"):
 
     ``g`` may be a permuted view (the adjoint of a transpose is one): where the reshape needs a
     copy of a CuPy array, the permute kernel makes it (``materialise``)."""
+    if type(g) is _NDARRAY and type(a) is _NDARRAY and (order == "C" or order is None):
+        return like(g.reshape(a.shape), a)          # (the common case of the path below)
     g = asarray(g, like=a)
     o = _order(order, a)
     if o == "C" and type(g) is not np.ndarray and hasattr(g, "flags") and \
