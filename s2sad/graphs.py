@@ -224,7 +224,8 @@ class _Elementwise(ast.NodeTransformer):
         lam = ast.fix_missing_locations(ast.Expression(ast.Lambda(args, body)))
         fallback = eval(compile(lam, "<s2sad fused>", "eval"), self.ns)
         name = f"_s2sad_ew{len(self.fused)}"
-        self.fused[name] = elementwise.Fused(cexpr, len(leaves), fallback, ast.unparse(body))
+        self.fused[name] = elementwise.Fused(cexpr, len(leaves), fallback, ast.unparse(body),
+                                             elementwise.OPS.get(cexpr, 2))
         call_args = [ast.Name(x, ast.Load()) if isinstance(x, str) else self.visit(x)
                      for x in leaves]
         return ast.copy_location(ast.Call(ast.Name(name, ast.Load()), call_args, []), node)

@@ -30,6 +30,7 @@ _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _FLOATS = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
 _UNROLL = 4
 MIN_ELEMENTS = 1 << 16          # below this CuPy's own kernels (lower host cost) run
+MIN_ELEMENTS_ONE_OP = 1 << 20   # the same for an expression of one operation
 ENABLED = os.environ.get("S2SAD_CUPY_FUSE", "1") != "0"   # S2SAD_CUPY_FUSE=0: CuPy's kernels only
 _FULL, _ROW, _COL, _ONE = "f", "r", "c", "1"
 
@@ -37,9 +38,12 @@ _FULL, _ROW, _COL, _ONE = "f", "r", "c", "1"
 class Fused:
     """One elementwise expression; called with the values of its leaves (names, in order)."""
 
-    def __init__(self, cexpr, arity, fallback, text):
+    def __init__(self, cexpr, arity, fallback, text, nops=2):
         self.cexpr = cexpr              # C text with {0}, {1}... for the leaves
         self.arity = arity
+        # one operation saves only device time (CuPy's launch costs less host time than this
+        # route): taken from a larger size, where the device time saved outweighs it
+        self.min = MIN_ELEMENTS if nops >= 2 else MIN_ELEMENTS_ONE_OP
         self.fallback = fallback
         self.text = text                # the Python expression (for reading the code)
         self.kernels = {}
@@ -50,7 +54,7 @@ class Fused:
     def __call__(self, *vals):
         nd = _ND or _cupy_ndarray()
         for v in vals:                  # (the common small case leaves cheaply)
-            if type(v) is nd and v.size >= MIN_ELEMENTS:
+            if type(v) is nd and v.size >= self.min:
                 break
         else:
             return self.fallback(*vals)
@@ -182,8 +186,11 @@ def _kernel(cexpr, dt, modes, small):
              f"    if (j < N) out[j] = ({ctype})({expr});",
              "}"]
     params += ["int64 n", "int64 last"]
+    # no fused multiply-add contraction: each operation rounds as CuPy's separate kernels do, so
+    # the route never changes a result (`1 - h * h` contracted to one fma differed in the last
+    # bits, far more after the cancellation)
     return cupy.ElementwiseKernel(", ".join(params), f"raw {ct} out", "\n".join(body),
-                                  "s2sad_fused", reduce_dims=False)
+                                  "s2sad_fused", reduce_dims=False, options=("--fmad=false",))
 
 
 # -- building a Fused from an expression of generated code -------------------------------------------
@@ -231,6 +238,8 @@ def compile_expr(node, resolve, cj, products=None):
             if fn is cj:
                 return "{}"
             name = getattr(fn, "__name__", None)
+            if isinstance(name, str) and name.startswith("cupy_"):
+                name = name[5:]                     # (CuPy's ufuncs are named cupy_exp...)
             if name in UFUNCS and type(fn).__name__ == "ufunc" and \
                     type(fn).__module__.split(".")[0] in ("numpy", "cupy"):
                 f = UFUNCS[name]
@@ -258,7 +267,11 @@ def compile_expr(node, resolve, cj, products=None):
     if not ops or not leaves:
         return None                 # no operation (``_rt.cj(x)`` of a real array is x itself),
                                     # or constants only (``-1``)
+    OPS[text] = len(ops)
     return text, leaves
+
+
+OPS = {}                        # C text -> its number of operations
 
 
 # -- the adjoint of maximum / minimum --------------------------------------------------------------
@@ -291,7 +304,7 @@ def maximum_adjoint(g, a, b, sign):
         k = _MAX_KERNELS[key] = cupy.ElementwiseKernel(
             f"{ct} g, {ct} a, {ct} b", f"{ct} r",
             f"r = (a {cmp} b) ? g : ((a == b) ? g * ({cty})0.5 : g * ({cty})0)",
-            "s2sad_maximum_adjoint")
+            "s2sad_maximum_adjoint", options=("--fmad=false",))
         try:
             return k(g, a, b)
         except Exception as e:  # noqa: BLE001  (did not build: the caller's general path)

@@ -100,7 +100,10 @@ def _off(e):
 
 # S2SAD_CUPY_GEMM=0: outside graph mode, every CuPy product is CuPy's own ``a @ b``
 _DIRECT = os.environ.get("S2SAD_CUPY_GEMM", "1") != "0"
-_MIN_ELEMENTS = 1 << 16
+# The direct route costs more host time than CuPy's (ctypes, Python): it is taken where the device
+# work it saves is larger (measured on the H200: the B16 attention step, host-bound, lost ~0.1 ms
+# with it at 64K; the B32 step, device-bound, gained ~1 ms).
+_MIN_ELEMENTS = 1 << 22
 
 
 def _gains(a, b):
@@ -184,6 +187,7 @@ class _Handle:
         _check(lib.cublasSetWorkspace_v2(h, self.workspace.data.ptr, _WORKSPACE),
                "cublasSetWorkspace_v2")
         _check(lib.cublasSetPointerMode_v2(h, 1), "cublasSetPointerMode_v2")   # device scalars
+        self.stream = None              # the stream last set on the handle
         # made now, not during a capture (where their fill would only be recorded)
         self.scalars = {t: (cupy.ones((), t), cupy.zeros((), t))
                         for t in {s for _, _, s in _TYPES.values()}}
@@ -308,7 +312,10 @@ def _run(hd, dt, a, b, opa, lda, opb, ldb, m, n, k, axes, out):
     cuda_t, compute, scalar_t = _TYPES[dt]
     one, zero = hd.scalars[scalar_t]
     lib = hd.lib
-    _check(lib.cublasSetStream_v2(hd.h, cupy.cuda.get_current_stream().ptr), "cublasSetStream_v2")
+    stream = cupy.cuda.get_current_stream().ptr
+    if stream != getattr(hd, "stream", None):
+        _check(lib.cublasSetStream_v2(hd.h, stream), "cublasSetStream_v2")
+        hd.stream = stream
     if len(axes) <= 1:
         count, sa, sb, sc = axes[0] if axes else (1, 0, 0, m * n)
         _check(lib.cublasGemmStridedBatchedEx(
