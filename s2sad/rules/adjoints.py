@@ -306,12 +306,46 @@ _NOT_LINEAR_ENTRY = {"is_zero", "like", "expand", "full_like", "broadcast", "tma
 
 
 def _zero_passes_through(fn):
-    @functools.wraps(fn)
-    def helper(g, *args, **kwargs):
-        if type(g) is float and g == 0.0 or g is None:
-            return 0.0
-        return fn(g, *args, **kwargs)
-    return helper
+    helper = _exact_guard(fn)
+    if helper is None:
+        def helper(g, *args, **kwargs):
+            if type(g) is float and g == 0.0 or g is None:
+                return 0.0
+            return fn(g, *args, **kwargs)
+    return functools.wraps(fn)(helper)
+
+
+def _exact_guard(fn):
+    """The zero guard of ``fn`` with ``fn``'s own parameters (names and defaults), so that a call
+    binds its arguments once, not through ``*args, **kwargs`` and again (a helper runs per
+    operation of every reverse sweep); None for a signature with ``*args``, ``**kwargs`` or
+    positional-only parameters (then the generic guard)."""
+    import inspect
+    code = fn.__code__
+    if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or code.co_posonlyargcount:
+        return None
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    if any(n.startswith("_s2sad_") for n in names) or not names:
+        return None
+    pos = names[:code.co_argcount]
+    kwonly = names[code.co_argcount:]
+    defaults = fn.__defaults__ or ()
+    kwdefaults = fn.__kwdefaults__ or {}
+    first = len(pos) - len(defaults)
+    params = [n if i < first else f"{n}=_s2sad_d[{i - first}]" for i, n in enumerate(pos)]
+    if kwonly:
+        params.append("*")
+        params += [f"{n}=_s2sad_kw[{n!r}]" if n in kwdefaults else n for n in kwonly]
+    args = list(pos) + [f"{n}={n}" for n in kwonly]
+    src = (f"def {fn.__name__}({', '.join(params)}):\n"
+           f"    if _s2sad_type({pos[0] if pos else kwonly[0]}) is _s2sad_float and "
+           f"{pos[0] if pos else kwonly[0]} == 0.0 or {pos[0] if pos else kwonly[0]} is None:\n"
+           f"        return 0.0\n"
+           f"    return _s2sad_fn({', '.join(args)})\n")
+    ns = {"_s2sad_fn": fn, "_s2sad_d": defaults, "_s2sad_kw": kwdefaults, "_s2sad_type": type,
+          "_s2sad_float": float}
+    exec(compile(src, f"<s2sad zero guard of {fn.__qualname__}>", "exec"), ns)
+    return ns[fn.__name__]
 
 
 def _first_parameter(fn):

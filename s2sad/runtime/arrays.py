@@ -87,9 +87,15 @@ def real_like(g, x):
 def unbroadcast(g, x):
     """Sum ``g`` down to the shape of ``x`` (the adjoint of NumPy broadcasting), in x's dtype."""
     tx = type(x)
-    if tx is type(g) and tx in ARRAY_MODULES and g.shape == x.shape and g.dtype == x.dtype and \
-            x.dtype.kind in "fc":
-        return g                        # (the common case: nothing to sum, nothing to cast)
+    if tx is type(g) and tx in ARRAY_MODULES:
+        # the common cases: arrays of one type and a real or complex dtype, decided once
+        xdt = x.dtype
+        if g.dtype == xdt and xdt.kind in "fc":
+            shape = x.shape
+            if g.shape == shape:
+                return g                # nothing to sum, nothing to cast
+            g = _reduce_to(g, shape, x)
+            return g if g.dtype == xdt else g.astype(xdt, copy=False)
     if tx is float or tx is int:
         if type(g) is float:
             return g
@@ -114,15 +120,7 @@ def unbroadcast(g, x):
             xp = array_module(x)
             g = xp.full(shape, g, dtype=np.result_type(g, x.dtype) if x.dtype.kind == "c" else x.dtype)
         else:
-            extra = len(gshape) - len(shape)
-            if extra > 0:
-                g = _sum_leading(g, extra)
-            axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
-            if axes:
-                g = g.sum(axis=axes, keepdims=True)
-            if g.shape != shape:
-                g = g.reshape(shape) if g.size == int(np.prod(shape)) else \
-                    array_module(x).broadcast_to(g, shape)
+            g = _reduce_to(g, shape, x)
     dt = getattr(x, "dtype", None)
     if dt is not None:
         gdt = getattr(g, "dtype", None)
@@ -134,6 +132,21 @@ def unbroadcast(g, x):
         elif gdt is None:
             xp = array_module(x)
             g = xp.asarray(g, dtype=dt)
+    return g
+
+
+def _reduce_to(g, shape, x):
+    """The array ``g`` summed down to ``shape`` (x's: leading axes, then axes of length 1)."""
+    extra = len(g.shape) - len(shape)
+    if extra > 0:
+        g = _sum_leading(g, extra)
+    gs = g.shape
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and gs[i] != 1)
+    if axes:
+        g = g.sum(axis=axes, keepdims=True)
+    if g.shape != shape:
+        g = g.reshape(shape) if g.size == int(np.prod(shape)) else \
+            array_module(x).broadcast_to(g, shape)
     return g
 
 

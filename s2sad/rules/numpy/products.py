@@ -11,8 +11,8 @@ from ... import runtime as _rt
 from ...errors import RuleError
 from ...kernels.contract import capturable as _capturable   # graph mode: tensordot/einsum as gemm
 from ...kernels.gemm import matmul as _graph_matmul   # a @ b, but capturable in graph mode
-from ..adjoints import (A, _NDARRAY, _each, _inverse, _mH, _np, _np_outer, asarray, cj, export,
-                        is_zero, like, shape, xp)
+from ..adjoints import (A, _ARRAYS, _NDARRAY, _each, _inverse, _mH, _np, _np_outer, asarray, cj,
+                        export, is_zero, like, shape, xp)
 from ..registry import defmethod, defrule
 
 _MATMUL = ("x1, x2, /, out=None, *, casting='same_kind', order='K', dtype=None, subok=True, "
@@ -119,21 +119,32 @@ def _real_matmul_adjoint(g, a, b, which):
     batch of products summed after), or two stacks of one batch shape.  None otherwise (the
     general path)."""
     t = type(a)
-    if type(b) is not t or type(g) is not t or not hasattr(a, "ndim") or \
-            a.dtype != b.dtype or g.dtype != a.dtype or a.dtype.kind != "f" or a.ndim < 2 or \
-            b.ndim < 2 or g.shape != a.shape[:-1] + b.shape[-1:]:
+    if type(b) is not t or type(g) is not t or t not in _ARRAYS and not hasattr(a, "ndim"):
         return None
-    if b.ndim == 2:
+    dt = a.dtype
+    if dt.kind != "f" or b.dtype != dt or g.dtype != dt:
+        return None
+    an, bn = a.ndim, b.ndim
+    if an < 2 or bn < 2:
+        return None
+    ash, bsh = a.shape, b.shape
+    if g.shape != ash[:-1] + bsh[-1:]:
+        return None
+    mm = _np_matmul if t is _NDARRAY else _graph_matmul     # (NumPy: gemm.matmul is a @ b)
+    if bn == 2:
         if which == 0:
-            return _graph_matmul(g, b.T)
-        if a.ndim == 2:
-            return _graph_matmul(a.T, g)
-        return _graph_matmul(a.reshape(-1, a.shape[-1]).T, g.reshape(-1, g.shape[-1]))
-    if b.ndim == a.ndim and a.shape[:-2] == b.shape[:-2]:
+            return mm(g, b.T)
+        if an == 2:
+            return mm(a.T, g)
+        return mm(a.reshape(-1, ash[-1]).T, g.reshape(-1, bsh[-1]))
+    if bn == an and ash[:-2] == bsh[:-2]:
         if which == 0:
-            return _graph_matmul(g, b.swapaxes(-1, -2))
-        return _graph_matmul(a.swapaxes(-1, -2), g)
+            return mm(g, b.swapaxes(-1, -2))
+        return mm(a.swapaxes(-1, -2), g)
     return None
+
+
+_np_matmul = operator.matmul
 
 
 def _tensordot_axes(a, b, axes):
