@@ -172,7 +172,7 @@ def sweeps(d):
     if elementwise.ENABLED:
         fuse = _Elementwise(ns)                # elementwise expressions as single kernels
         tree = fuse.visit(tree)
-        ns.update(fuse.fused)
+        ns.update({name: f.entry() for name, f in fuse.fused.items()})
     ast.fix_missing_locations(tree)
     ns["_s2sad_matmul"] = gemm.matmul
     ns["_s2sad_capturable"] = contract.capturable
@@ -276,7 +276,7 @@ def device_sweeps(d):
     if elementwise.ENABLED:
         fuse = _Elementwise(ns)
         tree = fuse.visit(tree)
-        ns.update(fuse.fused)
+        ns.update({name: f.entry() for name, f in fuse.fused.items()})
     ast.fix_missing_locations(tree)
     exec(compile(tree, d.module.filename, "exec"), ns)
     got = (ns[d.fwd.__name__], ns[d.bwd.__name__])
