@@ -100,7 +100,10 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
         fwd += self.fwd_block(fn.body)
         grads = [b(p) if p in st.defined else self.zero(p) for p in self.wrt]
         if not self.jit and getattr(self, "in_place_buffers", True):
-            write_in_place(rev, self.expand, ", ".join(grads))   # (products into dead adjoints)
+            # (products into dead adjoints; not of adjoints the types say are numbers: `g * 0.5`
+            # of a float stays as it reads)
+            scalars = {b(v) for v, t in self.types.items() if t is not None and t[0] == "s"}
+            write_in_place(rev, self.expand, ", ".join(grads), scalars)
         names = self.tape_names()
         tape = "_tape"
         while tape in _TAKEN.names:

@@ -42,11 +42,12 @@ def _texts(item, expand):
     return out
 
 
-def write_in_place(rev, expand, tail):
+def write_in_place(rev, expand, tail, scalars=()):
     """Rewrite, in the top-level reverse sweep ``rev`` (a list of text items), the products of a
     dead adjoint as described above.  ``expand(hook)`` gives a hook's lines; ``tail`` is the
-    text that follows the sweep (the return of the gradients)."""
-    later = set(_NAME.findall(tail))
+    text that follows the sweep (the return of the gradients); ``scalars`` names adjoints known
+    to be numbers (left as they are: nothing to write into)."""
+    later = set(_NAME.findall(tail)) | set(scalars)
     for i in range(len(rev) - 1, -1, -1):
         item = rev[i]
         if isinstance(item, T.Line) and not item.raw:
