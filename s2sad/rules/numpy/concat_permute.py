@@ -386,8 +386,29 @@ def _block_max_ndim(x):
     return len(shape(x))
 
 
+def _nd(a):
+    return a.ndim if type(a) in _ARRAYS else ndim(a)
+
+
+def _memo_axes(key, make):
+    """``make()``, the axes of a permute adjoint, remembered by ``key`` (the rule's name, ndim and
+    arguments; made afresh when they are not hashable)."""
+    try:
+        axes = _AXES.get(key)
+    except TypeError:
+        return make()
+    if axes is None:
+        axes = make()
+        if len(_AXES) < 512:
+            _AXES[key] = axes
+    return axes
+
+
+_AXES = {}
+
+
 def transpose(g, a, axes=None):
-    nd = ndim(a)
+    nd = _nd(a)
     if axes is None or (isinstance(axes, tuple) and len(axes) == 0):
         axes = tuple(range(nd))[::-1]
     elif isinstance(axes, (tuple, list)) and len(axes) == 1 and isinstance(axes[0], (tuple, list)):
@@ -397,23 +418,32 @@ def transpose(g, a, axes=None):
 
 
 def moveaxis(g, a, source, destination):
-    nd = ndim(a)
-    src = [source] if isinstance(source, numbers.Integral) else list(source)
-    dst = [destination] if isinstance(destination, numbers.Integral) else list(destination)
-    src = [s % nd for s in src]
-    dst = [d % nd for d in dst]
-    order = [n for n in range(nd) if n not in src]
-    for d, s in sorted(zip(dst, src)):
-        order.insert(d, s)
-    return like(permute_adjoint(asarray(g, like=a), tuple(order), a, "moveaxis"), a)
+    nd = _nd(a)
+
+    def make():
+        src = [source] if isinstance(source, numbers.Integral) else list(source)
+        dst = [destination] if isinstance(destination, numbers.Integral) else list(destination)
+        src = [s % nd for s in src]
+        dst = [d % nd for d in dst]
+        order = [n for n in range(nd) if n not in src]
+        for d, s in sorted(zip(dst, src)):
+            order.insert(d, s)
+        return tuple(order)
+    order = _memo_axes(("moveaxis", nd, type(source), source, type(destination), destination),
+                       make)
+    return like(permute_adjoint(asarray(g, like=a), order, a, "moveaxis"), a)
 
 
 def swapaxes(g, a, axis1, axis2):
-    nd = ndim(a)
-    axes = list(range(nd))
-    i, j = axis1 % nd, axis2 % nd
-    axes[i], axes[j] = axes[j], axes[i]
-    return like(permute_adjoint(asarray(g, like=a), tuple(axes), a, "swapaxes"), a)
+    nd = _nd(a)
+
+    def make():
+        axes = list(range(nd))
+        i, j = axis1 % nd, axis2 % nd
+        axes[i], axes[j] = axes[j], axes[i]
+        return tuple(axes)
+    axes = _memo_axes(("swapaxes", nd, type(axis1), axis1, type(axis2), axis2), make)
+    return like(permute_adjoint(asarray(g, like=a), axes, a, "swapaxes"), a)
 
 
 def rollaxis(g, a, axis, start=0):
