@@ -20,7 +20,8 @@ import os
 
 import numpy as np
 
-# one-argument ufuncs and the CUDA function each is (float and double overloads exist for all)
+# one-argument ufuncs and the CUDA function each is (float and double overloads exist for all);
+# maximum and minimum of two operands too (compile_expr)
 UFUNCS = {"exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin", "cos": "cos", "tan": "tan",
           "sqrt": "sqrt", "sinh": "sinh", "cosh": "cosh", "log1p": "log1p", "expm1": "expm1",
           "arctan": "atan", "arcsin": "asin", "arccos": "acos", "arcsinh": "asinh",
@@ -247,6 +248,14 @@ def compile_expr(node, resolve, cj, products=None):
             fn = resolve(e.func)
             if fn is not None and fn in products:    # (an in-place product: g * x, fresh here)
                 return "({0} * {1})" if products[fn] == "ab" else "({1} * {0})"
+            if fn is not None and type(fn).__name__ == "ufunc" and \
+                    type(fn).__module__.split(".")[0] in ("numpy", "cupy"):
+                name = getattr(fn, "__name__", "")
+                name = name[5:] if name.startswith("cupy_") else name
+                if name in ("maximum", "minimum"):
+                    # CuPy's float maximum: NaN if either is NaN (a + b is), else CUDA's max
+                    f = "max" if name == "maximum" else "min"
+                    return "((isnan({0}) | isnan({1})) ? ({0} + {1}) : %s({0}, {1}))" % f
         if isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords and \
                 not isinstance(e.args[0], ast.Starred):
             fn = resolve(e.func)

@@ -75,6 +75,9 @@ def _compile(text):
     ("x ** 2 + np.negative(y)", ("(pow({0}, ((__T__)2.0)) + (-{1}))", ["x", "y"])),
     ("np.abs(0.5 * t)", ("fabs((((__T__)0.5) * {0}))", ["t"])),
     ("+(a - 1)", ("(+({0} - ((__T__)1.0)))", ["a"])),
+    ("np.maximum(a, 0.0)",       # CuPy's float maximum: NaN if either is, else CUDA's max
+     ("((isnan({0}) | isnan(((__T__)0.0))) ? ({0} + ((__T__)0.0)) : max({0}, ((__T__)0.0)))",
+      ["a"])),
 ])
 def test_expressions_to_c(text, want):
     assert _compile(text) == want
@@ -83,7 +86,7 @@ def test_expressions_to_c(text, want):
 @pytest.mark.parametrize("text", [
     "_rt.cj(x)",                 # no operation: nothing to run
     "a > b", "a and b", "a @ b", "a // b", "a % b",
-    "np.maximum(a, b)",          # two-argument ufunc (NaN rules): CuPy's own kernel
+    "np.arctan2(a, b)",          # a two-argument ufunc without a kernel form
     "np.sum(a)", "a.sum()", "x", "1.5",
 ])
 def test_expressions_left_to_cupy(text):

@@ -97,6 +97,8 @@ def _fused(expr_text, ns=None):
     ("cupy.exp(x + b) * 0.5", {"x": (512, 300), "b": (300,)}),        # a bias
     ("-(a / c) ** 2 + cupy.tanh(a)", {"a": (70000,), "c": (1,)}),     # one element
     ("2 * (g * e) - 0.1", {"g": (250, 300), "e": (250, 300)}),
+    ("cupy.maximum(x - 1.0, 0.0) * y + cupy.minimum(x, y)", {"x": (1100, 1000),
+                                                            "y": (1100, 1000)}),
 ])
 def test_fused_kernels_match_cupy(expr, shapes, dt):
     rng = np.random.default_rng(1)
