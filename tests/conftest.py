@@ -1,4 +1,11 @@
 import os
+import sys
+
+# `from tests.jit.compare import ...` in test modules: the repository root on the path, however
+# pytest is invoked (`pytest` puts only the test files' folders there, `python -m pytest` the cwd)
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
 
 # Kernel tests run Numba's CUDA simulator on CPU unless a GPU run sets NUMBA_ENABLE_CUDASIM=0.
 # Must happen before numba is imported anywhere.
