@@ -177,20 +177,75 @@ def _cholesky_symbolic(sl, gL, L):
     """The NumPy 2-D Cholesky adjoint of a lower L by the symbolic formula (Murray 2016,
     "Differentiation of the Cholesky decomposition"): the gradient w.r.t. the Hermitian A is
     (S + S^H) / 2 with S = L^-H Phi(L^H gL) L^-1, Phi the lower triangle with its diagonal halved.
+    LAPACK reads one triangle of ``a``, which gets twice the off-diagonal part of (S + S^H) / 2:
+    the lower triangle of S + S^H with its diagonal halved (see :func:`_symbolic_full`)."""
+    trmm, trsm = sl.get_blas_funcs(("trmm", "trsm"), (L, gL))
+    X = _symbolic_full(trmm, trsm, np.asfortranarray(L, dtype=trmm.dtype), gL)
+    _keep_lower(X, 0.5)
+    return X
+
+
+def _symbolic_full(trmm, trsm, Lf, gL):
+    """S + S^H (S = L^-H Phi(L^H gL) L^-1) as a new Fortran-ordered matrix, for ``Lf`` the lower
+    factor in Fortran order (no copy by the BLAS wrappers) and BLAS routines of its dtype.
 
     - L^H gL by trmm (L triangular): its lower triangle reads only the lower triangle of gL (the
-      upper triangle of L is a constant zero, so gL's upper triangle does not matter).
-    - L^-H Phi L^-1 by two triangular solves (trsm, left and right).
-    LAPACK reads one triangle of ``a``, which gets twice the off-diagonal part of (S + S^H) / 2:
-    the lower triangle of S + S^H with its diagonal halved.  (One sygst call instead of the two
-    solves has half their flops but ran slower up to n = 256 on one core: its diagonal blocks are
-    level-2 code.)"""
-    trmm, trsm = sl.get_blas_funcs(("trmm", "trsm"), (L, gL))
-    Lf = np.asfortranarray(L, dtype=trmm.dtype)        # a copy only for a C-ordered L
-    P = triangle(trmm(1.0, Lf, gL, lower=1, trans_a=2), True, 0.5)    # Phi(L^H gL)
-    P = trsm(1.0, Lf, P, lower=1, trans_a=2, overwrite_b=1)           # L^-H Phi
-    S = trsm(1.0, Lf, P, side=1, lower=1, overwrite_b=1)              # L^-H Phi L^-1
-    return triangle(S + _mH(S), True, 0.5)
+      upper triangle of L is a constant zero), so gL's upper triangle may hold anything: Phi
+      (:func:`_keep_lower`, in place) clears the other triangle, an inf or nan there included.
+    - S^H = L^-H (L^-H Phi)^H by two left triangular solves (trsm) in place.
+    (One sygst call instead of the two solves has half their flops but ran slower up to n = 256
+    on one core: its diagonal blocks are level-2 code.)"""
+    M = trmm(1.0, Lf, gL, lower=1, trans_a=2)
+    _keep_lower(M, 0.5)                                               # Phi(L^H gL)
+    M = trsm(1.0, Lf, M, lower=1, trans_a=2, overwrite_b=1)           # Y = L^-H Phi
+    # S^H = L^-H Y^H: a left solve again (the right-side trsm ran ~15% slower at n = 64-128)
+    Z = trsm(1.0, Lf, _mH(M), lower=1, trans_a=2, overwrite_b=1)
+    return np.add(Z, _mH(Z), out=Z)             # (NumPy buffers the overlapping operand)
+
+
+@functools.lru_cache(maxsize=32)
+def _strict_mask_cached(n, upper):
+    """The C-ordered boolean mask of the strict upper (or lower) triangle of an n x n matrix."""
+    w = np.tri(n, k=-1, dtype=bool)
+    w = np.ascontiguousarray(w.T) if upper else w
+    w.flags.writeable = False
+    return w
+
+
+@functools.lru_cache(maxsize=32)
+def _weights_cached(n, upper, diag, dtype):
+    """C-ordered n x n weights: 0 on the strict upper (or lower) triangle, ``diag`` on the
+    diagonal, 1 elsewhere."""
+    w = np.ones((n, n), dtype)
+    w[_strict_mask_cached(n, upper)] = 0
+    w.reshape(-1)[::n + 1] = diag
+    w.flags.writeable = False
+    return w
+
+
+def _keep_lower(x, diag=1.0):
+    """In place: the NumPy float or complex matrix ``x`` (C or Fortran contiguous) keeps its
+    lower triangle, its strict upper triangle set to 0 and its diagonal multiplied by ``diag``.
+    One product with cached weights, walked in ``x``'s own memory order, where ``x`` is finite
+    (its sum is); else a select, so that an inf or nan in the dropped triangle reaches nothing."""
+    n = x.shape[-1]
+    if x.flags.c_contiguous:
+        v, upper = x, True                   # x's strict upper triangle, row by row
+    else:
+        v, upper = x.T, False                # the same elements: the strict lower of x^T
+    if n > 512:
+        w = np.ones((n, n), x.dtype)
+        w[np.tri(n, k=-1, dtype=bool).T if upper else np.tri(n, k=-1, dtype=bool)] = 0
+        w.reshape(-1)[::n + 1] = diag
+    else:
+        w = _weights_cached(n, upper, diag, x.dtype)
+    if np.isfinite(v.sum()):
+        np.multiply(v, w, out=v)
+    else:                                    # (no 0 * inf: no nan, no RuntimeWarning)
+        np.copyto(v, 0, where=_strict_mask_cached(n, upper) if n <= 512 else w == 0)
+        if diag != 1.0:
+            v.reshape(-1)[::n + 1] *= diag
+    return x
 
 
 def _cholesky_lapack(sl, gL, L, upper):
@@ -211,25 +266,31 @@ def _cholesky_lapack(sl, gL, L, upper):
 
 
 def _cholesky_blocked(sl, gL, L, nb):
+    """Murray's sweep.  Only the lower block triangle of the working matrix ``A`` is read; a
+    diagonal block's upper triangle is never read (the symbolic formula reads the lower triangle
+    of its cotangent), so the block updates skip their triangle selects, each diagonal block
+    takes the whole S + S^H of its symbolic formula (also used for the update of the blocks left
+    of it), and one select at the end keeps the lower triangle and halves the diagonal."""
     n = L.shape[-1]
     A = np.array(gL, dtype=np.result_type(gL, L), order="C")   # Lbar, becoming the adjoint
-    trsm = sl.get_blas_funcs("trsm", (L, A))
+    trmm, trsm = sl.get_blas_funcs(("trmm", "trsm"), (L, A))
     for k in range(n, 0, -nb):
         j = max(0, k - nb)
-        R, D, B, C = L[j:k, :j], L[j:k, j:k], L[k:, :j], L[k:, j:k]
+        R, B, C = L[j:k, :j], L[k:, :j], L[k:, j:k]
+        Df = np.asfortranarray(L[j:k, j:k], dtype=trsm.dtype)     # one copy for all its solves
         Rb, Db, Bb, Cb = A[j:k, :j], A[j:k, j:k], A[k:, :j], A[k:, j:k]
         if k < n:
-            Cb[...] = trsm(1.0, D, Cb, side=1, lower=1)            # Cbar D^-1
+            Cb[...] = trsm(1.0, Df, Cb, side=1, lower=1)          # Cbar D^-1
             if j:
                 Bb -= Cb @ R
-            Db -= np.tril(_mH(Cb) @ C)
-        d = _cholesky_symbolic(sl, Db, D)
-        Db[...] = d
+            Db -= _mH(Cb) @ C                   # (its upper triangle is never read)
+        X = _symbolic_full(trmm, trsm, Df, Db)
+        Db[...] = X
         if j:
-            Rb -= (d + _mH(d)) @ R
+            Rb -= X @ R
             if k < n:
                 Rb -= _mH(Cb) @ B
-    return triangle(A, True)
+    return _keep_lower(A, 0.5)
 
 
 def _solve_tri(L, B, lower=True):
