@@ -92,8 +92,9 @@ def cholesky_adjoint(char):
 
 @functools.lru_cache(maxsize=None)
 def cholesky_adjoint_blocked(char):
-    """A jitable ``f(gL, L)`` with :func:`cholesky_adjoint`'s result: that formula for n <= 64,
-    else ``rules.numpy.linalg._cholesky_blocked``'s sweep (blocks of 64, 128 from n = 768), for
+    """A jitable ``f(gL, L)`` with :func:`cholesky_adjoint`'s result: that formula for n < 96 (as
+    ``rules.numpy.linalg._cholesky_lapack``; compiled, n = 65: 105 us against 150 blocked), else
+    ``rules.numpy.linalg._cholesky_blocked``'s sweep (blocks of 64, 128 from n = 768), for
     C-contiguous real (n, n) arrays of type ``char``.  None without SciPy's exports."""
     sym = cholesky_adjoint(char)
     if sym is None:
@@ -103,7 +104,7 @@ def cholesky_adjoint_blocked(char):
     @register_jitable
     def f(gL, L):
         n = L.shape[0]
-        if n <= 64:
+        if n < 96:
             return sym(gL, L)
         nb = 64 if n < 768 else 128
         A = gL.copy()                            # Lbar, becoming the adjoint
@@ -127,7 +128,7 @@ def cholesky_adjoint_blocked(char):
                 A[k:, j:k] = Cb
                 if j > 0:
                     A[k:, :j] -= Cb @ np.ascontiguousarray(L[j:k, :j])
-                A[j:k, j:k] -= np.tril(Cb.T @ C)
+                A[j:k, j:k] -= Cb.T @ C        # (its upper triangle is never read)
             d = sym(np.ascontiguousarray(A[j:k, j:k]), D)
             A[j:k, j:k] = d
             if j > 0:

@@ -1,5 +1,5 @@
 """The LAPACK-level NumPy paths of the Cholesky and triangular-solve adjoints (issue 12, gp_lml):
-``cholesky``'s adjoint by trmm and two trsm (Murray's blocked sweep above n = 64),
+``cholesky``'s adjoint by trmm and two trsm (Murray's blocked sweep from n = 96),
 ``solve_triangular``'s by trtrs without SciPy's checks (a C-ordered real matrix passed as its
 transpose) and a selected triangle, and the matrix ``diagonal`` / 1-D ``a @ b`` shortcuts.  Each
 against the general formula it replaces (dense inverses), in float64, float32 and complex, lower
@@ -39,12 +39,12 @@ def _cholesky_reference(gL, L, upper):
     return np.conj(r.T) if upper else r
 
 
-@pytest.mark.parametrize("n", [1, 2, 7, 64, 65, 200, 600])
+@pytest.mark.parametrize("n", [1, 2, 7, 64, 95, 96, 97, 200, 600])
 @pytest.mark.parametrize("dtype", ["float64", "complex128"])
 @pytest.mark.parametrize("upper", [False, True])
 def test_cholesky_adjoint_matches_dense_formula(n, dtype, upper):
-    """n <= 64: the symbolic formula; above: the blocked sweep (block 64; 65 leaves a block of
-    1, 200 one of 8), whose diagonal blocks use the symbolic formula."""
+    """n < 96: the symbolic formula; from 96: the blocked sweep (block 64; 96 leaves a block of
+    32, 97 one of 33, 200 one of 8), whose diagonal blocks use the symbolic formula."""
     rng = np.random.default_rng(n)
     a = _spd(rng, n, dtype)
     ans = np.linalg.cholesky(a, upper=upper)
@@ -81,9 +81,9 @@ def test_cholesky_adjoint_large_blocks():
 def test_cholesky_adjoint_general_path_agrees(monkeypatch):
     """Without SciPy the rule takes its dense general path; both give the same numbers."""
     rng = np.random.default_rng(3)
-    a = _spd(rng, 90, "float64")
+    a = _spd(rng, 100, "float64")
     ans = np.linalg.cholesky(a)
-    g = rng.standard_normal((90, 90))
+    g = rng.standard_normal((100, 100))
     fast = nl.cholesky(g, ans, a)
     monkeypatch.setattr(nl, "_scipy_lapack", lambda: None)
     slow = nl.cholesky(g, ans, a)
@@ -103,14 +103,15 @@ def test_cholesky_adjoint_float32_and_layouts(order, n):
     np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3 * np.abs(want).max())
 
 
-def test_cholesky_adjoint_ignores_unread_triangle_of_cotangent():
+@pytest.mark.parametrize("n", [80, 100])
+def test_cholesky_adjoint_ignores_unread_triangle_of_cotangent(n):
     """gL's upper triangle multiplies the constant zeros of L: it changes nothing.  (A nonfinite
     value there gives nan, as the earlier gemm-based rule and other AD tools do: 0 * inf.)"""
     rng = np.random.default_rng(2)
-    a = _spd(rng, 80, "float64")
+    a = _spd(rng, n, "float64")
     L = np.linalg.cholesky(a)
-    g = rng.standard_normal((80, 80))
-    g_big = g + 1e3 * np.triu(rng.standard_normal((80, 80)), 1)
+    g = rng.standard_normal((n, n))
+    g_big = g + 1e3 * np.triu(rng.standard_normal((n, n)), 1)
     np.testing.assert_allclose(nl.cholesky(g_big, L, a), nl.cholesky(np.tril(g), L, a),
                                rtol=1e-9, atol=1e-9)
 
@@ -246,7 +247,7 @@ def test_keep_lower_in_place(order, dtype):
 
 @pytest.mark.parametrize("n", [40])
 def test_cholesky_adjoint_nonfinite_unread_triangle(n):
-    """Symbolic path (n <= 64): an inf or nan in the cotangent's strict upper triangle lands in
+    """Symbolic path (n < 96): an inf or nan in the cotangent's strict upper triangle lands in
     the upper triangle of L^H gL, which Phi drops by a select (_keep_lower's fallback), so it
     reaches nothing.  (The blocked sweep's products may still carry one into the result as nan,
     as the test above says.)"""

@@ -250,15 +250,16 @@ def _keep_lower(x, diag=1.0):
 
 def _cholesky_lapack(sl, gL, L, upper):
     """The NumPy 2-D Cholesky adjoint (lower L; the conjugate transpose of the result with
-    upper=True): :func:`_cholesky_symbolic` for n <= 64, else Murray's blocked reverse sweep
+    upper=True): :func:`_cholesky_symbolic` for n < 96, else Murray's blocked reverse sweep
     (2016, section 4.2, here with conjugate transposes for complex L), which walks the
     diagonal blocks from the last, moves each block's cotangent onto the blocks left of it and
     above it with products and one triangular solve, and runs the symbolic formula on each
     diagonal block: about n^3 flops against 3 n^3 for the symbolic formula on the whole matrix.
-    Block size 64, 128 from n = 768 (measured on one core: equal to the whole-matrix formula at
-    n = 128, 1.5x faster at 256, 2x at 1000)."""
+    Block size 64, 128 from n = 768.  Measured on one core (us, whole-matrix formula / blocked):
+    n = 65 157 / 236, 80 224 / 274, 96 335 / 323, 112 446 / 393, 128 663 / 499, 256 6616 / 1931
+    (blocks of 32, 48 or 96 were slower from 112 up)."""
     n = L.shape[-1]
-    if n <= 64:
+    if n < 96:
         r = _cholesky_symbolic(sl, gL, L)
     else:
         r = _cholesky_blocked(sl, gL, L, 64 if n < 768 else 128)
