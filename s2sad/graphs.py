@@ -31,6 +31,7 @@ was read through a module global, a closure cell of the function, or an object's
 specialisation run without a graph, with the warning.
 """
 import ast
+import contextlib
 import threading
 import types
 import warnings
@@ -322,6 +323,39 @@ _UNCAPTURABLE = ("cupy.linalg", "cupyx.linalg", "cupyx.scipy.linalg", "cupyx.lap
 
 class _NotCapturable(Exception):
     pass
+
+
+@contextlib.contextmanager
+def _no_cusolver():
+    """While this thread captures, CuPy's cuSOLVER handles are refused (every cupy.linalg,
+    cupyx.lapack and cupyx.scipy.linalg routine asks for one first): a linalg call reached
+    anywhere (a rule's adjoint, a callee known only at run time) ends the capture with
+    :class:`_NotCapturable` instead of stalling it, as cupy.linalg.solve did on the H200.
+    Other threads get the handles as before."""
+    from cupy.cuda import device
+    names = [n for n in ("get_cusolver_handle", "get_cusolver_sp_handle") if hasattr(device, n)]
+    saved = {n: getattr(device, n) for n in names}
+
+    def refusing(orig, name):
+        def get(*args, **kwargs):
+            if getattr(_state, "capturing", False):
+                raise _NotCapturable(f"cupy.cuda.device.{name}: cuSOLVER checks its status on "
+                                     f"the host, which a CUDA graph cannot record")
+            return orig(*args, **kwargs)
+        return get
+    try:
+        for n in names:
+            setattr(device, n, refusing(saved[n], n))
+    except (AttributeError, TypeError):         # (a module that refuses new attributes)
+        pass
+    try:
+        yield
+    finally:
+        for n, f in saved.items():
+            try:
+                setattr(device, n, f)
+            except (AttributeError, TypeError):
+                pass
 
 
 def _uncapturable(fn):
@@ -700,7 +734,8 @@ class Graphed:
         err = graph = out = None
         reads, _state.reads = getattr(_state, "reads", None), []
         callees, _state.used = getattr(_state, "used", None), []
-        with cupy.cuda.using_allocator(pool.malloc), gemm.graph_matmuls() as kept, stream:
+        with cupy.cuda.using_allocator(pool.malloc), gemm.graph_matmuls() as kept, stream, \
+                _no_cusolver():
             stream.begin_capture()
             _state.capturing = True
             try:
