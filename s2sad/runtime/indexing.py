@@ -19,8 +19,29 @@ def _basic_index(idx):
     return idx is None or idx is Ellipsis or isinstance(idx, (slice, numbers.Integral))
 
 
+def _new_axes_only(idx):
+    """True when ``idx`` is ``None`` or a tuple of ``None`` and full slices (``x[:, None]``,
+    ``x[None]``, ``x[None, :]``): ``x[idx]`` is all of x, its axes in order, with new axes of
+    length 1 (with no more slices than x has axes, which the caller checks by the shape)."""
+    if idx is None:
+        return True
+    if type(idx) is not tuple:
+        return False
+    for i in idx:
+        if i is not None and not (type(i) is slice and i.start is None and i.stop is None and
+                                  i.step is None):
+            return False
+    return True
+
+
 def getitem_adjoint(g, x, idx):
     """Adjoint of ``x[idx]``: zeros shaped like x with ``g`` placed (added for repeats) at idx."""
+    if type(x) is _NDARRAY and type(g) is _NDARRAY and _new_axes_only(idx):
+        # x[:, None] and the like: every element of x once, so the adjoint is g in x's shape (a
+        # new array of x's dtype, as the zeros and the add below would give)
+        dt = x.dtype
+        if dt.kind in "fc" and g.shape == x[idx].shape:
+            return (g if dt.kind == "c" else real_like(g, x)).reshape(x.shape).astype(dt)
     if isinstance(x, (tuple, list)):
         if isinstance(idx, slice) and is_zero(g):
             return 0.0                  # (a zero adjoint of a slice: of a list, of any length)
@@ -56,6 +77,12 @@ def acc_getitem(acc, x, idx, g, _owned=False):
     Only used on adjoint buffers the derivative allocated itself (never a user's array)."""
     if not _owned and is_zero(acc):
         return getitem_adjoint(g, x, idx)
+    if type(acc) is _NDARRAY and type(g) is _NDARRAY and type(x) is _NDARRAY and \
+            _new_axes_only(idx):
+        kind = acc.dtype.kind                  # (a new-axis view: one element per element)
+        if kind in "fc" and x.dtype.kind in "fc":
+            acc[idx] += g if kind == "c" else real_like(g, x)
+            return acc
     if isinstance(x, (tuple, list, dict)):
         return add(acc, getitem_adjoint(g, x, idx))
     if x.dtype.kind not in "fcO":
