@@ -207,9 +207,10 @@ class _Simplify(ast.NodeTransformer):
     ``_rt.cj(c)`` of a real constant or Python float is ``c``; ``_rt.unbroadcast(e, v)`` is ``e``
     when ``v`` is a Python float and so is every other operand (``scalar_names``)."""
 
-    def __init__(self, real_names, drop_unbroadcast_for):
+    def __init__(self, real_names, drop_unbroadcast_for, sum_for=()):
         self.real_names = real_names
         self.drop = drop_unbroadcast_for
+        self.sum_for = sum_for
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -229,6 +230,13 @@ class _Simplify(ast.NodeTransformer):
                 x = node.args[1]
                 if isinstance(x, ast.Name) and x.id in self.drop:
                     return node.args[0]
+                e = node.args[0]
+                if isinstance(x, ast.Name) and x.id in self.sum_for and \
+                        isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mult):
+                    # the adjoint of a real number x in x * y: sum(g * y) as one dot product
+                    node.func = ast.Attribute(value=ast.Name("_rt", ast.Load()),
+                                              attr="sum_product", ctx=ast.Load())
+                    node.args = [e.left, e.right, x]
         return node
 
 
@@ -265,8 +273,11 @@ class _Simplify(ast.NodeTransformer):
         return True
 
 
-def simplify(tree, real_names=(), drop_unbroadcast_for=()):
-    return ast.fix_missing_locations(_Simplify(set(real_names), set(drop_unbroadcast_for)).visit(tree))
+def simplify(tree, real_names=(), drop_unbroadcast_for=(), sum_for=()):
+    """``sum_for``: names of real numbers whose ``_rt.unbroadcast(a * b, x)`` becomes
+    ``_rt.sum_product(a, b, x)`` (Python mode)."""
+    return ast.fix_missing_locations(_Simplify(set(real_names), set(drop_unbroadcast_for),
+                                               set(sum_for)).visit(tree))
 
 
 class _Unstar(ast.NodeTransformer):

@@ -198,6 +198,11 @@ def inv_out(grad, out, t):
 defrule(_r.unbroadcast, "grad, x, /",
         vjp={"grad": "_rr.expand_like(g, grad)"}, jvp={"grad": "_rt.unbroadcast(t, x)"}, **_any)
 defrule(_r.cj, "x, /", vjp={"x": "_rt.cj(g)"}, jvp={"x": "_rt.cj(t)"}, **_same)
+# sum_product(a, b, x) is unbroadcast(a * b, x): the product's rule, then unbroadcast's
+defrule(_r.sum_product, "a, b, x, /",
+        vjp={"a": "_rt.unbroadcast(_rr.expand_like(g, a * b) * _rt.cj(b), a)",
+             "b": "_rt.unbroadcast(_rr.expand_like(g, a * b) * _rt.cj(a), b)"},
+        jvp={"a": "_rt.sum_product(t, b, x)", "b": "_rt.sum_product(a, t, x)"}, **_any)
 defrule(_r.real_like, "grad, x, /", vjp={"grad": "g"}, jvp={"grad": "_rt.real_like(t, x)"}, **_any)
 defrule(_r.add, "a, b, /", vjp={"a": "g", "b": "g"}, jvp={"a": "t", "b": "t"}, **_any)
 defrule(_r.getitem_adjoint, "grad, x, idx, /",

@@ -135,6 +135,19 @@ def unbroadcast(g, x):
     return g
 
 
+def sum_product(a, b, x):
+    """``unbroadcast(a * b, x)`` where the derivative's types say ``x`` is a real number (the
+    adjoint of a scalar ``x`` in ``x * y``: the sum of g * y): one dot product, without the
+    product's array, where ``a`` and ``b`` are real NumPy arrays of one shape and dtype and ``x``
+    a Python float or int (a NumPy scalar of their dtype, as the sum gives); else the product
+    summed as before."""
+    if type(a) is _NDARRAY and type(b) is _NDARRAY and (type(x) is float or type(x) is int):
+        dt = a.dtype
+        if dt.kind == "f" and b.dtype == dt and a.shape == b.shape:
+            return np.dot(a.reshape(-1), b.reshape(-1))
+    return unbroadcast(a * b, x)
+
+
 def _reduce_to(g, shape, x):
     """The array ``g`` summed down to ``shape`` (x's: leading axes, then axes of length 1)."""
     extra = len(g.shape) - len(shape)
