@@ -32,6 +32,7 @@ specialisation run without a graph, with the warning.
 """
 import ast
 import contextlib
+import re
 import threading
 import types
 import warnings
@@ -323,6 +324,44 @@ _UNCAPTURABLE = ("cupy.linalg", "cupyx.linalg", "cupyx.scipy.linalg", "cupyx.lap
 
 class _NotCapturable(Exception):
     pass
+
+
+# linalg functions that do not run cuSOLVER (products, norms, views): a step may use them
+_LINALG_OK = {"matmul", "tensordot", "multi_dot", "vecdot", "matrix_transpose", "outer", "cross",
+              "diagonal", "trace", "norm", "vector_norm", "matrix_norm"}
+_LINALG_CALL = re.compile(r"linalg\.(\w+)")
+_WHERE = re.compile(r"#\s+(\S+:\d+)\s*(.*)$")
+
+
+class _Where:
+    """The user's line a generated line came from (its ``# file:line  text`` comment)."""
+
+    def __init__(self, where, text):
+        self.where, self.text = where, text
+
+    def short(self):
+        return self.where
+
+
+def _linalg_site(used):
+    """Where the step's derivatives (``used``: those the warm-up call ran) call a linear-algebra
+    routine that runs cuSOLVER (``cupy.linalg.solve``, ``xp.linalg.inv``, ``cupyx.scipy.linalg...``,
+    as resolved or at run time), as a :class:`_Where`; None when they call none."""
+    for d in used:
+        src = getattr(getattr(d, "module", None), "source", "") or ""
+        if "linalg." not in src:
+            continue
+        where, texts = None, {}
+        for line in src.splitlines():
+            m = _WHERE.search(line)
+            if m:
+                where = m.group(1)
+                if m.group(2).strip():
+                    texts[where] = m.group(2).strip()       # (on the first line of a group)
+            if any(name not in _LINALG_OK for name in _LINALG_CALL.findall(line.split("#")[0])):
+                return _Where(where, texts.get(where, "")) if where else \
+                    _Where("(generated code)", line.strip())
+    return None
 
 
 @contextlib.contextmanager
@@ -696,6 +735,17 @@ class Graphed:
                 return self.step(args, kwargs)[0]
             with gemm.graph_matmuls():             # warm-up: the capturable route, eagerly
                 out, used = self.step(args, kwargs)
+            site = _linalg_site(used)
+            if site is not None:
+                # cuSOLVER is not captured: stream capture stalled on the H200 with it (never
+                # attempted, so it cannot stall); the step runs without a graph
+                err = _NotCapturable("a linear-algebra routine (cuSOLVER checks its status on "
+                                     "the host, which a CUDA graph cannot record)")
+                err.origin = site
+                if not self.warned:
+                    self._warn(err, str(err))
+                self.entries[key] = _Eager(err)
+                return out
             self.entries[key] = self._capture(tree, leaves, used)
             return out
 

@@ -489,3 +489,30 @@ def test_cusolver_calls_are_refused_while_capturing(monkeypatch):
     finally:
         graphs._state.capturing = False
     assert graphs._guard(np.linalg.inv) is np.linalg.inv
+
+
+def _with_solve(A, b):
+    x = np.linalg.solve(A + 4 * np.eye(3), b)
+    return np.sum(x ** 2) + np.linalg.norm(b)
+
+
+def _with_norm_only(A, b):
+    return np.sum(A @ b) + np.linalg.norm(b)
+
+
+def test_linalg_steps_are_not_captured():
+    """graph=True never starts a capture of a step whose derivative runs cuSOLVER (a capture
+    with it stalled on the H200): graphs._linalg_site finds the user's line; products and norms
+    do not count."""
+    from s2sad import graphs
+    from s2sad.api import _spec_for
+    A, b = np.random.default_rng(0).standard_normal((3, 3)), np.ones(3)
+    for fn, want in ((_with_solve, "x = np.linalg.solve(A + 4 * np.eye(3), b)"),
+                     (_with_norm_only, None)):
+        spec = _spec_for(fn, (0, 1))
+        d, _ = spec.derivative(spec.bind((A, b), {}), [(0, None), (1, None)])
+        site = graphs._linalg_site([d])
+        if want is None:
+            assert site is None
+        else:
+            assert site.text == want and site.short().startswith("test_graph_api.py:")
