@@ -245,19 +245,19 @@ def test_keep_lower_in_place(order, dtype):
     assert x.dtype == np.dtype(dtype)
 
 
-@pytest.mark.parametrize("n", [40])
+@pytest.mark.parametrize("n", [40, 100, 200])
 def test_cholesky_adjoint_nonfinite_unread_triangle(n):
-    """Symbolic path (n < 96): an inf or nan in the cotangent's strict upper triangle lands in
-    the upper triangle of L^H gL, which Phi drops by a select (_keep_lower's fallback), so it
-    reaches nothing.  (The blocked sweep's products may still carry one into the result as nan,
-    as the test above says.)"""
+    """An inf or nan in the cotangent's strict upper triangle reaches nothing: on the symbolic
+    path (n < 96) it lands in the upper triangle of L^H gL, which Phi drops by a select
+    (_keep_lower's fallback); on the blocked sweep (n >= 96) too, at these positions (an
+    off-diagonal block, and inside the diagonal blocks of the first and last steps)."""
     rng = np.random.default_rng(6)
     a = _spd(rng, n, "float64")
     L = np.linalg.cholesky(a)
     g = np.tril(rng.standard_normal((n, n)))
     want = nl.cholesky(g, L, a)
-    g[0, n - 1], g[2, 5] = np.inf, np.nan
-    got = nl.cholesky(g, L, a)
+    g[0, n - 1], g[2, 5], g[n - 30, n - 10] = np.inf, np.nan, np.nan   # (the last: inside the
+    got = nl.cholesky(g, L, a)                                         # blocked sweep's first block)
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
     np.testing.assert_allclose(want, _cholesky_reference(np.tril(g), L, False), rtol=0,
