@@ -54,6 +54,23 @@ _DEVICE_SWEEPS = "_s2sad_device_sweeps"
 
 # -- the derivative's sweeps, with matrix products on the capturable route -------------------------
 
+def resolve(expr, ns, local=()):
+    """The object the dotted name ``expr`` (an ``ast`` expression) denotes in namespace ``ns``, or
+    None (not a dotted name, rooted at a name in ``local``, or unknown)."""
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name) or expr.id in local or expr.id not in ns:
+        return None
+    obj = ns[expr.id]
+    for p in reversed(parts):
+        obj = getattr(obj, p, None)
+        if obj is None:
+            return None
+    return obj
+
+
 class _Products(ast.NodeTransformer):
     """Matrix products onto the capturable route (:mod:`.kernels.contract`): ``a @ b`` ->
     ``_s2sad_matmul(a, b)``; a call whose callee resolves, in the module's namespace, to a
@@ -102,18 +119,7 @@ class _Products(ast.NodeTransformer):
 
     def _resolve(self, expr):
         """The object a dotted name of module globals denotes, or None (a local, or unknown)."""
-        parts = []
-        while isinstance(expr, ast.Attribute):
-            parts.append(expr.attr)
-            expr = expr.value
-        if not isinstance(expr, ast.Name) or expr.id in self.local or expr.id not in self.ns:
-            return None
-        obj = self.ns[expr.id]
-        for p in reversed(parts):
-            obj = getattr(obj, p, None)
-            if obj is None:
-                return None
-        return obj
+        return resolve(expr, self.ns, self.local)
 
     def visit_Attribute(self, node):
         # a read of an object's attribute, recorded while a graph is captured (_note): a replay
@@ -171,21 +177,29 @@ def sweeps(d):
     ns = dict(d.module.module.__dict__)
     rewrite = _Products(ns)
     tree = rewrite.visit(ast.parse(d.module.source))
-    if elementwise.ENABLED:
-        fuse = _Elementwise(ns)                # elementwise expressions as single kernels
-        tree = fuse.visit(tree)
-        ns.update({name: f.entry() for name, f in fuse.fused.items()})
-    ast.fix_missing_locations(tree)
-    ns["_s2sad_matmul"] = gemm.matmul
     ns["_s2sad_capturable"] = contract.capturable
     ns["_s2sad_attr"] = _attr
     ns["_s2sad_guard"] = _guard
     ns["_s2sad_rt_attr"] = _rt_attr
     ns.update({name: routed for routed, name in rewrite.routes.items()})
+    return _rebuilt(d, tree, ns, _SWEEPS)
+
+
+def _rebuilt(d, tree, ns, attr):
+    """(fwd, bwd) of derivative ``d`` compiled from the rewritten ``tree`` in namespace ``ns``
+    (products through :func:`.kernels.gemm.matmul`, elementwise expressions as single kernels
+    unless ``S2SAD_CUPY_FUSE=0``), under the generated module's file name, kept on ``d`` as
+    ``attr``."""
+    ns["_s2sad_matmul"] = gemm.matmul
+    if elementwise.ENABLED:
+        fuse = _Elementwise(ns)
+        tree = fuse.visit(tree)
+        ns.update({name: f.entry() for name, f in fuse.fused.items()})
+    ast.fix_missing_locations(tree)
     exec(compile(tree, d.module.filename, "exec"), ns)
     got = (ns[d.fwd.__name__], ns[d.bwd.__name__])
     try:
-        setattr(d, _SWEEPS, got)
+        setattr(d, attr, got)
     except AttributeError:
         pass
     return got
@@ -274,19 +288,7 @@ def device_sweeps(d):
         return got
     ns = dict(d.module.module.__dict__)
     tree = _Products(ns, plain=True).visit(ast.parse(d.module.source))
-    ns["_s2sad_matmul"] = gemm.matmul
-    if elementwise.ENABLED:
-        fuse = _Elementwise(ns)
-        tree = fuse.visit(tree)
-        ns.update({name: f.entry() for name, f in fuse.fused.items()})
-    ast.fix_missing_locations(tree)
-    exec(compile(tree, d.module.filename, "exec"), ns)
-    got = (ns[d.fwd.__name__], ns[d.bwd.__name__])
-    try:
-        setattr(d, _DEVICE_SWEEPS, got)
-    except AttributeError:
-        pass
-    return got
+    return _rebuilt(d, tree, ns, _DEVICE_SWEEPS)
 
 
 def on_device(args):

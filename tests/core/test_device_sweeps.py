@@ -56,17 +56,7 @@ def test_rewritten_sweeps_give_the_same_numbers():
 def _compile(text):
     node = ast.parse(text, mode="eval").body
     ns = {"np": np, "numpy": np, "_rt": s2sad.runtime, "len": len}
-
-    def resolve(e):
-        parts = []
-        while isinstance(e, ast.Attribute):
-            parts.append(e.attr)
-            e = e.value
-        obj = ns.get(e.id) if isinstance(e, ast.Name) else None
-        for p in reversed(parts):
-            obj = getattr(obj, p, None)
-        return obj
-    return elementwise.compile_expr(node, resolve, s2sad.runtime.cj)
+    return elementwise.compile_expr(node, lambda e: graphs.resolve(e, ns), s2sad.runtime.cj)
 
 
 @pytest.mark.parametrize("text,want", [

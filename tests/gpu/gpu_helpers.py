@@ -10,6 +10,12 @@ try:
 except Exception:  # noqa: BLE001
     cp, GPU_OK = None, False
 
+if GPU_OK:
+    gam = cp.get_array_module          # the xp idiom of the tests' functions
+else:
+    def gam(*arrays):                  # (collected but skipped without a GPU)
+        return np
+
 needs_gpu = [pytest.mark.gpu,
              pytest.mark.skipif(not GPU_OK, reason="needs CuPy, a GPU and NUMBA_ENABLE_CUDASIM=0")]
 

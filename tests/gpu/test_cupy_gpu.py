@@ -8,7 +8,7 @@ import scipy.special as sp
 
 import s2sad
 from s2sad import DeviceMismatchError
-from gpu_helpers import GPU_OK, assert_same, cp, needs_gpu, to_gpu
+from gpu_helpers import GPU_OK, assert_same, cp, gam, needs_gpu, to_gpu
 
 pytestmark = needs_gpu
 
@@ -16,10 +16,6 @@ if GPU_OK:
     import cupyx
     import cupyx.scipy.linalg
     import cupyx.scipy.special
-    gam = cp.get_array_module
-else:                                    # collected but skipped
-    def gam(*a):
-        return np
 
 
 # -- the same source on both kinds of arrays (xp = get_array_module(x)) ------------------------------

@@ -12,15 +12,9 @@ import s2sad
 from s2sad import graphs
 from s2sad.kernels import elementwise, gemm
 from s2sad.runtime import arrays
-from gpu_helpers import GPU_OK, cp, needs_gpu
+from gpu_helpers import cp, gam, needs_gpu
 
 pytestmark = needs_gpu
-
-if GPU_OK:
-    gam = cp.get_array_module
-else:
-    def gam(*a):
-        return np
 
 
 def _heads(x, B, T, H, d):
@@ -71,17 +65,8 @@ def test_direct_products(name, dt, monkeypatch):
 def _fused(expr_text, ns=None):
     node = ast.parse(expr_text, mode="eval").body
     ns = dict(ns or {}, cupy=cp, numpy=np)
-
-    def resolve(e):
-        parts = []
-        while isinstance(e, ast.Attribute):
-            parts.append(e.attr)
-            e = e.value
-        obj = ns.get(e.id) if isinstance(e, ast.Name) else None
-        for p in reversed(parts):
-            obj = getattr(obj, p, None)
-        return obj
-    cexpr, leaves = elementwise.compile_expr(node, resolve, s2sad.runtime.cj)
+    cexpr, leaves = elementwise.compile_expr(node, lambda e: graphs.resolve(e, ns),
+                                             s2sad.runtime.cj)
     assert all(isinstance(x, str) for x in leaves), leaves     # (every call here is fused)
     args = ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in leaves], kwonlyargs=[],
                          kw_defaults=[], defaults=[])

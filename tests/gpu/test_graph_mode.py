@@ -11,15 +11,9 @@ import s2sad
 from s2sad import graphs
 from s2sad.errors import GraphFallbackWarning
 from s2sad.kernels import gemm
-from gpu_helpers import GPU_OK, cp, needs_gpu
+from gpu_helpers import cp, gam, needs_gpu
 
 pytestmark = needs_gpu
-
-if GPU_OK:
-    gam = cp.get_array_module
-else:
-    def gam(*a):
-        return np
 
 
 def mlp(W1, b1, W2, b2, x, t):
