@@ -231,7 +231,7 @@ class _Elementwise(ast.NodeTransformer):
             if self.depth else None
         if got is None:
             return self.generic_visit(node)
-        cexpr, leaves = got
+        cexpr, leaves, nops = got
         params = [x if isinstance(x, str) else f"_s2sad_l{i}" for i, x in enumerate(leaves)]
         hoisted = {id(x): p for x, p in zip(leaves, params) if not isinstance(x, str)}
         body = _Hoist(hoisted).visit(node)
@@ -241,7 +241,7 @@ class _Elementwise(ast.NodeTransformer):
         fallback = eval(compile(lam, "<s2sad fused>", "eval"), self.ns)
         name = f"_s2sad_ew{len(self.fused)}"
         self.fused[name] = elementwise.Fused(cexpr, len(leaves), fallback, ast.unparse(body),
-                                             elementwise.OPS.get(cexpr, 2))
+                                             nops)
         call_args = [ast.Name(x, ast.Load()) if isinstance(x, str) else self.visit(x)
                      for x in leaves]
         return ast.copy_location(ast.Call(ast.Name(name, ast.Load()), call_args, []), node)
@@ -249,9 +249,7 @@ class _Elementwise(ast.NodeTransformer):
     visit_BinOp = visit_UnaryOp = visit_Call = _fuse
 
 
-_IN_PLACE = {f: order for f, order in ((getattr(_runtime, "mul_into", None), "ab"),
-                                        (getattr(_runtime, "rmul_into", None), "ba"))
-             if f is not None}
+_IN_PLACE = {_runtime.mul_into: "ab", _runtime.rmul_into: "ba"}
 
 
 class _Hoist(ast.NodeTransformer):

@@ -214,7 +214,8 @@ def _kernel(cexpr, dt, modes, small):
 # -- building a Fused from an expression of generated code -------------------------------------------
 
 def compile_expr(node, resolve, cj, products=None):
-    """(C template, leaves in order) of an elementwise expression, or None when ``node`` is not
+    """(C template, leaves in order, number of operations) of an elementwise expression, or None
+    when ``node`` is not
     an elementwise operation.  A leaf is a name (str) or a subexpression the kernel cannot compute
     (an ``ast`` node: a call such as ``_adj.sum(...)``, a subscript), whose value the generated
     code computes first and passes in: left to right, as Python would have evaluated it.
@@ -293,11 +294,7 @@ def compile_expr(node, resolve, cj, products=None):
     if not ops or not leaves:
         return None                 # no operation (``_rt.cj(x)`` of a real array is x itself),
                                     # or constants only (``-1``)
-    OPS[text] = len(ops)
-    return text, leaves
-
-
-OPS = {}                        # C text -> its number of operations
+    return text, leaves, len(ops)
 
 
 # -- the adjoint of maximum / minimum --------------------------------------------------------------

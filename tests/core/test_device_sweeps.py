@@ -56,7 +56,8 @@ def test_rewritten_sweeps_give_the_same_numbers():
 def _compile(text):
     node = ast.parse(text, mode="eval").body
     ns = {"np": np, "numpy": np, "_rt": s2sad.runtime, "len": len}
-    return elementwise.compile_expr(node, lambda e: graphs.resolve(e, ns), s2sad.runtime.cj)
+    got = elementwise.compile_expr(node, lambda e: graphs.resolve(e, ns), s2sad.runtime.cj)
+    return got and got[:2]          # (C text, leaves); test_operation_count checks the third
 
 
 @pytest.mark.parametrize("text,want", [
@@ -71,6 +72,18 @@ def _compile(text):
 ])
 def test_expressions_to_c(text, want):
     assert _compile(text) == want
+
+
+@pytest.mark.parametrize("text,nops", [("g * (1 - h * h)", 3), ("np.maximum(a, 0.0)", 1),
+                                       ("-np.exp(a) / _rt.cj(b)", 3), ("+(a - 1)", 1)])
+def test_operation_count(text, nops):
+    """What decides a Fused's size threshold (one operation: from 1M elements, else 64K)."""
+    node = ast.parse(text, mode="eval").body
+    ns = {"np": np, "_rt": s2sad.runtime}
+    got = elementwise.compile_expr(node, lambda e: graphs.resolve(e, ns), s2sad.runtime.cj)
+    assert got[2] == nops
+    f = elementwise.Fused(got[0], len(got[1]), None, text, got[2])
+    assert f.min == (elementwise.MIN_ELEMENTS_ONE_OP if nops == 1 else elementwise.MIN_ELEMENTS)
 
 
 @pytest.mark.parametrize("text", [

@@ -65,14 +65,14 @@ def test_direct_products(name, dt, monkeypatch):
 def _fused(expr_text, ns=None):
     node = ast.parse(expr_text, mode="eval").body
     ns = dict(ns or {}, cupy=cp, numpy=np)
-    cexpr, leaves = elementwise.compile_expr(node, lambda e: graphs.resolve(e, ns),
-                                             s2sad.runtime.cj)
+    cexpr, leaves, nops = elementwise.compile_expr(node, lambda e: graphs.resolve(e, ns),
+                                                   s2sad.runtime.cj)
     assert all(isinstance(x, str) for x in leaves), leaves     # (every call here is fused)
     args = ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in leaves], kwonlyargs=[],
                          kw_defaults=[], defaults=[])
     lam = eval(compile(ast.fix_missing_locations(ast.Expression(ast.Lambda(args, node))),
                        "<t>", "eval"), ns)
-    return elementwise.Fused(cexpr, len(leaves), lam, expr_text), leaves
+    return elementwise.Fused(cexpr, len(leaves), lam, expr_text, nops), leaves
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
