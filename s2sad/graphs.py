@@ -44,6 +44,7 @@ from .callables import _def_origin
 from .codegen.load import user_origin
 from .errors import ArgumentError, GraphFallbackWarning, caller_origin
 from .kernels import contract, elementwise, gemm
+from .kernels.device import is_cupy
 from . import runtime as _runtime
 from .runtime import hooks
 
@@ -291,10 +292,7 @@ def device_sweeps(d):
 
 def on_device(args):
     """True when an argument is a CuPy array (plain mode then uses :func:`device_sweeps`)."""
-    for a in args:
-        if type(a).__module__.startswith("cupy"):
-            return True
-    return False
+    return any(is_cupy(a) for a in args)
 
 
 def _graph_sweeps(d):
