@@ -154,8 +154,16 @@ def broadcast(g, x):
     view: contributions add into new arrays (``_b_x = _b_x + g``), a buffer the reverse sweep writes
     into in place is its own (``_rt.own`` copies), a write into the view raises (it is never
     silent), and the user's gradients are copied when not writable (``runtime.materialize``).
-    Other arrays (CuPy's have no read-only flag) get :func:`full_like`'s fresh array."""
-    if type(x) is not _NDARRAY or x.dtype.kind not in "fc":
+
+    A real CuPy array of ``_DEVICE_VIEW_MIN`` elements or more gets a broadcast view too (CuPy has
+    no read-only flag: the derivative writes only into buffers it made, ``_rt.own``, and the user's
+    gradients are copied when they have a stride 0, ``runtime.materialize``).  Other arrays get
+    :func:`full_like`'s fresh array."""
+    if type(x) is not _NDARRAY:
+        if device_view(x):
+            return _device_broadcast(g, x)
+        return full_like(g, x)
+    if x.dtype.kind not in "fc":
         return full_like(g, x)
     dt = x.dtype
     tg = type(g)
@@ -188,6 +196,26 @@ def broadcast(g, x):
 # Below this many elements a fresh array (np.empty and a fill) costs less than a view does: its
 # making, and the copy a gradient the user gets then needs (api._finish_grads), ~1 us each.
 _VIEW_MIN = 4096
+# The same for CuPy arrays (a fill is one kernel launch, the view's one-element array another)
+_DEVICE_VIEW_MIN = 1 << 16
+
+
+def device_view(x):
+    """A large real CuPy array (no NumPy, no shape-only stand-in): :func:`broadcast` gives a view."""
+    t = type(x)
+    return t is not _NDARRAY and t.__module__.startswith("cupy") and \
+        getattr(x, "size", 0) >= _DEVICE_VIEW_MIN and x.dtype.kind == "f"
+
+
+def _device_broadcast(g, x):
+    m = xp(x)
+    if type(g) is float or isinstance(g, np.floating):
+        ge = m.full((1,) * x.ndim, g, dtype=x.dtype)
+    else:
+        ge = m.asarray(g)
+        if ge.dtype != x.dtype:
+            ge = ge.astype(x.dtype) if ge.dtype.kind != "c" else ge.real.astype(x.dtype)
+    return m.broadcast_to(ge, x.shape)
 
 
 def zeros_for(x, dtype=None):

@@ -4,8 +4,8 @@
 import numpy as np
 
 from ..adjoints import (A, _NDARRAY, _NoValue, _each, _flag, _inverse, _np, _shape_only, asarray,
-                        broadcast, cj, count, expand, export, full_like, like, ndim, norm_axes,
-                        shape, xp)
+                        broadcast, cj, count, device_view, expand, export, full_like, like, ndim,
+                        norm_axes, shape, xp)
 from ..registry import defmethod
 
 _RED = "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True"
@@ -86,12 +86,10 @@ defmethod("cumprod", "self, axis=None, dtype=None, out=None",
 def sum(g, a, axis=None, keepdims=False):
     """Adjoint of ``np.sum(a, axis, keepdims)``: g broadcast along the reduced axes (for a NumPy
     array a read-only view, :func:`~s2sad.rules.adjoints.broadcast`)."""
-    if type(a) is _NDARRAY:
+    if type(a) is _NDARRAY or device_view(a):
         if axis is None and not _flag(keepdims):
             return broadcast(g, a)                         # the common case, directly
         return broadcast(expand(g, shape(a), axis, _flag(keepdims), like=a), a)
-    if _device_view(a):
-        return _device_broadcast(g, a, axis, keepdims)
     if axis is None and _real_scalar(g) and _real_array(a):
         return xp(a).full(a.shape, g, dtype=a.dtype)       # (CuPy: one fill, no host scalar)
     return full_like(expand(g, shape(a), axis, _flag(keepdims), like=a), a)
@@ -100,40 +98,14 @@ def sum(g, a, axis=None, keepdims=False):
 @_shape_only("a")
 def mean(g, a, axis=None, keepdims=False):
     n = count(shape(a), axis)
-    if type(a) is _NDARRAY:
+    if type(a) is _NDARRAY or device_view(a):
         if axis is None and not _flag(keepdims):
             return broadcast(g / n, a)
         return broadcast(expand(g, shape(a), axis, _flag(keepdims), like=a) / n, a)
-    if _device_view(a):
-        return _device_broadcast(g / n, a, axis, keepdims)
     if axis is None and _real_scalar(g) and _real_array(a):
         # one fill in a's dtype: no 0-d array for g, no division on the device, no float64
         return xp(a).full(a.shape, g / n, dtype=a.dtype)
     return full_like(expand(g, shape(a), axis, _flag(keepdims), like=a) / n, a)
-
-
-_DEVICE_VIEW_MIN = 1 << 16
-
-
-def _device_view(a):
-    """A large real CuPy array (no NumPy, no shape-only stand-in): its sum/mean adjoints are
-    broadcast views, as NumPy's are (:func:`~s2sad.rules.adjoints.broadcast`).  CuPy has no
-    read-only flag; the derivative writes only into buffers it made (``_rt.own``), and the user's
-    gradients are copied when they have a stride 0 (``runtime.materialize``)."""
-    t = type(a)
-    return t is not _NDARRAY and t.__module__.startswith("cupy") and \
-        getattr(a, "size", 0) >= _DEVICE_VIEW_MIN and a.dtype.kind == "f"
-
-
-def _device_broadcast(g, a, axis, keepdims):
-    m = xp(a)
-    if _real_scalar(g):
-        ge = m.full((1,) * a.ndim, g, dtype=a.dtype)
-    else:
-        ge = m.asarray(expand(g, shape(a), axis, _flag(keepdims), like=a))
-        if ge.dtype != a.dtype:
-            ge = ge.astype(a.dtype) if ge.dtype.kind != "c" else ge.real.astype(a.dtype)
-    return m.broadcast_to(ge, a.shape)
 
 
 def _real_scalar(g):
