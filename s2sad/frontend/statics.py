@@ -39,11 +39,13 @@ def bind(fn, kinds):
         if counts.get(p):
             continue                            # assigned in the body: not fixed
         consts[p] = ir.Const(obj, _name_for(obj, p, fn, taken))
+    done = set(consts)                  # every name made a constant so far (in any round)
     if resolved:
-        _block(fn.body, {}, consts, counts, fn, taken)     # (their names bound once: constants)
+        _block(fn.body, {}, consts, counts, fn, taken, done)  # (names bound once: constants)
     while consts:
         more = {}
-        _block(fn.body, consts, more, counts, fn, taken)
+        done.update(consts)
+        _block(fn.body, consts, more, counts, fn, taken, done)
         consts = more
     return tuple("?" if is_static_kind(k) else k for k in kinds)
 
@@ -88,7 +90,7 @@ def _call(call, consts, fn, taken):
     return call
 
 
-def _block(stmts, consts, more, counts, fn, taken):
+def _block(stmts, consts, more, counts, fn, taken, done):
     for s in stmts:
         if isinstance(s, ir.Assign):
             v = s.value
@@ -97,8 +99,10 @@ def _block(stmts, consts, more, counts, fn, taken):
             else:
                 s.value = ir.map_vars(v, consts)
             v = s.value
+            # (a name made a constant in an earlier round is not one again: two names bound in a
+            # chain, ``la = xp.linalg; solve = la.solve``, took turns for ever)
             if isinstance(v, ir.Const) and counts.get(s.target) == 1 and static_value(v.value) \
-                    and s.target not in consts:
+                    and s.target not in consts and s.target not in done:
                 if v.text is None:
                     v.text = _name_for(v.value, s.target, fn, taken)
                 more[s.target] = v
@@ -121,4 +125,4 @@ def _block(stmts, consts, more, counts, fn, taken):
                 r = _call(s.call, consts, fn, taken)
                 s.call = r if isinstance(r, ir.Call) else s.call
         for b in ir.children(s):
-            _block(b, consts, more, counts, fn, taken)
+            _block(b, consts, more, counts, fn, taken, done)

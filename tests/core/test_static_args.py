@@ -68,3 +68,32 @@ def test_closures_and_lambdas_stay_dynamic():
     np.testing.assert_allclose(g(lambda v: c * v, x), 3 * np.ones(4))
     c = 5.0
     np.testing.assert_allclose(g(lambda v: c * v, x), 5 * np.ones(4))
+
+
+def _helpers_module():
+    import types
+    mod = types.ModuleType("s2sad_test_helpers")
+    mod.sub = types.ModuleType("s2sad_test_helpers.sub")
+    mod.sub.square = square                 # a module-level Python function: a constant
+    mod.sub.deeper = types.ModuleType("s2sad_test_helpers.sub.deeper")
+    mod.sub.deeper.square = square
+    return mod
+
+
+def chained_names(mod, x):
+    sub = mod.sub                           # three names bound in a chain of constants
+    deeper = sub.deeper
+    sq = deeper.square
+    f = sub.square
+    return np.sum(sq(x) * f(x))
+
+
+def test_a_chain_of_constant_names_is_built_in_finite_time():
+    # Two names bound in a chain (`la = xp.linalg; solve = la.solve` with CuPy's solve, a plain
+    # Python function) took turns being made constants for ever: building the derivative never
+    # returned (found on the H200 in a graph-mode test of cupy.linalg.solve).
+    x = np.random.default_rng(0).standard_normal(4)
+    mod = _helpers_module()
+    g = s2sad.grad(chained_names, wrt=1)(mod, x)
+    np.testing.assert_allclose(g, 4 * x ** 3)
+    check_grads(lambda x: chained_names(mod, x), (x,))
