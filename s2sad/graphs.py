@@ -314,8 +314,9 @@ def _graph_callee(fn):
 
 
 # Libraries a capture cannot record: cuSOLVER (every CuPy/cupyx linalg call) checks its status on
-# the host.  Measured on the H200: cupy.linalg.solve inside a capture did not return (the test
-# ran out of its time), so such a call is refused before it runs, while capturing only.
+# the host (a synchronisation, which ends a capture), so such a call is refused before it runs,
+# while capturing only.  (The H200 test that "stalled" with cupy.linalg.solve was stuck before
+# any capture, building the derivative: fixed in frontend/statics.py.)
 _UNCAPTURABLE = ("cupy.linalg", "cupyx.linalg", "cupyx.scipy.linalg", "cupyx.lapack",
                  "cupy.cusolver", "cupy_backends.cuda.libs.cusolver")
 
@@ -367,7 +368,7 @@ def _no_cusolver():
     """While this thread captures, CuPy's cuSOLVER handles are refused (every cupy.linalg,
     cupyx.lapack and cupyx.scipy.linalg routine asks for one first): a linalg call reached
     anywhere (a rule's adjoint, a callee known only at run time) ends the capture with
-    :class:`_NotCapturable` instead of stalling it, as cupy.linalg.solve did on the H200.
+    :class:`_NotCapturable` before any cuSOLVER work is recorded.
     Other threads get the handles as before."""
     from cupy.cuda import device
     names = [n for n in ("get_cusolver_handle", "get_cusolver_sp_handle") if hasattr(device, n)]
@@ -735,8 +736,8 @@ class Graphed:
                 out, used = self.step(args, kwargs)
             site = _linalg_site(used)
             if site is not None:
-                # cuSOLVER is not captured: stream capture stalled on the H200 with it (never
-                # attempted, so it cannot stall); the step runs without a graph
+                # cuSOLVER is not captured (it reads its status on the host): the step runs
+                # without a graph
                 err = _NotCapturable("a linear-algebra routine (cuSOLVER checks its status on "
                                      "the host, which a CUDA graph cannot record)")
                 err.origin = site

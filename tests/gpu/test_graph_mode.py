@@ -229,7 +229,8 @@ def test_linalg_falls_back_with_the_warning():
     r = np.random.default_rng(2)
     A, b = cp.asarray(r.standard_normal((3, 3))), cp.asarray(r.standard_normal(3))
     g = s2sad.grad(solve, wrt=(0, 1), graph=True)
-    # This test stalled on the H200 (twice, before 143a2e3 stopped attempting such captures):
+    # This test stalled on the H200 three times: building the derivative never returned (two names
+    # bound in a chain of constants, `xp` and `xp.linalg`; fixed in frontend/statics.py).
     # S2SAD_TEST_STALL_DUMP=<file> writes every thread's stack there after 45 s, to see where
     dump = os.environ.get("S2SAD_TEST_STALL_DUMP")
     if dump:
