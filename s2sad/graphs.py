@@ -209,7 +209,7 @@ def _rebuilt(d, tree, ns, attr):
 class _Elementwise(ast.NodeTransformer):
     """Each elementwise expression of the sweeps (:func:`.kernels.elementwise.compile_expr`) ->
     ``_s2sad_ewN(leaves...)``, a :class:`.kernels.elementwise.Fused` that runs it as one kernel
-    on large CuPy arrays and as written otherwise."""
+    on CuPy arrays (``elementwise.MIN_ELEMENTS``) and as written otherwise."""
 
     def __init__(self, namespace):
         self.ns = namespace

@@ -4,8 +4,8 @@ On an H200, CuPy's elementwise kernels move about 1.7 TB/s (one element per thre
 bytes in flight to cover memory latency) where PyTorch's move 4+ TB/s; a derivative of a large
 step is mostly such passes.  :func:`s2sad.graphs.device_sweeps` hands each elementwise expression
 of the generated sweeps (``+ - * /``, ``**``, unary minus, the one-argument ufuncs below, ``_rt.cj``
-of a real array) to a :class:`Fused`: at run time, when its array operands are large C-contiguous
-CuPy arrays of one float dtype, each either of the result's shape, or reduced along the last axis
+of a real array) to a :class:`Fused`: at run time, when its array operands are C-contiguous
+CuPy arrays of one float dtype (at least ``MIN_ELEMENTS``, below), each either of the result's shape, or reduced along the last axis
 with ``keepdims`` (``s / s.sum(-1, keepdims=True)``), or a vector along the last axis (a bias), or
 one element, and its other operands Python numbers, the expression runs as one kernel in which
 each thread loads its elements first (``_UNROLL`` of them, a grid-stride apart) and then computes
@@ -30,7 +30,13 @@ UFUNCS = {"exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin", "cos": "cos"
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _FLOATS = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
 _UNROLL = 4
-MIN_ELEMENTS = 1 << 16          # below this CuPy's own kernels (lower host cost) run
+# The size from which an expression runs as one kernel (below: CuPy's kernels, one per operation).
+# Measured on the H200 host (benchmarks/gpu_hostcost.py, float32 (4, 32, 64), 2026-12-02): a CuPy
+# ufunc costs ~11 us of host time per operation (two: ~24), a Fused call ~17 whatever its number
+# of operations.  So an expression of two or more operations runs as one kernel at every size; one
+# of a single operation only where the kernel's four elements per thread save device time (CuPy's
+# kernels move one: ~1.7 TB/s on large arrays where these move ~4).
+MIN_ELEMENTS = 0
 MIN_ELEMENTS_ONE_OP = 1 << 20   # the same for an expression of one operation
 ENABLED = os.environ.get("S2SAD_CUPY_FUSE", "1") != "0"   # S2SAD_CUPY_FUSE=0: CuPy's kernels only
 _FULL, _ROW, _COL, _ONE = "f", "r", "c", "1"
@@ -42,22 +48,22 @@ class Fused:
     def __init__(self, cexpr, arity, fallback, text, nops=2):
         self.cexpr = cexpr              # C text with {0}, {1}... for the leaves
         self.arity = arity
-        # one operation saves only device time (CuPy's launch costs less host time than this
-        # route): taken from a larger size, where the device time saved outweighs it
+        # the size from which the kernel runs (module constants: measured, see their comment)
         self.min = MIN_ELEMENTS if nops >= 2 else MIN_ELEMENTS_ONE_OP
         self.fallback = fallback
         self.text = text                # the Python expression (for reading the code)
-        self.kernels = {}
+        self.kernels = {}               # (dtype, layouts, 32-bit index) -> RawKernel, or None
+        self.plans = {}                 # operands' signature -> launch plan, or None (fallback)
 
     def __repr__(self):
         return f"<s2sad fused kernel: {self.text}>"
 
     def entry(self):
         """What generated code calls: a function of the leaves (one parameter each) that runs the
-        fallback itself when no leaf is a CuPy array of ``self.min`` elements or more (the common
-        small case: one call, arguments bound once; about 0.2 us over the bare expression on
-        NumPy arrays where calling the object costs 0.7), and this object otherwise.  It carries
-        ``text`` and ``fused`` (this object)."""
+        fallback itself when no leaf is a CuPy array of ``self.min`` elements or more (NumPy
+        arrays, numbers: one call, arguments bound once; about 0.2 us over the bare expression
+        on NumPy arrays where calling the object costs 0.7), and this object otherwise.  It
+        carries ``text`` and ``fused`` (this object)."""
         names = [f"l{i}" for i in range(self.arity)]
         test = " or ".join(f"type({n}) is _nd and {n}.size >= _f.min" for n in names) or "False"
         args = ", ".join(names)
@@ -71,42 +77,74 @@ class Fused:
 
     def __call__(self, *vals):
         nd = _ND or _cupy_ndarray()
-        for v in vals:                  # (the common small case leaves cheaply)
-            if type(v) is nd and v.size >= self.min:
-                break
-        else:
-            return self.fallback(*vals)
-        plan = _plan(vals)
+        sig = tuple((v.shape, v.strides, v.dtype) if type(v) is nd else type(v) for v in vals)
+        plan = self.plans.get(sig, _NEW)
+        if plan is _NEW:
+            plan = self._new_plan(vals, sig)
         if plan is None:
             return self.fallback(*vals)
-        import cupy
-        dt, shape, modes, n, last, arrays = plan
-        key = (dt, modes, n < 2 ** 31)
+        kern, shape, dt, conv, views, grid, tail = plan
+        out = nd(shape, dt)
+        if views is not None:           # (else every operand is an array passed as it is)
+            vals = tuple(conv(v) if m is None else (v if m is True else v[m])
+                         for v, m in zip(vals, views))
+        kern(grid, _BLOCK, vals + (out,) + tail)
+        return out
+
+    def _new_plan(self, vals, sig):
+        """The launch plan for operands of this signature (kept), or None: the fallback runs
+        them (other types or layouts, fewer than ``self.min`` elements, a kernel that failed to
+        build)."""
+        plan = None
+        if len(self.plans) > 64:
+            self.plans.clear()
+        nd = _ND or _cupy_ndarray()
+        if all(s in (float, int) or type(v) is nd for s, v in zip(sig, vals)):
+            got = _plan(vals)
+            if got is not None and got[3] >= self.min:
+                dt, shape, modes, n, last, arrays = got
+                small = n < 2 ** 31
+                kern = self._kernel(dt, modes, small)
+                if kern is not None:
+                    views = []
+                    for v, a in zip(vals, arrays):
+                        if type(v) is not nd:
+                            views.append(None)
+                        elif a is v:
+                            views.append(True)
+                        else:           # a broadcast view: read through its one copy of the data
+                            views.append(tuple(slice(0, 1) if st == 0 else slice(None)
+                                               for st in v.strides))
+                    threads = -(-n // _UNROLL)
+                    grid = (max(1, -(-threads // _BLOCK[0])),)
+                    if all(m is True for m in views):
+                        views = None
+                    plan = (kern, shape, dt, _SCALAR[dt], views, grid,
+                            (np.int64(n), np.int64(last)))
+        self.plans[sig] = plan
+        return plan
+
+    def _kernel(self, dt, modes, small):
+        key = (dt, modes, small)
         k = self.kernels.get(key, _NEW)
-        if k is None:                   # this layout's kernel failed to build: CuPy's kernels
-            return self.fallback(*vals)
-        out = cupy.empty(shape, dt)
-        args = [v.reshape(-1) if m != "s" else v for v, m in zip(arrays, modes)]
-        span = -(-n // _UNROLL)
         if k is _NEW:
-            try:                        # (CuPy compiles at the first launch)
-                k = _kernel(self.cexpr, dt, modes, n < 2 ** 31)
-                k(*args, n, last, out.reshape(-1), size=span)
+            try:
+                k = _kernel(self.cexpr, dt, modes, small)
+                k.compile()             # (a kernel that does not build falls back now, once)
             except Exception as e:  # noqa: BLE001  (s2sad's bug, never the user's: run as written)
                 from .. import logs
                 logs.log.warning("s2sad: the fused kernel of `%s` did not build (%s: %s); CuPy's "
                                  "kernels run it", self.text, type(e).__name__, e)
-                self.kernels[key] = None
                 FAILED.append((self.text, repr(e)))
-                return self.fallback(*vals)
+                k = None
             self.kernels[key] = k
-            return out
-        k(*args, n, last, out.reshape(-1), size=span)
-        return out
+        return k
 
 
 _ND = None
 _NEW = object()
+_BLOCK = (256,)
+_SCALAR = {np.dtype(np.float32): np.float32, np.dtype(np.float64): np.float64}
 FAILED = []                     # (expression, error) of each kernel that did not build (tests read it)
 
 
@@ -139,7 +177,7 @@ def _plan(vals):
             return None
         if big is None or v.size > big.size:
             big = v
-    if big is None or dt not in _FLOATS or big.size < MIN_ELEMENTS:
+    if big is None or dt not in _FLOATS:
         return None
     shape = big.shape
     nd = len(shape)
@@ -174,41 +212,44 @@ def _plan(vals):
 
 
 def _kernel(cexpr, dt, modes, small):
-    """The kernel of one expression for one dtype and operand layout: each thread loads its
-    ``_UNROLL`` elements of every array operand (a grid-stride apart: coalesced), then computes
-    and stores them (loads first, so that they are all in flight together)."""
+    """The kernel of one expression for one dtype and operand layout (a ``cupy.RawKernel``: its
+    launch costs the host about half of an ElementwiseKernel's, measured on the H200): each
+    thread loads its ``_UNROLL`` elements of every array operand (a grid-stride apart:
+    coalesced), then computes and stores them (loads first, so that they are all in flight
+    together)."""
     import cupy
-    ct = _FLOATS[dt]
-    ctype = "float" if ct == "float32" else "double"
+    ctype = "float" if _FLOATS[dt] == "float32" else "double"
     idx = "unsigned int" if small else "long long"
     params, loads, names = [], [], []
     for i, m in enumerate(modes):
         if m == "s":
-            params.append(f"{ct} s{i}")
+            params.append(f"const {ctype} s{i}")
             names.append(f"s{i}")
             continue
-        params.append(f"raw {ct} a{i}")
+        params.append(f"const {ctype}* __restrict__ a{i}")
         loads.append(f"v{i}[u] = a{i}[{ {_FULL: 'j', _ROW: 'j / L', _COL: 'j % L', _ONE: '0'}[m]}];")
         names.append(f"v{i}[u]")
+    params += [f"{ctype}* __restrict__ out", "const long long n", "const long long last"]
     expr = cexpr.replace("__T__", ctype).format(*names)
-    body = [f"const {idx} S = ({idx})_ind.size(), N = ({idx})n, L = ({idx})last;"]
+    body = [f"const {idx} S = ({idx})gridDim.x * blockDim.x, N = ({idx})n, L = ({idx})last;",
+            f"const {idx} i = ({idx})blockIdx.x * blockDim.x + threadIdx.x;"]
     body += [f"{ctype} v{i}[{_UNROLL}];" for i, m in enumerate(modes) if m != "s"]
     body += ["#pragma unroll",
              f"for (int u = 0; u < {_UNROLL}; ++u) {{",
-             f"    const {idx} j = ({idx})i + u * S;",
+             f"    const {idx} j = i + u * S;",
              "    if (j < N) { " + " ".join(loads) + " }",
              "}",
              "#pragma unroll",
              f"for (int u = 0; u < {_UNROLL}; ++u) {{",
-             f"    const {idx} j = ({idx})i + u * S;",
+             f"    const {idx} j = i + u * S;",
              f"    if (j < N) out[j] = ({ctype})({expr});",
              "}"]
-    params += ["int64 n", "int64 last"]
+    src = ('extern "C" __global__ void s2sad_fused(' + ", ".join(params) + ") {\n    "
+           + "\n    ".join(body) + "\n}\n")
     # no fused multiply-add contraction: each operation rounds as CuPy's separate kernels do, so
     # the route never changes a result (`1 - h * h` contracted to one fma differed in the last
     # bits, far more after the cancellation)
-    return cupy.ElementwiseKernel(", ".join(params), f"raw {ct} out", "\n".join(body),
-                                  "s2sad_fused", reduce_dims=False, options=("--fmad=false",))
+    return cupy.RawKernel(src, "s2sad_fused", options=("--fmad=false",))
 
 
 # -- building a Fused from an expression of generated code -------------------------------------------
@@ -256,7 +297,7 @@ def compile_expr(node, resolve, cj, products=None):
                 if name in ("maximum", "minimum"):
                     # CuPy's float maximum: NaN if either is NaN (a + b is), else CUDA's max
                     f = "max" if name == "maximum" else "min"
-                    return "((isnan({0}) | isnan({1})) ? ({0} + {1}) : %s({0}, {1}))" % f
+                    return "((({0} != {0}) | ({1} != {1})) ? ({0} + {1}) : %s({0}, {1}))" % f
         if isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords and \
                 not isinstance(e.args[0], ast.Starred):
             fn = resolve(e.func)

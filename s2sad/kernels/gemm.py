@@ -100,23 +100,27 @@ def _off(e):
 
 # S2SAD_CUPY_GEMM=0: outside graph mode, every CuPy product is CuPy's own ``a @ b``
 _DIRECT = os.environ.get("S2SAD_CUPY_GEMM", "1") != "0"
-# The direct route costs more host time than CuPy's (ctypes, Python): it is taken where the device
-# work it saves is larger (measured on the H200: the B16 attention step, host-bound, lost ~0.1 ms
-# with it at 64K; the B32 step, device-bound, gained ~1 ms).
-_MIN_ELEMENTS = 1 << 22
+# Which products take the direct route in plain mode.  Measured on the H200 host
+# (benchmarks/gpu_hostcost.py, float32, 2026-12-02): CuPy's ``a @ w`` of a (4, 32, 64) stack and a
+# (64, 64) matrix costs ~96 us of host time (it copies non-contiguous stacks and builds pointer
+# arrays: two more launches), this route ~38 (a plan kept per shapes and strides, one cuBLAS
+# call); a two-dimensional product costs CuPy ~29 (its ``dot``: no copies; transposed matrices
+# read in place) and this route ~37.  So every real product of one dtype with a stacked operand
+# takes it (small steps are host-bound, large ones save the copies), two-dimensional ones do not.
+# S2SAD_CUPY_GEMM=0 turns it off.
+_MIN_ELEMENTS = 0
+_TWO_D = False
 
 
 def _gains(a, b):
-    """True when CuPy's ``matmul`` would do device work the direct route does not: for stacks
-    (ndim > 2) it copies every operand that is not C-contiguous (a transposed matrix, the heads of
-    a (B, T, H, d) array seen as (B, H, T, d), a slice) and runs a stack times one matrix as a
-    batch of products where one product does.  Two-dimensional products go through CuPy's ``dot``,
-    which reads transposed matrices in place.  Small products keep CuPy's route: its host cost is
-    lower than this module's Python."""
-    if (a.ndim <= 2 and b.ndim <= 2) or a.size + b.size < _MIN_ELEMENTS or a.dtype != b.dtype or \
-            a.dtype not in _TYPES:
+    """True when the direct route is cheaper than CuPy's ``matmul``: for stacks (ndim > 2) CuPy
+    copies every operand that is not C-contiguous (a transposed matrix, the heads of a (B, T, H,
+    d) array seen as (B, H, T, d), a slice) and runs a stack times one matrix as a batch of
+    products where one product does; and at every size its host cost is higher (above).
+    Two-dimensional products stay CuPy's (``dot``: no copies, less host time than this route)."""
+    if a.dtype != b.dtype or a.dtype not in _TYPES or a.size + b.size < _MIN_ELEMENTS:
         return False
-    return not (a.flags.c_contiguous and b.flags.c_contiguous) or b.ndim == 2
+    return _TWO_D or a.ndim > 2 or b.ndim > 2
 
 
 @contextlib.contextmanager

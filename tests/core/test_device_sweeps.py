@@ -67,8 +67,8 @@ def _compile(text):
     ("np.abs(0.5 * t)", ("fabs((((__T__)0.5) * {0}))", ["t"])),
     ("+(a - 1)", ("(+({0} - ((__T__)1.0)))", ["a"])),
     ("np.maximum(a, 0.0)",       # CuPy's float maximum: NaN if either is, else CUDA's max
-     ("((isnan({0}) | isnan(((__T__)0.0))) ? ({0} + ((__T__)0.0)) : max({0}, ((__T__)0.0)))",
-      ["a"])),
+     ("((({0} != {0}) | (((__T__)0.0) != ((__T__)0.0))) ? ({0} + ((__T__)0.0)) : "
+      "max({0}, ((__T__)0.0)))", ["a"])),
 ])
 def test_expressions_to_c(text, want):
     assert _compile(text) == want
