@@ -392,7 +392,8 @@ def _new_plan(a, b):
 
 
 def _shaped(x, dt, a1, b1, left):
-    x = x.astype(dt, copy=False)
+    if x.dtype != dt:
+        x = x.astype(dt)
     if left and a1:
         return x[None, :]
     if not left and b1:
