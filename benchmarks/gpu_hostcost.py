@@ -97,6 +97,12 @@ extern "C" __global__ void hostcost_raw(const float* x, const float* y, float* z
         ("s2sad gemm._gemm: 2-D a2.T @ a2", lambda: gemm._gemm(a2.T, a2)),
         ("cupy: cupy.ndarray(shape, dtype)", lambda: cupy.ndarray(shape, cupy.float32)),
     ]
+    if len(shape) == 3 and shape[-1] % 4 == 0:     # heads: (B, T, 4, d) seen as (B, 4, T, d)
+        B, T, D = shape
+        q = a.reshape(B, T, 4, D // 4).transpose(0, 2, 1, 3)
+        kt = b.reshape(B, T, 4, D // 4).transpose(0, 2, 3, 1)
+        got += [("cupy: heads q @ k^T", lambda: q @ kt),
+                ("s2sad gemm.matmul: heads q @ k^T (pointer arrays)", lambda: gemm.matmul(q, kt))]
     res = [(name, per_call(fn, sync, calls)) for name, fn in got]
     try:
         import torch

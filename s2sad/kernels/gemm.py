@@ -17,6 +17,7 @@ matrix); otherwise they are copied first (elementwise copies capture fine).  dty
 float32, float64, complex64, complex128 (float16 accumulates in float32, like CuPy's); others fall
 back to ``a @ b``.
 """
+import collections
 import contextlib
 import ctypes
 import math
@@ -289,23 +290,56 @@ def _plan(a, b, batch, m, k, n):
 
 
 _PTRS = []
+_POINTERS = collections.OrderedDict()   # plain mode: (stream, addresses, axes) -> pointer arrays
+_POINTERS_KEPT = 256
 
 
 def _pointers_kernel():
     """One launch that writes the three pointer arrays of a batched product over up to three
-    batch axes (byte offsets from each operand's base)."""
+    batch axes (byte offsets from each operand's base).  A RawKernel: its launch costs the host
+    about half of an ElementwiseKernel's (benchmarks/gpu_hostcost.py)."""
     if not _PTRS:
         import cupy
-        _PTRS.append(cupy.ElementwiseKernel(
-            "int64 pa, int64 pb, int64 pc, int64 n1, int64 n2, int64 a0, int64 a1, int64 a2, "
-            "int64 b0, int64 b1, int64 b2, int64 c0, int64 c1, int64 c2", "raw int64 out",
-            "long long i0 = i / (n1 * n2), r = i % (n1 * n2), i1 = r / n2, i2 = r % n2;"
-            "long long nb = _ind.size();"
-            "out[i] = pa + i0 * a0 + i1 * a1 + i2 * a2;"
-            "out[i + nb] = pb + i0 * b0 + i1 * b1 + i2 * b2;"
-            "out[i + 2 * nb] = pc + i0 * c0 + i1 * c1 + i2 * c2;",
-            "s2sad_gemm_pointers"))
+        _PTRS.append(cupy.RawKernel(r"""
+extern "C" __global__ void s2sad_gemm_pointers(
+        long long* out, const long long nb, const long long pa, const long long pb,
+        const long long pc, const long long n1, const long long n2, const long long a0,
+        const long long a1, const long long a2, const long long b0, const long long b1,
+        const long long b2, const long long c0, const long long c1, const long long c2) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= nb) return;
+    const long long i0 = i / (n1 * n2), r = i % (n1 * n2), i1 = r / n2, i2 = r % n2;
+    out[i] = pa + i0 * a0 + i1 * a1 + i2 * a2;
+    out[i + nb] = pb + i0 * b0 + i1 * b1 + i2 * b2;
+    out[i + 2 * nb] = pc + i0 * c0 + i1 * c1 + i2 * c2;
+}""", "s2sad_gemm_pointers"))
     return _PTRS[0]
+
+
+def _pointer_arrays(a, b, out, axes, item, count, stream):
+    """The device array of the ``3 * count`` operand addresses of a pointer-array batch.  In
+    plain mode it is kept per (stream, base addresses, batch axes): a training loop's products
+    meet the same addresses again (CuPy's memory pool hands out the same blocks), and then no
+    kernel runs at all.  While a graph is made it is fresh and lives as long as the graph."""
+    import cupy
+    capturing = active()
+    key = (stream, a.data.ptr, b.data.ptr, out.data.ptr, tuple(axes), item)
+    if not capturing:
+        ptrs = _POINTERS.get(key)
+        if ptrs is not None:
+            return ptrs
+    ptrs = cupy.empty(3 * count, np.int64)
+    st = [ax[j] * item for j in (1, 2, 3) for ax in axes]
+    args = (ptrs,) + tuple(np.int64(v) for v in (count, key[1], key[2], key[3], axes[1][0],
+                                                   axes[2][0], *st))
+    _pointers_kernel()((-(-count // 128),), (128,), args)
+    if capturing:
+        retain(ptrs)
+    else:
+        _POINTERS[key] = ptrs
+        if len(_POINTERS) > _POINTERS_KEPT:
+            _POINTERS.popitem(last=False)
+    return ptrs
 
 
 def _run(hd, dt, a, b, opa, lda, opb, ldb, m, n, k, axes, out):
@@ -331,13 +365,7 @@ def _run(hd, dt, a, b, opa, lda, opb, ldb, m, n, k, axes, out):
         return
     axes = [(1, 0, 0, 0)] * (3 - len(axes)) + list(axes)
     count = math.prod(ax[0] for ax in axes)
-    item = np.dtype(dt).itemsize
-    st = [[ax[j] * item for ax in axes] for j in (1, 2, 3)]
-    ptrs = cupy.empty(3 * count, np.int64)
-    retain(ptrs)
-    _pointers_kernel()(a.data.ptr, b.data.ptr, out.data.ptr, axes[1][0], axes[2][0],
-                       *st[0], *st[1], *st[2], ptrs, size=count)
-    base = ptrs.data.ptr
+    base = _pointer_arrays(a, b, out, axes, np.dtype(dt).itemsize, count, stream).data.ptr
     _check(lib.cublasGemmBatchedEx(
         hd.h, opb, opa, n, m, k, one.data.ptr,
         base + 8 * count, cuda_t, ldb,

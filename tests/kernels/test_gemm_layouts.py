@@ -74,8 +74,11 @@ class _Lib:
         return 0
 
 
-def _pointers(pa, pb, pc, n1, n2, a0, a1, a2, b0, b1, b2, c0, c1, c2, out, size):
-    """What gemm's pointer kernel writes, computed on the host."""
+def _pointers(grid, block, args):
+    """What gemm's pointer kernel writes (its RawKernel arguments), computed on the host."""
+    out, size, pa, pb, pc, n1, n2, a0, a1, a2, b0, b1, b2, c0, c1, c2 = (
+        args[0], *(int(v) for v in args[1:]))
+    assert grid[0] * block[0] >= size
     i = np.arange(size)
     i0, r = i // (n1 * n2), i % (n1 * n2)
     i1, i2 = r // n2, r % n2
@@ -95,6 +98,7 @@ def fake(monkeypatch):
     monkeypatch.setattr(gemm, "_handle", lambda: hd)
     monkeypatch.setattr(gemm, "_pointers_kernel", lambda: _pointers)
     monkeypatch.setattr(gemm, "_PLANS", {})
+    monkeypatch.setattr(gemm, "_POINTERS", __import__("collections").OrderedDict())
     cp.cuda = types.SimpleNamespace(get_current_stream=lambda: types.SimpleNamespace(ptr=0))
     return lib
 
@@ -165,3 +169,22 @@ def test_retain_collects_inside_graph_mode_only():
         gemm.retain(b)
     assert kept == [a, b] and inner == [b]
     assert getattr(gemm._state, "keep", None) is None
+
+
+def test_pointer_arrays_are_kept_per_addresses_in_plain_mode(fake, monkeypatch):
+    calls = []
+
+    def counting(grid, block, args):
+        calls.append(args[2:5])
+        _pointers(grid, block, args)
+    monkeypatch.setattr(gemm, "_pointers_kernel", lambda: counting)
+    a, b, c, c2 = (_a(np.zeros((2, 3, 4, 4))) for _ in range(4))
+    axes = [(1, 0, 0, 0), (2, 48, 48, 48), (3, 16, 16, 16)]
+    p1 = gemm._pointer_arrays(a, b, c, axes, 8, 6, 0)
+    assert gemm._pointer_arrays(a, b, c, axes, 8, 6, 0) is p1 and len(calls) == 1
+    p2 = gemm._pointer_arrays(a, b, c2, axes, 8, 6, 0)      # another output: its own addresses
+    assert p2 is not p1 and len(calls) == 2
+    assert int(p2[12]) == c2.data.ptr and int(p2[13]) == c2.data.ptr + 16 * 8
+    assert int(p1[3]) == a.data.ptr + 48 * 8                 # (i0, i1, i2) = (0, 1, 0)
+    gemm._pointer_arrays(a, b, c, axes, 8, 6, 1)             # another stream: not shared
+    assert len(calls) == 3
