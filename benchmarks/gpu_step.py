@@ -292,7 +292,7 @@ def run_s2sad(step, params, data, xp, sync, args, graph=False):
     fn = lambda: vg(*params, *data)                                                # noqa: E731
     value, grads = fn()
     ms = best_ms(fn, sync, args.warmup, args.repeat)
-    return {"fn": fn, "ms": ms, "value": float(to_numpy(value)),
+    return {"fn": fn, "ms": ms, "value": float(to_numpy(value)), "sync": sync,
             "grads": [to_numpy(g) for g in grads]}
 
 
@@ -311,7 +311,7 @@ def run_torch(port, params_np, data_np, device, args):
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     value, grads = fn()
     ms = best_ms(fn, sync, args.warmup, args.repeat)
-    return {"fn": fn, "ms": ms, "value": float(to_numpy(value)),
+    return {"fn": fn, "ms": ms, "value": float(to_numpy(value)), "sync": sync,
             "grads": [to_numpy(g) for g in grads]}
 
 
@@ -331,7 +331,8 @@ def run_jax(step, params_np, data_np, args):
         fn = lambda: jax.block_until_ready(g(*arrays))                          # noqa: E731
         value, grads = fn()
         ms = best_ms(fn, lambda: None, args.warmup, args.repeat)
-    return {"fn": fn, "ms": ms, "value": float(value), "grads": [np.asarray(x) for x in grads]}
+    return {"fn": fn, "ms": ms, "value": float(value), "sync": lambda: None,
+            "grads": [np.asarray(x) for x in grads]}
 
 
 def rel_err(a, b):
@@ -371,6 +372,9 @@ def run_case(case, xp, sync, clocks, peers, args, errors):
         if isinstance(r, dict) and lib in clocks:
             r["device"] = _cell(lambda: clocks[lib].ms(r["fn"], r["ms"]), errors,
                                 f"{name} {col} device time")
+    if args.interleave:
+        row["inter"] = _cell(lambda: interleaved(row, primal, sync, args.interleave), errors,
+                             f"{name} interleaved")
     ref = next((c for c in ("torch", "jax") if isinstance(row.get(c), dict)), None)
     row["ref"] = ref
     if ref is not None:
@@ -381,6 +385,25 @@ def run_case(case, xp, sync, clocks, peers, args, errors):
                 r["value_err"] = abs(r["value"] - row[ref]["value"]) / \
                     max(abs(row[ref]["value"]), 1e-30)
     return row
+
+
+def interleaved(row, primal, sync, rounds):
+    """Median and best ms per call of every method, timed in rounds that alternate the methods
+    (one call of each per round): on a shared host whose speed drifts, each method then sees the
+    same conditions, so the ratios between them hold better than those of best-of runs made one
+    method after the other."""
+    fns = [("primal", primal, sync)] + [(c, row[c]["fn"], row[c]["sync"])
+                                        for c in ("s2sad", "graph", "torch", "jax")
+                                        if isinstance(row.get(c), dict)]
+    times = {c: [] for c, _, _ in fns}
+    for _ in range(rounds):
+        for c, fn, sy in fns:
+            sy()
+            t0 = time.perf_counter()
+            fn()
+            sy()
+            times[c].append(1e3 * (time.perf_counter() - t0))
+    return {c: (float(np.median(t)), min(t)) for c, t in times.items()}
 
 
 # -- output --------------------------------------------------------------------------------------------
@@ -434,6 +457,27 @@ def report(results, peers, numpy_mode, markdown):
         rows = [[r["name"], _dev(r["s2sad"]), _dev(r["graph"]), _dev(r.get("torch"))]
                 for r in results]
         print(table(["step", "s2sad", "s2sad graph=True", "PyTorch eager"], rows, markdown))
+    if any(isinstance(r.get("inter"), dict) for r in results):
+        print()
+        cols = [c for c in ("primal", "s2sad", "graph", "torch", "jax")
+                if any(isinstance(r.get("inter"), dict) and c in r["inter"] for r in results)]
+        names = {"primal": primal, "s2sad": "s2sad", "graph": "s2sad graph=True",
+                 "torch": "PyTorch eager", "jax": "JAX jit"}
+        ratio = "torch" in cols
+        print("interleaved: median ms per call over rounds that alternate the methods (best in "
+              "brackets)" + ("; last column: s2sad plain / PyTorch eager, medians" if ratio else ""))
+        rows = []
+        for r in results:
+            it = r.get("inter")
+            if not isinstance(it, dict):
+                continue
+            cells = [f"{_ms(it[c][0])} ({_ms(it[c][1])})" if c in it else "n/a" for c in cols]
+            if ratio:
+                cells.append(f"{it['s2sad'][0] / it['torch'][0]:.2f}"
+                             if "s2sad" in it and "torch" in it else "n/a")
+            rows.append([r["name"]] + cells)
+        print(table(["step"] + [names[c] for c in cols] + (["plain / PyTorch"] if ratio else []),
+                    rows, markdown))
     print()
     print("gradients: relative error ||g - g_ref|| / ||g_ref|| per parameter (float32); "
           "value: relative difference")
@@ -483,6 +527,8 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=None)
     ap.add_argument("--peers", default="torch,jax", help="comma list of torch, jax (or none)")
     ap.add_argument("--only", default="", help="run the steps whose name contains this text")
+    ap.add_argument("--interleave", type=int, default=0,
+                    help="also time this many rounds alternating the methods (median ratios)")
     args = ap.parse_args(argv)
     args.repeat = args.repeat or (3 if args.quick else 20)
     args.warmup = args.warmup or (1 if args.quick else 3)
