@@ -237,3 +237,42 @@ def test_reduction_adjoints_as_views(dt):
         assert 0 not in a.strides and a.flags.c_contiguous
         np.testing.assert_allclose(cp.asnumpy(a), b, rtol=tol, atol=tol)
         a[...] = 0                                   # the user's to change
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,axis,keepdims", [((6, 7), -1, True), ((3, 4, 33), 2, False),
+                                                 ((50,), None, False), ((2, 5, 300), (-1,), True),
+                                                 ((1, 1), -1, False)])
+def test_extremum_adjoint_kernel(shape, axis, keepdims, dt, monkeypatch):
+    """One kernel for the adjoint of max over the last axis: the general path's values, bit for
+    bit, ties shared evenly (values rounded to one decimal: many ties), a NaN row included."""
+    from s2sad.kernels import rows
+    from s2sad.rules.numpy import reductions
+    rng = np.random.default_rng(4)
+    a = cp.asarray(np.round(rng.standard_normal(shape), 1).astype(dt))
+    if a.ndim > 1:
+        a[(0,) * (a.ndim - 1) + (a.shape[-1] // 2,)] = cp.nan      # a row whose max is NaN
+    ans = a.max(axis=axis, keepdims=keepdims)
+    g = cp.asarray(rng.standard_normal(ans.shape).astype(dt))
+    got = rows.extremum_adjoint(g, ans, a, axis, keepdims)
+    assert got is not None and got.dtype == dt and elementwise.FAILED == []
+    assert reductions.extremum(g, ans, a, axis, keepdims) is not None
+    monkeypatch.setattr(rows, "extremum_adjoint", lambda *args: None)    # the general path
+    want = reductions.extremum(g, ans, a, axis, keepdims)
+    np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(want))
+    if shape[-1] > 5:                                                 # ties were exercised
+        assert bool((cp.sum(a == (ans if keepdims or axis is None else cp.expand_dims(ans, -1)),
+                            axis=-1) > 1).any())
+
+
+def test_extremum_adjoint_kernel_leaves_other_reductions():
+    from s2sad.kernels import rows
+    a = cp.ones((4, 5), np.float32)
+    ans = a.max(axis=0, keepdims=True)
+    assert rows.extremum_adjoint(cp.ones_like(ans), ans, a, 0, True) is None   # not the last axis
+    b = cp.ones((4, 5), np.int64)
+    assert rows.extremum_adjoint(cp.ones((4, 1), np.int64), b.max(-1, keepdims=True), b, -1,
+                                 True) is None                                   # integers
+    t = a.T                                                                      # not C-contiguous
+    assert rows.extremum_adjoint(cp.ones((5, 1), np.float32), t.max(-1, keepdims=True), t, -1,
+                                 True) is None

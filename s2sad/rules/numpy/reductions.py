@@ -6,6 +6,7 @@ import numpy as np
 from ..adjoints import (A, _NDARRAY, _NoValue, _each, _flag, _inverse, _np, _shape_only, asarray,
                         broadcast, cj, count, device_view, expand, export, full_like, like, ndim,
                         norm_axes, shape, xp)
+from ...kernels import rows as _rows
 from ..registry import defmethod
 
 _RED = "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True"
@@ -148,6 +149,10 @@ def prod(g, a, axis=None, keepdims=False):
 
 def extremum(g, ans, a, axis=None, keepdims=False):
     """Adjoint of max/min: g shared evenly among the elements equal to the extremum."""
+    if type(a) is not _NDARRAY:
+        r = _rows.extremum_adjoint(g, ans, a, axis, keepdims)   # CuPy, last axis: one kernel
+        if r is not None:
+            return r
     a = asarray(a)
     ans_e = expand(ans, a.shape, axis, _flag(keepdims), like=a)
     mask = (a == ans_e)
