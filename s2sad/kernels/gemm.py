@@ -196,12 +196,15 @@ class _Handle:
         # made now, not during a capture (where their fill would only be recorded)
         self.scalars = {t: (cupy.ones((), t), cupy.zeros((), t))
                         for t in {s for _, _, s in _TYPES.values()}}
+        # per product dtype: (cuBLAS type, compute type, addresses of its 1 and 0)
+        self.args = {dt: (c, comp, self.scalars[st][0].data.ptr, self.scalars[st][1].data.ptr)
+                     for dt, (c, comp, st) in _TYPES.items()}
         cupy.cuda.Device().synchronize()
 
 
 def _handle():
     import cupy
-    dev = cupy.cuda.Device().id
+    dev = cupy.cuda.runtime.getDevice()
     handles = getattr(_state, "handles", None)
     if handles is None:
         handles = _state.handles = {}
@@ -347,8 +350,7 @@ def _run(hd, dt, a, b, opa, lda, opb, ldb, m, n, k, axes, out):
     strided batch (one batch axis), or a pointer-array batch (two or three axes that do not nest:
     the heads of a (B, T, H, d) array seen as (B, H, T, d))."""
     import cupy
-    cuda_t, compute, scalar_t = _TYPES[dt]
-    one, zero = hd.scalars[scalar_t]
+    cuda_t, compute, one, zero = hd.args[dt]
     lib = hd.lib
     stream = cupy.cuda.get_current_stream().ptr
     if stream != getattr(hd, "stream", None):
@@ -357,20 +359,20 @@ def _run(hd, dt, a, b, opa, lda, opb, ldb, m, n, k, axes, out):
     if len(axes) <= 1:
         count, sa, sb, sc = axes[0] if axes else (1, 0, 0, m * n)
         _check(lib.cublasGemmStridedBatchedEx(
-            hd.h, opb, opa, n, m, k, one.data.ptr,
+            hd.h, opb, opa, n, m, k, one,
             b.data.ptr, cuda_t, ldb, sb,
             a.data.ptr, cuda_t, lda, sa,
-            zero.data.ptr, out.data.ptr, cuda_t, n, sc,
+            zero, out.data.ptr, cuda_t, n, sc,
             count, compute, -1), "cublasGemmStridedBatchedEx")
         return
     axes = [(1, 0, 0, 0)] * (3 - len(axes)) + list(axes)
     count = math.prod(ax[0] for ax in axes)
     base = _pointer_arrays(a, b, out, axes, np.dtype(dt).itemsize, count, stream).data.ptr
     _check(lib.cublasGemmBatchedEx(
-        hd.h, opb, opa, n, m, k, one.data.ptr,
+        hd.h, opb, opa, n, m, k, one,
         base + 8 * count, cuda_t, ldb,
         base, cuda_t, lda,
-        zero.data.ptr, base + 16 * count, cuda_t, n,
+        zero, base + 16 * count, cuda_t, n,
         count, compute, -1), "cublasGemmBatchedEx")
 
 

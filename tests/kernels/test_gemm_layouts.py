@@ -93,8 +93,9 @@ def fake(monkeypatch):
     cp = _fake_cupy()
     monkeypatch.setitem(sys.modules, "cupy", cp)
     lib = _Lib(np.float64)
-    hd = types.SimpleNamespace(lib=lib, h=None, scalars={np.float64: (_a(np.ones(())),
-                                                                      _a(np.zeros(())))})
+    one, zero = _a(np.ones(())), _a(np.zeros(()))
+    hd = types.SimpleNamespace(lib=lib, h=None, scalars={np.float64: (one, zero)},
+                               args={np.dtype(np.float64): (1, 70, one.data.ptr, zero.data.ptr)})
     monkeypatch.setattr(gemm, "_handle", lambda: hd)
     monkeypatch.setattr(gemm, "_pointers_kernel", lambda: _pointers)
     monkeypatch.setattr(gemm, "_PLANS", {})
