@@ -361,8 +361,8 @@ def _finish_grads(grads, args, wrt):
 
 
 def _whole_arrays(grads, args, wrt):
-    """The common case of :func:`_finish_grads`, decided with fewer checks: whole NumPy array
-    arguments in increasing order, each gradient a NumPy array of its argument's shape and dtype
+    """The common case of :func:`_finish_grads`, decided with fewer checks: whole NumPy (or CuPy)
+    array arguments in increasing order, each gradient an array of its argument's type, shape and dtype
     that owns its buffer (base None: it shares memory with no other gradient) and is the user's to
     change (writable, no stride 0), no two the same object.  Then the gradients are returned as
     they are."""
@@ -374,8 +374,14 @@ def _whole_arrays(grads, args, wrt):
             return False
         last = i
         x = args[i]
-        if type(g) is not _NDARRAY or type(x) is not _NDARRAY or g.base is not None or \
-                g.shape != x.shape or g.dtype != x.dtype or not _owned(g):
+        t = type(g)
+        if t is not type(x) or not (t is _NDARRAY or t.__module__.startswith("cupy")) or \
+                g.base is not None or g.shape != x.shape or g.dtype != x.dtype:
+            return False
+        if t is _NDARRAY:
+            if not _owned(g):
+                return False
+        elif g.size > 1 and 0 in g.strides:     # (CuPy's arrays are always writable)
             return False
     return len({id(g) for g in grads}) == len(grads)
 
