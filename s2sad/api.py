@@ -361,9 +361,9 @@ def _finish_grads(grads, args, wrt):
 
 
 def _whole_arrays(grads, args, wrt):
-    """The common case of :func:`_finish_grads`, decided with fewer checks: whole NumPy (or CuPy)
-    array arguments in increasing order, each gradient an array of its argument's type, shape and dtype
-    that owns its buffer (base None: it shares memory with no other gradient) and is the user's to
+    """The common case of :func:`_finish_grads`, decided with fewer checks: whole NumPy (or
+    CuPy) array arguments in increasing order, each gradient an array of its argument's type,
+    shape and dtype that owns its buffer (base None: it shares memory with no other gradient) and is the user's to
     change (writable, no stride 0), no two the same object.  Then the gradients are returned as
     they are."""
     if len(grads) != len(wrt):
