@@ -177,8 +177,26 @@ def _sum_leading(g, n):
         mm = cupy.matmul
         if _hooks.graph_callee is not None:
             mm = _hooks.graph_callee(mm)        # graph mode: the capturable product
-        return mm(cupy.ones(lead, g.dtype), g.reshape(lead, -1)).reshape(g.shape[n:])
+        return mm(_ones(cupy, lead, g.dtype), g.reshape(lead, -1)).reshape(g.shape[n:])
     return g.sum(axis=tuple(range(n)))
+
+
+_ONES = {}          # (device, stream, dtype, length) -> a CuPy vector of ones, never freed
+
+
+def _ones(cupy, n, dt):
+    """A vector of ``n`` ones in ``dt`` on the current device, kept per stream (made on it, so
+    its fill is ordered before every use) for the next bias adjoint of that size: no allocation
+    and fill launch per step.  Kept ones are never freed (a CUDA graph may read them); past 64,
+    or while a capture runs, a fresh vector is made."""
+    stream = cupy.cuda.get_current_stream().ptr
+    key = (cupy.cuda.runtime.getDevice(), stream, dt, n)
+    v = _ONES.get(key)
+    if v is None:
+        v = cupy.ones(n, dt)
+        if len(_ONES) < 64 and not cupy.cuda.runtime.streamIsCapturing(stream):
+            _ONES[key] = v
+    return v
 
 
 def _refuse_sequence_arithmetic():

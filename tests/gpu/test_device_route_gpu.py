@@ -148,6 +148,13 @@ def test_bias_sum_as_product():
     g3 = cp.asarray(rng.standard_normal((8, 512, 40)))
     np.testing.assert_allclose(cp.asnumpy(arrays._sum_leading(g3, 2)),
                                cp.asnumpy(g3).sum((0, 1)), rtol=1e-12, atol=1e-10)
+    # the vector of ones is kept per (device, stream, dtype, length) and stays ones
+    ones = arrays._ones(cp, 4096, np.dtype(np.float32))
+    assert arrays._ones(cp, 4096, np.dtype(np.float32)) is ones and bool((ones == 1).all())
+    again = arrays._sum_leading(2 * g, 1)
+    np.testing.assert_allclose(cp.asnumpy(again), 2 * cp.asnumpy(got), rtol=1e-6, atol=1e-5)
+    with cp.cuda.Stream():                                   # another stream: its own vector
+        assert arrays._ones(cp, 4096, np.dtype(np.float32)) is not ones
 
 
 def attention(Wq, Wk, Wv, Wo, x, y):
