@@ -188,14 +188,17 @@ def sweeps(d):
 
 def _rebuilt(d, tree, ns, attr):
     """(fwd, bwd) of derivative ``d`` compiled from the rewritten ``tree`` in namespace ``ns``
-    (products through :func:`.kernels.gemm.matmul`, elementwise expressions as single kernels
-    unless ``S2SAD_CUPY_FUSE=0``), under the generated module's file name, kept on ``d`` as
-    ``attr``."""
+    (products through :func:`.kernels.gemm.matmul`; runs of elementwise statements, then the
+    other elementwise expressions, as single kernels unless ``S2SAD_CUPY_FUSE=0``), under the
+    generated module's file name, kept on ``d`` as ``attr``."""
     ns["_s2sad_matmul"] = gemm.matmul
     if elementwise.ENABLED:
+        runs = _Runs(ns, d.module.filename)
+        tree = runs.visit(tree)
         fuse = _Elementwise(ns)
         tree = fuse.visit(tree)
         ns.update({name: f.entry() for name, f in fuse.fused.items()})
+        ns.update({name: g.entry() for name, g in runs.groups.items()})
     ast.fix_missing_locations(tree)
     exec(compile(tree, d.module.filename, "exec"), ns)
     got = (ns[d.fwd.__name__], ns[d.bwd.__name__])
@@ -204,6 +207,132 @@ def _rebuilt(d, tree, ns, attr):
     except AttributeError:
         pass
     return got
+
+
+class _Runs(ast.NodeTransformer):
+    """Each maximal run of consecutive statements of one statement list of the sweeps, each
+    ``name = <elementwise expression of names>`` (:func:`.kernels.elementwise.compile_expr`, no
+    hoisted leaf) or ``name = other`` where the run bound ``other`` (an alias), with two or more
+    of the first kind -> ``a, b, ... = _s2sad_grpN(leaves...)``, a
+    :class:`.kernels.elementwise.Group` that runs them as one kernel on CuPy arrays and as
+    written otherwise.  Its targets are the last binding of each name the run binds (in the
+    order of those bindings); its leaves, the names the run reads before binding them."""
+
+    def __init__(self, namespace, filename):
+        self.ns = namespace
+        self.filename = filename        # (the fallbacks keep the statements' lines: tracebacks)
+        self.depth = 0
+        self.local = set()
+        self.groups = {}
+
+    visit_FunctionDef = _Products.visit_FunctionDef
+    visit_AsyncFunctionDef = _Products.visit_FunctionDef
+    _resolve = _Products._resolve
+
+    def visit_Lambda(self, node):
+        return node
+
+    def visit_ClassDef(self, node):
+        return node
+
+    def generic_visit(self, node):
+        # statement lists in order (the groups are numbered in the order of the code)
+        for field, old in ast.iter_fields(node):
+            if isinstance(old, list):
+                if self.depth and old and isinstance(old[0], ast.stmt):
+                    setattr(node, field, self._rewrite(old))
+                else:
+                    for x in old:
+                        if isinstance(x, ast.AST):
+                            self.visit(x)
+            elif isinstance(old, ast.AST):
+                self.visit(old)
+        return node
+
+    def _member(self, stmt, bound):
+        """compile_expr's (C template, leaf names) of ``stmt``, the name it copies if it is an
+        alias of a name in ``bound``, or None: ``stmt`` ends a run."""
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and
+                isinstance(stmt.targets[0], ast.Name)):
+            return None
+        if isinstance(stmt.value, ast.Name):
+            return stmt.value.id if stmt.value.id in bound else None
+        got = elementwise.compile_expr(stmt.value, self._resolve, _runtime.cj, _IN_PLACE)
+        if got is None or not all(isinstance(x, str) for x in got[1]):
+            return None
+        return got[:2]
+
+    def _rewrite(self, body):
+        out, run, bound = [], [], set()
+        for stmt in body + [None]:
+            got = None if stmt is None else self._member(stmt, bound)
+            if got is not None:
+                run.append((stmt, got))
+                bound.add(stmt.targets[0].id)
+                continue
+            if sum(not isinstance(g, str) for _, g in run) >= 2:
+                out.append(self._group(run))
+            else:
+                out.extend(s for s, _ in run)
+            run, bound = [], set()
+            if stmt is not None:    # (not an elementwise statement, nor an alias of the run's)
+                out.append(self.visit(stmt))
+        return out
+
+    def _group(self, run):
+        """The statement that runs ``run`` ((statement, compile_expr's or an alias's source)
+        pairs) as one :class:`.kernels.elementwise.Group`."""
+        leaves, value, stmts, reads, last = [], {}, [], [], {}
+        for stmt, got in run:
+            target = stmt.targets[0].id
+            if isinstance(got, str):                # an alias: the same value
+                value[target] = value[got]
+            else:
+                cexpr, names = got
+                refs, mine, earlier = [], [], False
+                for n in names:
+                    if n in value:
+                        refs.append(f"t{value[n]}")
+                        earlier = True
+                    else:
+                        if n not in leaves:
+                            leaves.append(n)
+                        refs.append("{%d}" % leaves.index(n))
+                        mine.append(leaves.index(n))
+                stmts.append(cexpr.format(*refs))
+                reads.append((tuple(mine), earlier))
+                value[target] = len(stmts) - 1
+            last.pop(target, None)
+            last[target] = True                     # (order of each name's last binding)
+        outputs = list(last)
+        stored = list(dict.fromkeys(value[n] for n in outputs))
+        picks = [stored.index(value[n]) for n in outputs]
+        text = "; ".join(ast.unparse(s) for s, _ in run)
+        name = f"_s2sad_grp{len(self.groups)}"
+        self.groups[name] = elementwise.Group(stmts, reads, stored, picks, len(leaves),
+                                              self._fallback(name, run, leaves, outputs), text)
+        first = run[0][0]
+        target = ast.Name(outputs[0], ast.Store()) if len(outputs) == 1 else \
+            ast.Tuple([ast.Name(n, ast.Store()) for n in outputs], ast.Store())
+        call = ast.Call(ast.Name(name, ast.Load()), [ast.Name(n, ast.Load()) for n in leaves], [])
+        return ast.copy_location(ast.Assign([target], call), first)
+
+    def _fallback(self, name, run, leaves, outputs):
+        """The run's statements as written, in a function of its leaves that returns its
+        outputs (compiled under the generated file's name and lines: a traceback names the
+        user's line)."""
+        ret = ast.Name(outputs[0], ast.Load()) if len(outputs) == 1 else \
+            ast.Tuple([ast.Name(n, ast.Load()) for n in outputs], ast.Load())
+        body = [s for s, _ in run] + [ast.copy_location(ast.Return(ret), run[-1][0])]
+        args = ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in leaves], kwonlyargs=[],
+                             kw_defaults=[], defaults=[])
+        fn = ast.copy_location(ast.FunctionDef(name, args, body, [], None, None), run[0][0])
+        if hasattr(fn, "type_params"):
+            fn.type_params = []
+        mod = ast.fix_missing_locations(ast.Module([fn], []))
+        space = {}
+        exec(compile(mod, self.filename, "exec"), self.ns, space)
+        return space[name]
 
 
 class _Elementwise(ast.NodeTransformer):

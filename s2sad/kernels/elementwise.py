@@ -13,7 +13,11 @@ and stores them.  Anything else runs the expression as written (the fallback is 
 expression, so results never depend on the route: the kernel computes the same operations in the
 same order in the arrays' dtype, with Python numbers converted to it as CuPy converts them).
 
-:func:`maximum_adjoint` is the adjoint of ``maximum``/``minimum`` (relu) in one such kernel.
+:class:`Group` runs a run of consecutive elementwise statements of the sweeps (``_2 = _1 + b1;
+h = maximum(_2, 0.0)``) the same way: one kernel that computes every statement for its elements
+(each into a local of the arrays' type, rounded as CuPy's kernel of that statement rounds it) and
+stores every name the run binds.  :func:`maximum_adjoint` is the adjoint of
+``maximum``/``minimum`` (relu) in one such kernel.
 """
 import ast
 import os
@@ -42,54 +46,18 @@ ENABLED = os.environ.get("S2SAD_CUPY_FUSE", "1") != "0"   # S2SAD_CUPY_FUSE=0: C
 _FULL, _ROW, _COL, _ONE = "f", "r", "c", "1"
 
 
-class Fused:
-    """One elementwise expression; called with the values of its leaves (names, in order)."""
+class _Launches:
+    """What :class:`Fused` and :class:`Group` share: a kernel per (dtype, operand layouts, index
+    width) made from ``self.stmts`` (C templates: ``{i}`` leaf i, ``tK`` the value of statement
+    K) storing the values ``self.stored``, and a launch plan per operand signature."""
 
-    def __init__(self, cexpr, arity, fallback, text, nops=2):
-        self.cexpr = cexpr              # C text with {0}, {1}... for the leaves
-        self.arity = arity
-        # the size from which the kernel runs (module constants: measured, see their comment)
-        self.min = MIN_ELEMENTS if nops >= 2 else MIN_ELEMENTS_ONE_OP
-        self.fallback = fallback
-        self.text = text                # the Python expression (for reading the code)
-        self.kernels = {}               # (dtype, layouts, 32-bit index) -> RawKernel, or None
-        self.plans = {}                 # operands' signature -> launch plan, or None (fallback)
+    stmts = stored = ()
+    min = 0
+    text = ""
 
-    def __repr__(self):
-        return f"<s2sad fused kernel: {self.text}>"
-
-    def entry(self):
-        """What generated code calls: a function of the leaves (one parameter each) that runs the
-        fallback itself when no leaf is a CuPy array of ``self.min`` elements or more (NumPy
-        arrays, numbers: one call, arguments bound once; about 0.2 us over the bare expression
-        on NumPy arrays where calling the object costs 0.7), and this object otherwise.  It
-        carries ``text`` and ``fused`` (this object)."""
-        names = [f"l{i}" for i in range(self.arity)]
-        test = " or ".join(f"type({n}) is _nd and {n}.size >= _f.min" for n in names) or "False"
-        args = ", ".join(names)
-        src = (f"def _s2sad_fused({args}):\n    if {test}:\n        return _f({args})\n"
-               f"    return _fallback({args})\n")
-        ns = {"_f": self, "_fallback": self.fallback, "_nd": _ND or _cupy_ndarray(), "type": type}
-        exec(compile(src, f"<s2sad fused: {self.text}>", "exec"), ns)
-        fn = ns["_s2sad_fused"]
-        fn.text, fn.fused = self.text, self
-        return fn
-
-    def __call__(self, *vals):
-        nd = _ND or _cupy_ndarray()
-        sig = tuple((v.shape, v.strides, v.dtype) if type(v) is nd else type(v) for v in vals)
-        plan = self.plans.get(sig, _NEW)
-        if plan is _NEW:
-            plan = self._new_plan(vals, sig)
-        if plan is None:
-            return self.fallback(*vals)
-        kern, shape, dt, conv, views, grid, tail = plan
-        out = nd(shape, dt)
-        if views is not None:           # (else every operand is an array passed as it is)
-            vals = tuple(conv(v) if m is None else (v if m is True else v[m])
-                         for v, m in zip(vals, views))
-        kern(grid, _BLOCK, vals + (out,) + tail)
-        return out
+    def _fits(self, modes):
+        """Whether operands of these layouts (``_plan``'s modes) can take the kernel route."""
+        return True
 
     def _new_plan(self, vals, sig):
         """The launch plan for operands of this signature (kept), or None: the fallback runs
@@ -101,7 +69,7 @@ class Fused:
         nd = _ND or _cupy_ndarray()
         if all(s in (float, int) or type(v) is nd for s, v in zip(sig, vals)):
             got = _plan(vals)
-            if got is not None and got[3] >= self.min:
+            if got is not None and got[3] >= self.min and self._fits(got[2]):
                 dt, shape, modes, n, last, arrays = got
                 small = n < 2 ** 31
                 kern = self._kernel(dt, modes, small)
@@ -129,7 +97,7 @@ class Fused:
         k = self.kernels.get(key, _NEW)
         if k is _NEW:
             try:
-                k = _kernel(self.cexpr, dt, modes, small)
+                k = _kernel(self.stmts, self.stored, dt, modes, small)
                 k.compile()             # (a kernel that does not build falls back now, once)
             except Exception as e:  # noqa: BLE001  (s2sad's bug, never the user's: run as written)
                 from .. import logs
@@ -139,6 +107,123 @@ class Fused:
                 k = None
             self.kernels[key] = k
         return k
+
+
+class Fused(_Launches):
+    """One elementwise expression; called with the values of its leaves (names, in order)."""
+
+    def __init__(self, cexpr, arity, fallback, text, nops=2):
+        self.cexpr = cexpr              # C text with {0}, {1}... for the leaves
+        self.stmts, self.stored = (cexpr,), (0,)
+        self.arity = arity
+        # the size from which the kernel runs (module constants: measured, see their comment)
+        self.min = MIN_ELEMENTS if nops >= 2 else MIN_ELEMENTS_ONE_OP
+        self.fallback = fallback
+        self.text = text                # the Python expression (for reading the code)
+        self.kernels = {}               # (dtype, layouts, 32-bit index) -> RawKernel, or None
+        self.plans = {}                 # operands' signature -> launch plan, or None (fallback)
+
+    def __repr__(self):
+        return f"<s2sad fused kernel: {self.text}>"
+
+    def entry(self):
+        """What generated code calls: a function of the leaves (one parameter each) that runs the
+        fallback itself when no leaf is a CuPy array of ``self.min`` elements or more (NumPy
+        arrays, numbers: one call, arguments bound once; about 0.2 us over the bare expression
+        on NumPy arrays where calling the object costs 0.7), and this object otherwise.  It
+        carries ``text`` and ``fused`` (this object)."""
+        fn = _entry(self, "type({0}) is _nd and {0}.size >= _f.min")
+        fn.fused = self
+        return fn
+
+    def __call__(self, *vals):
+        nd = _ND or _cupy_ndarray()
+        sig = tuple((v.shape, v.strides, v.dtype) if type(v) is nd else type(v) for v in vals)
+        plan = self.plans.get(sig, _NEW)
+        if plan is _NEW:
+            plan = self._new_plan(vals, sig)
+        if plan is None:
+            return self.fallback(*vals)
+        kern, shape, dt, conv, views, grid, tail = plan
+        out = nd(shape, dt)
+        if views is not None:           # (else every operand is an array passed as it is)
+            vals = tuple(conv(v) if m is None else (v if m is True else v[m])
+                         for v, m in zip(vals, views))
+        kern(grid, _BLOCK, vals + (out,) + tail)
+        return out
+
+
+class Group(_Launches):
+    """A run of consecutive elementwise statements of the sweeps (:class:`s2sad.graphs._Runs`)
+    as one kernel; called with the values of its leaves (the names the run reads before it binds
+    them, in order), it returns the value of every name the run binds (a tuple, in ``names``'
+    order; the value itself for one name).  The kernel route applies when :func:`_plan` takes
+    the leaves and every statement's result has the full result shape (it reads a full-shaped
+    leaf or an earlier statement's result: those are all full); it stores each value that is an
+    output, and an alias (``z = _7``) is the same array object as its source.  Otherwise
+    ``fallback`` (the statements as written, returning the same tuple) runs.  Every size takes
+    the kernel (a run saves launches whatever its size)."""
+
+    def __init__(self, stmts, reads, stored, picks, arity, fallback, text):
+        self.stmts = tuple(stmts)       # C template of each statement: {i} leaf i, tK statement K
+        self.reads = tuple(reads)       # per statement: (the leaves it reads, reads an earlier one)
+        self.stored = tuple(stored)     # the statements whose values are outputs (kernel order)
+        self.picks = tuple(picks)       # per output name: its index in ``stored``
+        self.single = len(picks) == 1
+        self.direct = self.picks == tuple(range(len(self.stored)))
+        self.arity = arity
+        self.fallback = fallback
+        self.text = text                # the Python statements (for reading the code)
+        self.kernels = {}
+        self.plans = {}
+
+    def __repr__(self):
+        return f"<s2sad fused run: {self.text}>"
+
+    def _fits(self, modes):
+        return all(earlier or any(modes[i] == _FULL for i in leaves)
+                   for leaves, earlier in self.reads)
+
+    def entry(self):
+        """What generated code calls (as :meth:`Fused.entry`: the fallback, called directly,
+        unless a leaf is a CuPy array).  It carries ``text`` and ``group`` (this object)."""
+        fn = _entry(self, "type({0}) is _nd")
+        fn.group = self
+        return fn
+
+    def __call__(self, *vals):
+        nd = _ND or _cupy_ndarray()
+        sig = tuple((v.shape, v.strides, v.dtype) if type(v) is nd else type(v) for v in vals)
+        plan = self.plans.get(sig, _NEW)
+        if plan is _NEW:
+            plan = self._new_plan(vals, sig)
+        if plan is None:
+            return self.fallback(*vals)
+        kern, shape, dt, conv, views, grid, tail = plan
+        outs = tuple([nd(shape, dt) for _ in self.stored])
+        if views is not None:
+            vals = tuple(conv(v) if m is None else (v if m is True else v[m])
+                         for v, m in zip(vals, views))
+        kern(grid, _BLOCK, vals + outs + tail)
+        if self.single:
+            return outs[0]
+        return outs if self.direct else tuple([outs[k] for k in self.picks])
+
+
+def _entry(obj, test):
+    """A function of ``obj.arity`` leaves that calls ``obj`` when ``test`` (a format of one
+    leaf's name) holds for a leaf, and ``obj.fallback`` otherwise (one call, arguments bound
+    once)."""
+    names = [f"l{i}" for i in range(obj.arity)]
+    cond = " or ".join(test.format(n) for n in names) or "False"
+    args = ", ".join(names)
+    src = (f"def _s2sad_fused({args}):\n    if {cond}:\n        return _f({args})\n"
+           f"    return _fallback({args})\n")
+    ns = {"_f": obj, "_fallback": obj.fallback, "_nd": _ND or _cupy_ndarray(), "type": type}
+    exec(compile(src, f"<s2sad fused: {obj.text}>", "exec"), ns)
+    fn = ns["_s2sad_fused"]
+    fn.text = obj.text
+    return fn
 
 
 _ND = None
@@ -200,7 +285,7 @@ def _plan(vals):
         s = v.shape
         if s == shape:
             modes.append(_FULL)
-        elif v.size == 1:
+        elif v.size == 1 and len(s) <= nd:
             modes.append(_ONE)
         elif len(s) == nd and s[:-1] == shape[:-1] and s[-1] == 1:
             modes.append(_ROW)
@@ -211,13 +296,13 @@ def _plan(vals):
     return dt, shape, tuple(modes), big.size, last, arrays
 
 
-def _kernel(cexpr, dt, modes, small):
-    """The kernel of one expression for one dtype and operand layout (a ``cupy.RawKernel``: its
-    launch costs the host about half of an ElementwiseKernel's, measured on the H200): each
-    thread loads its ``_UNROLL`` elements of every array operand (a grid-stride apart:
-    coalesced), then computes and stores them (loads first, so that they are all in flight
-    together)."""
-    import cupy
+def _source(stmts, stored, dt, modes, small):
+    """CUDA source of the kernel of statements ``stmts`` (C templates: ``{i}`` leaf i, ``tK``
+    statement K's value) storing the values of statements ``stored`` (to ``out0``, ``out1``...),
+    for one dtype and operand layout: each thread loads its ``_UNROLL`` elements of every array
+    operand (a grid-stride apart: coalesced), then computes each statement into a local of the
+    arrays' type (rounded as CuPy's kernel of that statement rounds it) and stores (loads first,
+    so that they are all in flight together).  One expression is one statement."""
     ctype = "float" if _FLOATS[dt] == "float32" else "double"
     idx = "unsigned int" if small else "long long"
     params, loads, names = [], [], []
@@ -229,8 +314,11 @@ def _kernel(cexpr, dt, modes, small):
         params.append(f"const {ctype}* __restrict__ a{i}")
         loads.append(f"v{i}[u] = a{i}[{ {_FULL: 'j', _ROW: 'j / L', _COL: 'j % L', _ONE: '0'}[m]}];")
         names.append(f"v{i}[u]")
-    params += [f"{ctype}* __restrict__ out", "const long long n", "const long long last"]
-    expr = cexpr.replace("__T__", ctype).format(*names)
+    params += [f"{ctype}* __restrict__ out{k}" for k in range(len(stored))]
+    params += ["const long long n", "const long long last"]
+    work = [f"const {ctype} t{k} = ({ctype})({c.replace('__T__', ctype).format(*names)});"
+            for k, c in enumerate(stmts)]
+    work += [f"out{i}[j] = t{k};" for i, k in enumerate(stored)]
     body = [f"const {idx} S = ({idx})gridDim.x * blockDim.x, N = ({idx})n, L = ({idx})last;",
             f"const {idx} i = ({idx})blockIdx.x * blockDim.x + threadIdx.x;"]
     body += [f"{ctype} v{i}[{_UNROLL}];" for i, m in enumerate(modes) if m != "s"]
@@ -242,14 +330,23 @@ def _kernel(cexpr, dt, modes, small):
              "#pragma unroll",
              f"for (int u = 0; u < {_UNROLL}; ++u) {{",
              f"    const {idx} j = i + u * S;",
-             f"    if (j < N) out[j] = ({ctype})({expr});",
+             "    if (j < N) {",
+             *("        " + w for w in work),
+             "    }",
              "}"]
-    src = ('extern "C" __global__ void s2sad_fused(' + ", ".join(params) + ") {\n    "
-           + "\n    ".join(body) + "\n}\n")
+    return ('extern "C" __global__ void s2sad_fused(' + ", ".join(params) + ") {\n    "
+            + "\n    ".join(body) + "\n}\n")
+
+
+def _kernel(stmts, stored, dt, modes, small):
+    """The ``cupy.RawKernel`` of :func:`_source` (its launch costs the host about half of an
+    ElementwiseKernel's, measured on the H200)."""
+    import cupy
     # no fused multiply-add contraction: each operation rounds as CuPy's separate kernels do, so
     # the route never changes a result (`1 - h * h` contracted to one fma differed in the last
     # bits, far more after the cancellation)
-    return cupy.RawKernel(src, "s2sad_fused", options=("--fmad=false",))
+    return cupy.RawKernel(_source(stmts, stored, dt, modes, small), "s2sad_fused",
+                          options=("--fmad=false",))
 
 
 # -- building a Fused from an expression of generated code -------------------------------------------

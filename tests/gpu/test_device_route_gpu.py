@@ -109,6 +109,117 @@ def test_fused_kernels_match_cupy(expr, shapes, dt):
         np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(want))
 
 
+def _group(src):
+    """The one Group (entry) that s2sad.graphs._Runs makes of the function in ``src``."""
+    import textwrap
+    ns = {"cupy": cp, "numpy": np}
+    runs = graphs._Runs(ns, "<group test>")
+    runs.visit(ast.parse(textwrap.dedent(src)))
+    (g,) = runs.groups.values()
+    return g.entry()
+
+
+RUN = """
+def sweep(x, b, r, s):
+    a = x + b
+    h = cupy.maximum(a, 0.0)
+    z = a * r - h
+    z2 = z
+    e = z2 * s + 1.5
+    e = e / (1.0 + h * h)
+    return a, h, z, z2, e
+"""
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(3, 5), (2, 3, 4), (300, 400), (2048, 1500)])
+def test_group_kernel_matches_its_fallback(shape, dt):
+    """A run as one kernel (s2sad.kernels.elementwise.Group): the same bits as CuPy's kernels,
+    one per operation (arithmetic and maximum, each statement rounded to the dtype, no fma);
+    the alias is the same array object; a bias, a keepdims row and a number as operands."""
+    g = _group(RUN)
+    assert g.text.startswith("a = x + b; h = cupy.maximum(a, 0.0)")
+    rng = np.random.default_rng(7)
+    x = cp.asarray(rng.standard_normal(shape).astype(dt))
+    b = cp.asarray(rng.standard_normal(shape[-1:]).astype(dt))
+    r = cp.asarray(rng.standard_normal(shape[:-1] + (1,)).astype(dt))
+    for _ in range(2):                                   # a new plan, then the kept one
+        got = g(x, b, r, 0.3)
+        want = g.group.fallback(x, b, r, 0.3)
+        assert [v.shape for v in got] == [shape] * 5 and all(v.dtype == dt for v in got)
+        assert got[3] is got[2] and want[3] is want[2]   # z2 = z: one array
+        for a, w in zip(got, want):
+            np.testing.assert_array_equal(cp.asnumpy(a), cp.asnumpy(w))
+    assert [p is not None for p in g.group.plans.values()] == [True]   # the kernel route
+    assert elementwise.FAILED == [] and None not in g.group.kernels.values()
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_group_kernel_transcendental(dt):
+    g = _group("""
+        def sweep(x, y):
+            h = cupy.tanh(x)
+            err = h - y
+            e2 = err * err
+            return h, err, e2
+        """)
+    rng = np.random.default_rng(8)
+    x, y = (cp.asarray(rng.standard_normal((64, 96)).astype(dt)) for _ in range(2))
+    got, want = g(x, y), g.group.fallback(x, y)
+    assert list(g.group.plans.values())[0] is not None
+    for a, w in zip(got, want):         # CUDA's tanh compiled without contraction: last bit
+        np.testing.assert_allclose(cp.asnumpy(a), cp.asnumpy(w),
+                                   rtol=1e-6 if dt == np.float32 else 1e-15, atol=1e-7)
+    assert elementwise.FAILED == []
+
+
+def test_group_falls_back_when_a_result_is_not_full():
+    """A statement of a keepdims row and a number would have the row's shape: the whole run
+    runs as written (CuPy's kernels), the same numbers; as do mixed dtypes and NumPy arrays."""
+    g = _group("""
+        def sweep(r, z):
+            t = r * 2.0
+            u = z - t
+            return t, u
+        """)
+    rng = np.random.default_rng(9)
+    z = cp.asarray(rng.standard_normal((40, 30)))
+    r = cp.asarray(rng.standard_normal((40, 1)))
+    t, u = g(r, z)
+    assert list(g.group.plans.values()) == [None] and t.shape == (40, 1)
+    np.testing.assert_array_equal(cp.asnumpy(u), cp.asnumpy(z - r * 2.0))
+    t, u = g(z, z.astype(np.float32))                  # mixed dtypes
+    assert u.dtype == np.float64 and list(g.group.plans.values())[-1] is None
+    t, u = g(cp.asnumpy(z), cp.asnumpy(z))             # NumPy: the fallback, called directly
+    assert isinstance(u, np.ndarray)
+    assert elementwise.FAILED == []
+
+
+def test_group_in_a_step(monkeypatch):
+    """Small MLP steps (host-bound): the forward sweep's runs take their kernels, and the
+    gradients match NumPy's."""
+    rng = np.random.default_rng(10)
+    args = _mlp_args(rng, N=16, D=8, H=16)
+    used = []
+    real = elementwise.Group.__call__
+
+    def spy(self, *vals):
+        got = real(self, *vals)
+        used.append((self.text, self.plans.get(tuple(
+            (v.shape, v.strides, v.dtype) if type(v) is cp.ndarray else type(v) for v in vals))
+            is not None))
+        return got
+    monkeypatch.setattr(elementwise.Group, "__call__", spy)
+    v_np, g_np = s2sad.value_and_grad(mlp, wrt=(0, 1, 2, 3))(*args)
+    v, g = s2sad.value_and_grad(mlp, wrt=(0, 1, 2, 3))(*[cp.asarray(a) for a in args])
+    assert any("maximum(" in t and "+ b1" in t and ok for t, ok in used), used
+    assert any("tanh(" in t and "+ b2" in t and ok for t, ok in used), used
+    assert elementwise.FAILED == []
+    assert abs(float(v) - float(v_np)) <= 1e-10 * abs(float(v_np))
+    for a, b in zip(g, g_np):
+        np.testing.assert_allclose(cp.asnumpy(a), b, rtol=1e-10, atol=1e-10)
+
+
 def test_fused_falls_back_outside_its_layouts():
     f, leaves = _fused("a * b + 1")
     rng = np.random.default_rng(2)
