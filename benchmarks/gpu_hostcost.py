@@ -4,8 +4,9 @@ A small training step on the GPU is bound by the host: its kernels take 2-5 µs 
 each, and issuing one costs more than that.  This prints, for small float32 arrays, the host time
 of one call of each way s2sad or a peer can issue an operation: CuPy's ufuncs, reductions and
 ``matmul``, a ``cupy.ElementwiseKernel`` and a ``cupy.RawKernel`` launch, ``cupy.empty``, s2sad's
-fused elementwise route (:class:`s2sad.kernels.elementwise.Fused`)
-and direct cuBLAS products (:func:`s2sad.kernels.gemm._gemm`), and PyTorch's eager operations.
+fused elementwise route (:class:`s2sad.kernels.elementwise.Fused`; ``Group`` for a run of
+statements) and direct cuBLAS products (:func:`s2sad.kernels.gemm._gemm`), and PyTorch's eager
+operations.
 Each figure is the best of several repeats of many calls issued back to back, divided by the
 number of calls (the device keeps up: its work per call is smaller than the host's).
 
@@ -75,6 +76,17 @@ extern "C" __global__ void hostcost_raw(const float* x, const float* y, float* z
     f1 = fused("a * b", {"a", "b"})
     f2 = fused("a * b + a", {"a", "b"})
     f3 = fused("cupy.tanh(a * b + a) - b", {"a", "b"})
+
+    def run(src):                       # a run of statements as one Group (graphs._Runs)
+        import textwrap
+        from s2sad import graphs
+        runs = graphs._Runs({"cupy": cupy}, "<hostcost>")
+        runs.visit(ast.parse(textwrap.dedent(src)))
+        (g,) = runs.groups.values()
+        return g.entry()
+
+    g2 = run("def f(a, b):\n    c = a + b\n    h = cupy.maximum(c, 0.0)\n")
+    g3 = run("def f(a, b):\n    h = cupy.tanh(a)\n    e = h - b\n    e2 = e * e\n")
     got = [
         ("cupy: a + b", lambda: a + b),
         ("cupy: cupy.exp(a)", lambda: cupy.exp(a)),
@@ -89,6 +101,10 @@ extern "C" __global__ void hostcost_raw(const float* x, const float* y, float* z
         ("s2sad Fused: a * b", lambda: f1(a, b)),
         ("s2sad Fused: a * b + a", lambda: f2(a, b)),
         ("s2sad Fused: tanh(a * b + a) - b", lambda: f3(a, b)),
+        ("cupy: c = a + b; h = maximum(c, 0) (2 launches)", lambda: cupy.maximum(a + b, 0.0)),
+        ("s2sad Group: c = a + b; h = maximum(c, 0) (2 outputs)", lambda: g2(a, b)),
+        ("cupy: h = tanh(a); e = h - b; e * e (3 launches)", lambda: (lambda e: e * e)(cupy.tanh(a) - b)),
+        ("s2sad Group: h = tanh(a); e = h - b; e * e (3 outputs)", lambda: g3(a, b)),
         ("s2sad gemm._gemm: a @ w (direct cuBLAS)", lambda: gemm._gemm(a, w)),
         ("s2sad gemm.matmul: a @ w (plain mode's route)", lambda: gemm.matmul(a, w)),
         ("cupy: 2-D a2 @ w", lambda: a2 @ w),
