@@ -400,3 +400,17 @@ def test_group_launch_wiring_emulated(monkeypatch):
         c, d = ns2["sweep"](x, b)
         assert list(ns2[n2].group.plans.values()) == [None] and c.shape == (6,)
         assert LAUNCHES == [] and np.array_equal(d, np.asarray(x) + np.asarray(b) * 2.0)
+
+
+def test_plan_layouts():
+    """_plan's layouts (shared by Fused and Group): a one-element operand of more axes than the
+    others would broadcast the result to more axes, so it is not taken."""
+    x = np.ones((4, 5)).view(_FakeDevice)
+    one = np.ones((1, 1, 1)).view(_FakeDevice)
+    assert elementwise._plan([x, np.ones((1, 1)).view(_FakeDevice)])[2] == ("f", "1")
+    assert elementwise._plan([x, np.ones(()).view(_FakeDevice)])[2] == ("f", "1")
+    assert elementwise._plan([x, one]) is None and (x + one).shape == (1, 4, 5)
+    got = elementwise._plan([x, np.ones((4, 1)).view(_FakeDevice), np.ones(5).view(_FakeDevice),
+                             2.0])
+    assert got[:5] == (np.dtype(np.float64), (4, 5), ("f", "r", "c", "s"), 20, 5)
+    assert elementwise._plan([x, np.ones((4, 5), np.float32).view(_FakeDevice)]) is None
