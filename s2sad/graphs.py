@@ -31,7 +31,9 @@ was read through a module global, a closure cell of the function, or an object's
 specialisation run without a graph, with the warning.
 """
 import ast
+import collections
 import contextlib
+import copy
 import re
 import threading
 import types
@@ -197,7 +199,12 @@ def _rebuilt(d, tree, ns, attr):
         tree = runs.visit(tree)
         fuse = _Elementwise(ns)
         tree = fuse.visit(tree)
+        # a run's fallback (its leaves not in the kernel's layouts: a Python number where an
+        # array was, a small result) keeps the single-expression kernels of its statements
+        fallbacks = [(name, fuse.visit(mod)) for name, mod in runs.pending]
         ns.update({name: f.entry() for name, f in fuse.fused.items()})
+        for name, mod in fallbacks:
+            runs.groups[name].fallback = _compiled(mod, name, d.module.filename, ns)
         ns.update({name: g.entry() for name, g in runs.groups.items()})
     ast.fix_missing_locations(tree)
     exec(compile(tree, d.module.filename, "exec"), ns)
@@ -224,9 +231,17 @@ class _Runs(ast.NodeTransformer):
         self.depth = 0
         self.local = set()
         self.groups = {}
+        self.pending = []               # (group name, its fallback's module) for _rebuilt
+        self.reads = collections.Counter()
 
-    visit_FunctionDef = _Products.visit_FunctionDef
-    visit_AsyncFunctionDef = _Products.visit_FunctionDef
+    def visit_FunctionDef(self, node):
+        if not self.depth:              # (names read or deleted anywhere in the sweep)
+            self.reads = collections.Counter(
+                n.id for n in ast.walk(node)
+                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store))
+        return _Products.visit_FunctionDef(self, node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
     _resolve = _Products._resolve
 
     def visit_Lambda(self, node):
@@ -305,6 +320,11 @@ class _Runs(ast.NodeTransformer):
             last.pop(target, None)
             last[target] = True                     # (order of each name's last binding)
         outputs = list(last)
+        # a name no other line of the sweep reads is not stored (its value is computed if a
+        # later statement of the run needs it)
+        inside = collections.Counter(n.id for st, _ in run for n in ast.walk(st.value)
+                                     if isinstance(n, ast.Name))
+        outputs = [n for n in outputs if self.reads[n] > inside[n]] or outputs[-1:]
         stored = list(dict.fromkeys(value[n] for n in outputs))
         picks = [stored.index(value[n]) for n in outputs]
         text = "; ".join(ast.unparse(s) for s, _ in run)
@@ -330,9 +350,15 @@ class _Runs(ast.NodeTransformer):
         if hasattr(fn, "type_params"):
             fn.type_params = []
         mod = ast.fix_missing_locations(ast.Module([fn], []))
-        space = {}
-        exec(compile(mod, self.filename, "exec"), self.ns, space)
-        return space[name]
+        self.pending.append((name, copy.deepcopy(mod)))
+        return _compiled(mod, name, self.filename, self.ns)
+
+
+def _compiled(mod, name, filename, ns):
+    """Function ``name`` of module AST ``mod`` compiled under ``filename`` in namespace ``ns``."""
+    space = {}
+    exec(compile(ast.fix_missing_locations(mod), filename, "exec"), ns, space)
+    return space[name]
 
 
 class _Elementwise(ast.NodeTransformer):

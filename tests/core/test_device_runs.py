@@ -102,19 +102,20 @@ def test_runs_of_steps_give_the_same_numbers(name):
 
 
 def test_run_outputs_and_aliases():
-    """The group's targets are the last binding of each name (in that order); ``z = _7`` is an
-    alias: one stored value, the same object twice."""
+    """The group's targets are the last binding of each name (in that order) that another line
+    of the sweep reads: ``_7`` is read only by ``z = _7`` (an alias: one stored value), so the
+    run returns z and _8."""
     step, make, nw, _ = STEPS["mlp"]
     d, _ = _sweeps(step, make(np.random.default_rng(0)), nw)
     fwd, _b = graphs.device_sweeps(d)
     by_text = {g.text: g for g in _groups(fwd).values()}
     g = by_text["_7 = z - _6; z = _7; _8 = np.exp(z)"].group
     assert g.stmts == ("({0} - {1})", "exp(t0)") and g.stored == (0, 1)
-    assert g.picks == (0, 0, 1) and g.arity == 2
+    assert g.picks == (0, 1) and g.arity == 2
     assert g.reads == (((0, 1), False), ((), True))
     z, m = np.linspace(-1, 1, 12).reshape(4, 3), np.ones((4, 1))
-    _7, z2, _8 = g.fallback(z, m)
-    assert _7 is z2 and np.array_equal(_8, np.exp(z - m))
+    z2, _8 = g.fallback(z, m)
+    assert np.array_equal(z2, z - m) and np.array_equal(_8, np.exp(z - m))
 
 
 SWEEP = '''
@@ -414,3 +415,33 @@ def test_plan_layouts():
                              2.0])
     assert got[:5] == (np.dtype(np.float64), (4, 5), ("f", "r", "c", "s"), 20, 5)
     assert elementwise._plan([x, np.ones((4, 5), np.float32).view(_FakeDevice)]) is None
+
+
+def test_names_nothing_else_reads_are_not_stored():
+    """``_4 = _3 + b2; h = tanh(_4)``: no other line of the sweep reads ``_4`` (the tape keeps
+    ``_3``), so the kernel stores h only; ``_2`` of ``_2 = _1 + b1; h = maximum(_2, 0.0)`` is
+    on the tape (relu's adjoint reads it): both are stored."""
+    step, make, nw, _ = STEPS["mlp"]
+    d, _ = _sweeps(step, make(np.random.default_rng(0)), nw)
+    fwd, _b = graphs.device_sweeps(d)
+    by_text = {g.text: g.group for g in _groups(fwd).values()}
+    tanh_run = next(g for t, g in by_text.items() if t.startswith("_4 = _3 + b2"))
+    assert tanh_run.stored == (1,) and tanh_run.picks == (0,)
+    relu_run = next(g for t, g in by_text.items() if t.startswith("_2 = _1 + b1"))
+    assert relu_run.stored == (0, 1)
+
+
+def test_a_run_that_falls_back_keeps_its_expressions_fused():
+    """The attention step's ``_14 = 1.0 / _13; s = _11 * _14`` falls back at run time (``_14`` is
+    a Python number): its fallback runs ``_11 * _14`` through the single-expression kernel, as
+    the statement would run outside a run (large arrays: one kernel of four elements a thread)."""
+    step, make, nw, _ = STEPS["attention"]
+    args = make(np.random.default_rng(0))
+    d, full = _sweeps(step, args, nw)
+    fwd, bwd = graphs.device_sweeps(d)
+    (g,) = [g.group for g in _groups(fwd).values() if g.text.startswith("_14 = 1.0")]
+    names = g.fallback.__code__.co_names
+    assert any(n.startswith("_s2sad_ew") for n in names), names
+    val, tape = fwd(*full)
+    want_val, want_tape = d.fwd(*full)
+    assert val == want_val
