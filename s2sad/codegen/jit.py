@@ -191,7 +191,13 @@ def _untypeable(args):
             continue
         if t is np.ndarray and a.dtype.name in _DTYPES:
             continue
-        what = f"an array of dtype {a.dtype}" if hasattr(a, "dtype") else t.__name__
+        # (an array's dtype is a np.dtype: the module numpy has a .dtype too, the class)
+        if isinstance(getattr(a, "dtype", None), np.dtype):
+            what = f"an array of dtype {a.dtype}"
+        elif isinstance(a, type(np)):
+            what = f"the module {a.__name__}"
+        else:
+            what = t.__name__
         return f"{i} is {what}"
     return None
 

@@ -80,10 +80,18 @@ def _object_grad(g, x):
 STATIC = "static"
 
 
+# the type of np.sum, np.linalg.norm... since NumPy 1.25, _ArrayFunctionDispatcher: module-level,
+# no closure, fixed as a function is (before: a plain function, which the test below takes)
+_NP_DISPATCHER = type(np.sum) if type(np.sum) is not _types.FunctionType else None
+
+
 def static_value(v):
     """True for the values a derivative is specialised on by identity (frontend/statics.py):
-    modules, builtins and NumPy ufuncs, and module-level Python functions without closure."""
+    modules, builtins, NumPy ufuncs and array functions (np.sum), and module-level Python
+    functions without closure."""
     if isinstance(v, (_types.ModuleType, _types.BuiltinFunctionType, np.ufunc)):
+        return True
+    if _NP_DISPATCHER is not None and type(v) is _NP_DISPATCHER:
         return True
     if type(v) is _types.FunctionType:
         q = v.__qualname__
