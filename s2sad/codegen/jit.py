@@ -110,6 +110,7 @@ class CompiledDerivative:
         types the compiled mode takes."""
         if self.failed is not None:
             return None
+        args = _drop_statics(self.py, args)
         bad = _untypeable(args)
         if bad is not None:
             self.fail(f"argument {bad}: the compiled mode takes floats, integers and NumPy "
@@ -179,6 +180,33 @@ class CompiledDerivative:
 # float64 under numba, float32 under NumPy): other dtypes run as Python, so the numbers and dtypes
 # are NumPy's
 _DTYPES = {"float64", "complex128", "int64", "int32", "bool"}
+
+
+def _unread_params(py):
+    """The parameters of the generated function that its code never reads (cached on it)."""
+    unread = py.__dict__.get("_s2sad_unread")
+    if unread is None:
+        import dis
+        code = py.__code__
+        params = code.co_varnames[:code.co_argcount]
+        read = set(code.co_cellvars)           # (a parameter a nested function reads)
+        for ins in dis.get_instructions(code):
+            if ins.opname.startswith("LOAD_FAST") or ins.opname in ("LOAD_CLOSURE", "DELETE_FAST"):
+                v = ins.argval
+                read.update(v if isinstance(v, tuple) else (v,))
+        unread = py._s2sad_unread = frozenset(i for i, p in enumerate(params) if p not in read)
+    return unread
+
+
+def _drop_statics(py, args):
+    """``args`` with each module or function the derivative was specialised on (frontend/statics:
+    its reads are constants, so the generated code never reads the parameter) replaced by 0, a
+    value numba types: the derivative does not depend on it."""
+    from ..runtime.values import static_value
+    unread = _unread_params(py)
+    if not unread or not any(i in unread and static_value(a) for i, a in enumerate(args)):
+        return args
+    return tuple(0 if i in unread and static_value(a) else a for i, a in enumerate(args))
 
 
 def _untypeable(args):
