@@ -184,10 +184,12 @@ _DTYPES = {"float64", "complex128", "int64", "int32", "bool"}
 
 def _unread_params(py):
     """The parameters of the generated function that its code never reads (cached on it)."""
+    code = getattr(py, "__code__", None)
+    if code is None:
+        return frozenset()
     unread = py.__dict__.get("_s2sad_unread")
     if unread is None:
         import dis
-        code = py.__code__
         params = code.co_varnames[:code.co_argcount]
         read = set(code.co_cellvars)           # (a parameter a nested function reads)
         for ins in dis.get_instructions(code):
