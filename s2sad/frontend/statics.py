@@ -16,7 +16,7 @@ import types
 from .. import ir
 from ..runtime.values import STATIC, static_value
 from . import namespaces
-from .analysis import bound_names
+from .analysis import bound_names, upward_exposed
 
 def is_static_kind(k):
     return type(k) is tuple and len(k) == 2 and k[0] == STATIC
@@ -101,8 +101,11 @@ def _block(stmts, consts, more, counts, fn, taken, done):
             v = s.value
             # (a name made a constant in an earlier round is not one again: two names bound in a
             # chain, ``la = xp.linalg; solve = la.solve``, took turns for ever)
+            # (nor a name some path reads before its binding: `if c: la = xp.linalg` then
+            # `la.norm(x)` raises UnboundLocalError in Python when c is false)
             if isinstance(v, ir.Const) and counts.get(s.target) == 1 and static_value(v.value) \
-                    and s.target not in consts and s.target not in done:
+                    and s.target not in consts and s.target not in done \
+                    and not upward_exposed(fn.body, s.target):
                 if v.text is None:
                     v.text = _name_for(v.value, s.target, fn, taken)
                 more[s.target] = v

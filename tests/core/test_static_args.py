@@ -198,3 +198,23 @@ def test_a_module_argument_read_at_run_time_falls_back_naming_it():
         g = s2sad.grad(rebinds, 1, jit=True)(np, x)
     assert "dtype" not in str(rec[0].message)       # (was: 'an array of dtype <class numpy.dtype>')
     np.testing.assert_allclose(g, 2 * x, rtol=1e-12)
+
+
+def bound_in_one_branch(xp, x):
+    if x[0] > 0:
+        la = xp.linalg
+    return la.norm(x)
+
+
+def test_a_name_bound_on_one_path_only_is_not_a_constant():
+    # `la` made a constant was read on the path that never binds it: s2sad gave a gradient where
+    # Python raises UnboundLocalError (the plain function has no value there)
+    x = np.array([-1.0, 2.0, 3.0])
+    with pytest.raises(UnboundLocalError):
+        bound_in_one_branch(np, x)
+    with pytest.raises(UnboundLocalError):
+        s2sad.grad(bound_in_one_branch, 1)(np, x)
+    with pytest.raises(UnboundLocalError):
+        s2sad.jvp(bound_in_one_branch, (np, x), (None, np.ones(3)))
+    np.testing.assert_allclose(s2sad.grad(bound_in_one_branch, 1)(np, -x), -x / np.linalg.norm(x))
+    check_grads(bound_in_one_branch, (np, -x), wrt=1, modes=("rev", "fwd"))
