@@ -59,6 +59,24 @@ class _Launches:
         """Whether operands of these layouts (``_plan``'s modes) can take the kernel route."""
         return True
 
+    def _prepared(self, vals):
+        """(launch plan, the operands as the kernel takes them) for these leaf values, kept per
+        signature (shape, strides, dtype of each CuPy array; the type of anything else); (None,
+        vals) where the fallback runs them."""
+        nd = _ND or _cupy_ndarray()
+        sig = tuple((v.shape, v.strides, v.dtype) if type(v) is nd else type(v) for v in vals)
+        plan = self.plans.get(sig, _NEW)
+        if plan is _NEW:
+            plan = self._new_plan(vals, sig)
+        if plan is None:
+            return None, vals
+        views = plan[4]
+        if views is not None:           # (else every operand is an array passed as it is)
+            conv = plan[3]
+            vals = tuple(conv(v) if m is None else (v if m is True else v[m])
+                         for v, m in zip(vals, views))
+        return plan, vals
+
     def _new_plan(self, vals, sig):
         """The launch plan for operands of this signature (kept), or None: the fallback runs
         them (other types or layouts, fewer than ``self.min`` elements, a kernel that failed to
@@ -137,19 +155,12 @@ class Fused(_Launches):
         return fn
 
     def __call__(self, *vals):
-        nd = _ND or _cupy_ndarray()
-        sig = tuple((v.shape, v.strides, v.dtype) if type(v) is nd else type(v) for v in vals)
-        plan = self.plans.get(sig, _NEW)
-        if plan is _NEW:
-            plan = self._new_plan(vals, sig)
+        plan, args = self._prepared(vals)
         if plan is None:
             return self.fallback(*vals)
-        kern, shape, dt, conv, views, grid, tail = plan
-        out = nd(shape, dt)
-        if views is not None:           # (else every operand is an array passed as it is)
-            vals = tuple(conv(v) if m is None else (v if m is True else v[m])
-                         for v, m in zip(vals, views))
-        kern(grid, _BLOCK, vals + (out,) + tail)
+        kern, shape, dt, _, _, grid, tail = plan
+        out = _ND(shape, dt)
+        kern(grid, _BLOCK, args + (out,) + tail)
         return out
 
 
@@ -192,19 +203,12 @@ class Group(_Launches):
         return fn
 
     def __call__(self, *vals):
-        nd = _ND or _cupy_ndarray()
-        sig = tuple((v.shape, v.strides, v.dtype) if type(v) is nd else type(v) for v in vals)
-        plan = self.plans.get(sig, _NEW)
-        if plan is _NEW:
-            plan = self._new_plan(vals, sig)
+        plan, args = self._prepared(vals)
         if plan is None:
             return self.fallback(*vals)
-        kern, shape, dt, conv, views, grid, tail = plan
-        outs = tuple([nd(shape, dt) for _ in self.stored])
-        if views is not None:
-            vals = tuple(conv(v) if m is None else (v if m is True else v[m])
-                         for v, m in zip(vals, views))
-        kern(grid, _BLOCK, vals + outs + tail)
+        kern, shape, dt, _, _, grid, tail = plan
+        outs = tuple([_ND(shape, dt) for _ in self.stored])
+        kern(grid, _BLOCK, args + outs + tail)
         if self.single:
             return outs[0]
         return outs if self.direct else tuple([outs[k] for k in self.picks])

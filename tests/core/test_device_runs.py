@@ -445,3 +445,29 @@ def test_a_run_that_falls_back_keeps_its_expressions_fused():
     val, tape = fwd(*full)
     want_val, want_tape = d.fwd(*full)
     assert val == want_val
+
+
+def test_fused_launch_wiring_emulated(monkeypatch):
+    """Fused.__call__'s kernel route (shared with Group: _Launches._prepared) with the emulated
+    kernel: a bias, a keepdims row, a broadcast view and a number in one expression; one launch,
+    the plan kept for the next call of the same signature, the numbers of the expression."""
+    import ast as _ast
+    monkeypatch.setattr(elementwise, "_ND", _FakeDevice)
+    monkeypatch.setattr(elementwise, "_kernel", _emulated_kernel)
+    text = "(x + b) * r - g / s"
+    node = _ast.parse(text, mode="eval").body
+    cexpr, leaves, nops = elementwise.compile_expr(node, lambda e: None, lambda v: v)
+    f = elementwise.Fused(cexpr, len(leaves), eval("lambda " + ", ".join(leaves) + ": " + text),
+                          text, nops)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 5)).view(_FakeDevice)
+    b = rng.standard_normal(5).view(_FakeDevice)
+    r = rng.standard_normal((3, 1)).view(_FakeDevice)
+    g = np.broadcast_to(np.asarray(rng.standard_normal(())), (3, 5)).view(_FakeDevice)
+    for _ in range(2):
+        LAUNCHES.clear()
+        got = f(x, b, r, g, 2.0)
+        assert LAUNCHES == [((cexpr,), ("f", "c", "r", "1", "s"))] and type(got) is _FakeDevice
+        want = (np.asarray(x) + np.asarray(b)) * np.asarray(r) - np.asarray(g) / 2.0
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-14)
+    assert len(f.plans) == 1
