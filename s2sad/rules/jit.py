@@ -805,6 +805,54 @@ def _extremum(g, ans, a, axis=None, keepdims=False):
     return impl2
 
 
+# -- np.linalg.norm -----------------------------------------------------------------------------
+def norm(g, ans, x, ord=None, axis=None, keepdims=False):
+    raise NotImplementedError
+
+
+def norm_tangent(t, ans, x, ord=None, axis=None, keepdims=False, vector=False):
+    raise NotImplementedError
+
+
+def _two_norm(ans, x, ord, axis, keepdims):
+    """True where ``np.linalg.norm(x, ord, axis, keepdims)`` is the 2-norm of a real 1-D array or
+    the Frobenius norm of a real 2-D one, a scalar ``ans``: ord and axis None, keepdims a literal
+    False.  Every other form (another ord, an axis, complex or integer x) has no compiled body:
+    it falls back to the Python helper."""
+    return (isinstance(x, nt.Array) and isinstance(x.dtype, nt.Float) and x.ndim in (1, 2) and
+            _lit(ord, _NOLIT) is None and _lit(axis, _NOLIT) is None and
+            _lit(keepdims, _NOLIT) is False and isinstance(ans, nt.Float))
+
+
+@overload(norm, prefer_literal=True)
+def _norm(g, ans, x, ord=None, axis=None, keepdims=False):
+    """g x / ans (zeros where ans is 0), as ``rules.numpy.linalg.norm`` for these forms."""
+    if not (_two_norm(ans, x, ord, axis, keepdims) and isinstance(g, (nt.Float, nt.Integer))):
+        return None
+    dt = x.dtype
+
+    def impl(g, ans, x, ord=None, axis=None, keepdims=False):
+        if ans == 0:
+            return np.zeros(x.shape, dt)
+        return like(g * x / ans, x)
+    return impl
+
+
+@overload(norm_tangent, prefer_literal=True)
+def _norm_tangent(t, ans, x, ord=None, axis=None, keepdims=False, vector=False):
+    """sum(x / ans * t) (0 where ans is 0), as ``rules.numpy.linalg.norm_tangent``."""
+    if not (_two_norm(ans, x, ord, axis, keepdims) and _lit(vector, _NOLIT) is False and
+            isinstance(t, nt.Array) and isinstance(t.dtype, nt.Float) and t.ndim == x.ndim):
+        return None
+    dt = ans
+
+    def impl(t, ans, x, ord=None, axis=None, keepdims=False, vector=False):
+        if ans == 0:
+            return dt(0)
+        return dt(np.sum(x / ans * t))
+    return impl
+
+
 # -- np.power -----------------------------------------------------------------------------------
 @overload(power_base)
 def _power_base(g, x1, x2):
@@ -1072,7 +1120,8 @@ def namespace():
     return _jrt.helper_module("s2sad_jit_adjoints", "_adj", (
                  "sum", "mean", "matmul", "dot", "like", "kron", "diag", "triu", "tril", "outer",
                  "reshape_back", "transpose", "inv", "det", "slogdet", "solve", "cholesky",
-                 "where", "maximum", "_correction", "var", "std", "prod", "extremum",
+                 "where", "maximum", "_correction", "var", "std", "prod", "extremum", "norm",
+                 "norm_tangent",
                  "power_base", "power_exponent", "array_adjoint_of", "solve_triangular",
                  "concatenate", "stack", "cumsum", "trace", "clip_bounds", "clip",
                  "cho_solve", "standin"), globals())
