@@ -74,25 +74,19 @@ def resolve(expr, ns, local=()):
     return obj
 
 
-class _Products(ast.NodeTransformer):
-    """Matrix products onto the capturable route (:mod:`.kernels.contract`): ``a @ b`` ->
-    ``_s2sad_matmul(a, b)``; a call whose callee resolves, in the module's namespace, to a
-    product (``np.matmul``, ``cupy.dot``, ``cupy.tensordot``, ``cupy.einsum``... under whatever
-    name the generated code binds it: the resolved ``xp`` of ``xp = cupy.get_array_module(x)``
-    too) -> the routed callee (:func:`.kernels.contract.route`); ``x.dot(b)`` on a local value ->
-    ``_s2sad_capturable(x.dot)(b)``.  Callees known only at run time (``_rt.call(xp.matmul,
-    ...)``) are routed by ``runtime.dispatch.call``."""
+class _SweepPass(ast.NodeTransformer):
+    """What the passes over the generated sweeps share: they rewrite the sweeps' own bodies
+    (``depth`` > 0 inside them; ``local``, the names a sweep binds), never a def, lambda or class
+    nested in them (the user's code, copied as written: s2sad reads its source again when it is
+    called, and refuses a code object that differs), and resolve dotted names of module globals
+    in ``ns``."""
 
-    def __init__(self, namespace, plain=False):
+    def __init__(self, namespace):
         self.ns = namespace
-        self.plain = plain              # products only (device_sweeps): no capture bookkeeping
         self.depth = 0
         self.local = set()
-        self.routes = {}                # callee -> the name its routed form is bound to
 
     def visit_FunctionDef(self, node):
-        # the sweeps only: a def or lambda nested in them is the user's code, copied as written
-        # (s2sad reads its source again when it is called, and refuses a code object that differs)
         if self.depth:
             return node
         self.local = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)} | \
@@ -105,7 +99,8 @@ class _Products(ast.NodeTransformer):
             self.depth -= 1
         return node
 
-    visit_AsyncFunctionDef = visit_FunctionDef
+    def visit_AsyncFunctionDef(self, node):
+        return self.visit_FunctionDef(node)
 
     def visit_Lambda(self, node):
         return node
@@ -113,16 +108,31 @@ class _Products(ast.NodeTransformer):
     def visit_ClassDef(self, node):
         return node
 
+    def _resolve(self, expr):
+        """The object a dotted name of module globals denotes, or None (a local, or unknown)."""
+        return resolve(expr, self.ns, self.local)
+
+
+class _Products(_SweepPass):
+    """Matrix products onto the capturable route (:mod:`.kernels.contract`): ``a @ b`` ->
+    ``_s2sad_matmul(a, b)``; a call whose callee resolves, in the module's namespace, to a
+    product (``np.matmul``, ``cupy.dot``, ``cupy.tensordot``, ``cupy.einsum``... under whatever
+    name the generated code binds it: the resolved ``xp`` of ``xp = cupy.get_array_module(x)``
+    too) -> the routed callee (:func:`.kernels.contract.route`); ``x.dot(b)`` on a local value ->
+    ``_s2sad_capturable(x.dot)(b)``.  Callees known only at run time (``_rt.call(xp.matmul,
+    ...)``) are routed by ``runtime.dispatch.call``."""
+
+    def __init__(self, namespace, plain=False):
+        super().__init__(namespace)
+        self.plain = plain              # products only (device_sweeps): no capture bookkeeping
+        self.routes = {}                # callee -> the name its routed form is bound to
+
     def visit_BinOp(self, node):
         self.generic_visit(node)
         if isinstance(node.op, ast.MatMult):
             return ast.copy_location(ast.Call(ast.Name("_s2sad_matmul", ast.Load()),
                                               [node.left, node.right], []), node)
         return node
-
-    def _resolve(self, expr):
-        """The object a dotted name of module globals denotes, or None (a local, or unknown)."""
-        return resolve(expr, self.ns, self.local)
 
     def visit_Attribute(self, node):
         # a read of an object's attribute, recorded while a graph is captured (_note): a replay
@@ -216,7 +226,7 @@ def _rebuilt(d, tree, ns, attr):
     return got
 
 
-class _Runs(ast.NodeTransformer):
+class _Runs(_SweepPass):
     """Each maximal run of consecutive statements of one statement list of the sweeps, each
     ``name = <elementwise expression of names>`` (:func:`.kernels.elementwise.compile_expr`, no
     hoisted leaf) or ``name = other`` where the run bound ``other`` (an alias), with two or more
@@ -226,10 +236,8 @@ class _Runs(ast.NodeTransformer):
     order of those bindings); its leaves, the names the run reads before binding them."""
 
     def __init__(self, namespace, filename):
-        self.ns = namespace
+        super().__init__(namespace)
         self.filename = filename        # (the fallbacks keep the statements' lines: tracebacks)
-        self.depth = 0
-        self.local = set()
         self.groups = {}
         self.pending = []               # (group name, its fallback's module) for _rebuilt
         self.reads = collections.Counter()
@@ -239,16 +247,7 @@ class _Runs(ast.NodeTransformer):
             self.reads = collections.Counter(
                 n.id for n in ast.walk(node)
                 if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store))
-        return _Products.visit_FunctionDef(self, node)
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-    _resolve = _Products._resolve
-
-    def visit_Lambda(self, node):
-        return node
-
-    def visit_ClassDef(self, node):
-        return node
+        return super().visit_FunctionDef(node)
 
     def generic_visit(self, node):
         # statement lists in order (the groups are numbered in the order of the code)
@@ -361,26 +360,14 @@ def _compiled(mod, name, filename, ns):
     return space[name]
 
 
-class _Elementwise(ast.NodeTransformer):
+class _Elementwise(_SweepPass):
     """Each elementwise expression of the sweeps (:func:`.kernels.elementwise.compile_expr`) ->
     ``_s2sad_ewN(leaves...)``, a :class:`.kernels.elementwise.Fused` that runs it as one kernel
     on CuPy arrays (``elementwise.MIN_ELEMENTS``) and as written otherwise."""
 
     def __init__(self, namespace):
-        self.ns = namespace
-        self.depth = 0
-        self.local = set()
+        super().__init__(namespace)
         self.fused = {}
-
-    visit_FunctionDef = _Products.visit_FunctionDef
-    visit_AsyncFunctionDef = _Products.visit_FunctionDef
-    _resolve = _Products._resolve
-
-    def visit_Lambda(self, node):
-        return node
-
-    def visit_ClassDef(self, node):
-        return node
 
     def _fuse(self, node):
         got = elementwise.compile_expr(node, self._resolve, _runtime.cj, _IN_PLACE) \
