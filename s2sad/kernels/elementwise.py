@@ -99,8 +99,7 @@ class _Launches:
                         elif a is v:
                             views.append(True)
                         else:           # a broadcast view: read through its one copy of the data
-                            views.append(tuple(slice(0, 1) if st == 0 else slice(None)
-                                               for st in v.strides))
+                            views.append(_one_copy(v.strides))
                     threads = -(-n // _UNROLL)
                     grid = (max(1, -(-threads // _BLOCK[0])),)
                     if all(m is True for m in views):
@@ -114,16 +113,8 @@ class _Launches:
         key = (dt, modes, small)
         k = self.kernels.get(key, _NEW)
         if k is _NEW:
-            try:
-                k = _kernel(self.stmts, self.stored, dt, modes, small)
-                k.compile()             # (a kernel that does not build falls back now, once)
-            except Exception as e:  # noqa: BLE001  (s2sad's bug, never the user's: run as written)
-                from .. import logs
-                logs.log.warning("s2sad: the fused kernel of `%s` did not build (%s: %s); CuPy's "
-                                 "kernels run it", self.text, type(e).__name__, e)
-                FAILED.append((self.text, repr(e)))
-                k = None
-            self.kernels[key] = k
+            make = lambda: _kernel(self.stmts, self.stored, dt, modes, small)  # noqa: E731
+            k = self.kernels[key] = built(make, f"the fused kernel of `{self.text}`")
         return k
 
 
@@ -131,8 +122,7 @@ class Fused(_Launches):
     """One elementwise expression; called with the values of its leaves (names, in order)."""
 
     def __init__(self, cexpr, arity, fallback, text, nops=2):
-        self.cexpr = cexpr              # C text with {0}, {1}... for the leaves
-        self.stmts, self.stored = (cexpr,), (0,)
+        self.stmts, self.stored = (cexpr,), (0,)   # C text with {0}, {1}... for the leaves
         self.arity = arity
         # the size from which the kernel runs (module constants: measured, see their comment)
         self.min = MIN_ELEMENTS if nops >= 2 else MIN_ELEMENTS_ONE_OP
@@ -234,7 +224,24 @@ _ND = None
 _NEW = object()
 _BLOCK = (256,)
 _SCALAR = {np.dtype(np.float32): np.float32, np.dtype(np.float64): np.float64}
-FAILED = []                     # (expression, error) of each kernel that did not build (tests read it)
+FAILED = []                     # (what, error) of each kernel that did not build (tests read it)
+
+
+def built(make, what):
+    """The ``cupy.RawKernel`` that ``make()`` returns, compiled now; None when it does not build
+    (s2sad's bug, never the user's: the caller runs CuPy's kernels instead), with a warning naming
+    ``what`` and a record in :data:`FAILED`.  Callers keep the result, None included, so a kernel
+    that does not build is tried once."""
+    try:
+        k = make()
+        k.compile()
+        return k
+    except Exception as e:  # noqa: BLE001
+        from .. import logs
+        logs.log.warning("s2sad: %s did not build (%s: %s); CuPy's kernels run it", what,
+                         type(e).__name__, e)
+        FAILED.append((what, repr(e)))
+        return None
 
 
 def _cupy_ndarray():
@@ -282,7 +289,7 @@ def _plan(vals):
         if not v.flags.c_contiguous:
             if 0 not in v.strides:
                 return None
-            v = v[tuple(slice(0, 1) if st == 0 else slice(None) for st in v.strides)]
+            v = v[_one_copy(v.strides)]
             if not v.flags.c_contiguous:
                 return None
             arrays[-1] = v
@@ -340,6 +347,12 @@ def _source(stmts, stored, dt, modes, small):
              "}"]
     return ('extern "C" __global__ void s2sad_fused(' + ", ".join(params) + ") {\n    "
             + "\n    ".join(body) + "\n}\n")
+
+
+def _one_copy(strides):
+    """The index that reads a broadcast view (stride 0 along some axes) through its one copy of
+    the data."""
+    return tuple(slice(0, 1) if st == 0 else slice(None) for st in strides)
 
 
 def _kernel(stmts, stored, dt, modes, small):

@@ -10,17 +10,17 @@ written where ``a == ans`` and ``0 * v`` elsewhere (``mask * v`` with a boolean 
 """
 import numpy as np
 
+from .elementwise import built
+
 _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
-_KERNELS = {}
+_KERNELS = {}                   # dtype -> kernel, or None where it did not build
+_NEW = object()
 _WARPS = 8                      # rows per block of 256 threads
 
 
 def _kernel(dt):
-    k = _KERNELS.get(dt)
-    if k is None:
-        import cupy
-        t = _CTYPES[dt]
-        k = _KERNELS[dt] = cupy.RawKernel(r"""
+    import cupy
+    return cupy.RawKernel(r"""
 extern "C" __global__ void s2sad_extremum_adjoint(
         const __T__* __restrict__ a, const __T__* __restrict__ m, const __T__* __restrict__ g,
         __T__* __restrict__ out, const long long rows, const long long n) {
@@ -36,9 +36,7 @@ extern "C" __global__ void s2sad_extremum_adjoint(
     const __T__ v = g[row] / (__T__)(c > 1 ? c : 1);
     for (long long j = lane; j < n; j += 32) o[j] = (ar[j] == mv) ? v : (__T__)0 * v;
 }
-""".replace("__T__", t), "s2sad_extremum_adjoint",
-                                       options=("--fmad=false",))
-    return k
+""".replace("__T__", _CTYPES[dt]), "s2sad_extremum_adjoint", options=("--fmad=false",))
 
 
 def _last_axis(axis, ndim):
@@ -66,26 +64,11 @@ def extremum_adjoint(g, ans, a, axis, keepdims):
             return None
     n = a.shape[-1]
     rows = a.size // n
-    k = _KERNELS.get(a.dtype) or _build(a.dtype)
+    k = _KERNELS.get(a.dtype, _NEW)
+    if k is _NEW:               # (None, kept, where it did not build: the general path)
+        k = _KERNELS[a.dtype] = built(lambda: _kernel(a.dtype), "the extremum adjoint kernel")
     if k is None:
         return None
     out = t(a.shape, a.dtype)
     k((-(-rows // _WARPS),), (32 * _WARPS,), (a, ans, g, out, np.int64(rows), np.int64(n)))
     return out
-
-
-def _build(dt):
-    """The kernel for ``dt``, compiled now; None (kept) when it does not build: s2sad's bug,
-    never the user's, so the general path runs, with one warning."""
-    try:
-        k = _kernel(dt)
-        k.compile()
-        return k
-    except Exception as e:  # noqa: BLE001
-        from .. import logs
-        from .elementwise import FAILED
-        logs.log.warning("s2sad: the extremum adjoint kernel did not build (%s: %s); CuPy's "
-                         "kernels run it", type(e).__name__, e)
-        FAILED.append(("extremum adjoint", repr(e)))
-        _KERNELS[dt] = None
-        return None

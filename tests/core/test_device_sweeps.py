@@ -132,3 +132,33 @@ def test_fused_falls_back_without_cupy_arrays():
     assert elementwise._plan([a, a]) is None
     assert np.array_equal(f(a, a), a * a)
     assert f(2.0, 3) == 6.0
+
+
+def test_a_kernel_that_does_not_build_is_tried_once(monkeypatch, caplog):
+    """elementwise.built: a kernel whose build fails gives None, one warning naming it and a
+    FAILED record; its users keep the None (the extremum adjoint's kernel here: the general
+    path runs after it, no second build or warning)."""
+    from s2sad.kernels import rows
+
+    class _FakeDevice(np.ndarray):
+        pass
+    _FakeDevice.__module__ = "cupy.emulated"
+    calls = []
+
+    def broken(dt):
+        calls.append(dt)
+        raise RuntimeError("no compiler here")
+    monkeypatch.setattr(rows, "_kernel", broken)
+    monkeypatch.setattr(rows, "_KERNELS", {})
+    monkeypatch.setattr(elementwise, "FAILED", [])
+    a = np.arange(12.0).reshape(3, 4).view(_FakeDevice)
+    ans = np.asarray(a).max(axis=-1, keepdims=True).view(_FakeDevice)
+    g = np.ones((3, 1)).view(_FakeDevice)
+    with caplog.at_level("WARNING"):
+        for _ in range(3):
+            assert rows.extremum_adjoint(g, ans, a, -1, True) is None
+    assert calls == [np.dtype(np.float64)]
+    assert elementwise.FAILED == [("the extremum adjoint kernel",
+                                   "RuntimeError('no compiler here')")]
+    assert sum("the extremum adjoint kernel did not build" in r.getMessage()
+               for r in caplog.records) == 1
