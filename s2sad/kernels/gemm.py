@@ -109,8 +109,6 @@ _DIRECT = os.environ.get("S2SAD_CUPY_GEMM", "1") != "0"
 # read in place) and this route ~37.  So every real product of one dtype with a stacked operand
 # takes it (small steps are host-bound, large ones save the copies), two-dimensional ones do not.
 # S2SAD_CUPY_GEMM=0 turns it off.
-_MIN_ELEMENTS = 0
-_TWO_D = False
 
 
 def _gains(a, b):
@@ -119,9 +117,7 @@ def _gains(a, b):
     d) array seen as (B, H, T, d), a slice) and runs a stack times one matrix as a batch of
     products where one product does; and at every size its host cost is higher (above).
     Two-dimensional products stay CuPy's (``dot``: no copies, less host time than this route)."""
-    if a.dtype != b.dtype or a.dtype not in _TYPES or a.size + b.size < _MIN_ELEMENTS:
-        return False
-    return _TWO_D or a.ndim > 2 or b.ndim > 2
+    return a.dtype == b.dtype and a.dtype in _TYPES and (a.ndim > 2 or b.ndim > 2)
 
 
 @contextlib.contextmanager
