@@ -18,7 +18,7 @@ from .callables import (_concrete, _def_origin, _label, _per_call, _relocate, _r
 from .runtime.forward import _jvp_python, materialize
 from .errors import ArgumentError, NonScalarOutputError, S2SADError, WrtError, caller_origin
 from .frontend.source import _static_value, get_function
-from .kernels.device import guard_arguments
+from .kernels.device import guard_arguments, is_cupy
 from . import pickling
 from . import graphs
 from .codegen.load import user_origin as _user_origin
@@ -363,9 +363,9 @@ def _finish_grads(grads, args, wrt):
 def _whole_arrays(grads, args, wrt):
     """The common case of :func:`_finish_grads`, decided with fewer checks: whole NumPy (or
     CuPy) array arguments in increasing order, each gradient an array of its argument's type,
-    shape and dtype that owns its buffer (base None: it shares memory with no other gradient) and is the user's to
-    change (writable, no stride 0), no two the same object.  Then the gradients are returned as
-    they are."""
+    shape and dtype that owns its buffer (base None: it shares memory with no other gradient)
+    and is the user's to change (writable, no stride 0), no two the same object.  Then the
+    gradients are returned as they are."""
     if len(grads) != len(wrt):
         return False
     last = -1
@@ -375,7 +375,7 @@ def _whole_arrays(grads, args, wrt):
         last = i
         x = args[i]
         t = type(g)
-        if t is not type(x) or not (t is _NDARRAY or t.__module__.startswith("cupy")) or \
+        if t is not type(x) or not (t is _NDARRAY or is_cupy(g)) or \
                 g.base is not None or g.shape != x.shape or g.dtype != x.dtype:
             return False
         if t is _NDARRAY:
