@@ -10,6 +10,7 @@ written where ``a == ans`` and ``0 * v`` elsewhere (``mask * v`` with a boolean 
 """
 import numpy as np
 
+from .device import is_cupy
 from .elementwise import built
 
 _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
@@ -53,7 +54,7 @@ def extremum_adjoint(g, ans, a, axis, keepdims):
     float64 reduced along its last axis and ``g``, ``ans`` are C-contiguous CuPy arrays of its
     dtype and the result's shape; None otherwise (the caller's general path)."""
     t = type(a)
-    if not t.__module__.startswith("cupy") or not hasattr(a, "flags") or a.ndim == 0 or \
+    if not is_cupy(a) or not hasattr(a, "flags") or a.ndim == 0 or \
             a.dtype not in _CTYPES or not _last_axis(axis, a.ndim) or not a.flags.c_contiguous \
             or a.size == 0:
         return None
