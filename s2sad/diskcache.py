@@ -18,7 +18,9 @@ comment line of metadata (JSON) and one comment line holding the SHA-256 of ever
   type of the object.  A namespace object that has no such reference (a local function, an object
   of unknown provenance) means no entry is written: nothing is guessed.
 - **Load**: the file's hash, its format, s2sad's version and the key are checked *before* anything
-  is compiled; every reference is resolved again and must give an object of the recorded type.
+  is compiled; every reference is resolved again and must give an object of the recorded type;
+  the globals read by the callees whose return types the code relied on (``callee_globals``)
+  must have the values they had.
   Any difference: the entry is built again (and rewritten).  The rule modules that publish the
   ``_adj.<name>`` helpers the code calls were recorded when it was written (``"adj"``); the hit
   imports exactly those, not every rule table.  The module is compiled with the
@@ -489,6 +491,10 @@ def _metadata(d, pyfunc, key):
     adj = _helper_tables(mod.source, refs)
     fn = d.ir
     glb, grefs = getattr(fn, "global_refs", (None, ()))
+    # globals the code relied on through its callees (their return types: classify/types.py),
+    # which the key does not hold: checked again when the entry is loaded
+    own = _names_read(pyfunc.__code__)
+    callee_globals = [[n, value_fp(glb[n])] for n, _ in grefs if n not in own and n in glb]
     sites = []
     for origin, callee, cls, chosen in d.sites:
         if not all(isinstance(x, str) or x is None for x in (callee, cls, chosen)):
@@ -500,7 +506,7 @@ def _metadata(d, pyfunc, key):
             "wrt": list(d.wrt), "sites": sites, "refs": refs, "adj": adj,
             "lines": {str(k): _origin_out(o) for k, o in mod.line_origins.items()},
             "fn": [fn.name, list(fn.params), _origin_out(fn.origin)],
-            "globals": [n for n, _ in grefs],
+            "globals": [n for n, _ in grefs], "callee_globals": callee_globals,
             "written_params": getattr(d, "written_params", None)}
 
 
@@ -589,6 +595,14 @@ def _load(path, key, pyfunc):
     if got is None:
         return None
     source, meta = got
+    glb = pyfunc.__globals__
+    for n, fp in meta.get("callee_globals", ()):
+        try:
+            now = value_fp(glb[n])
+        except (KeyError, Unkeyable):
+            now = None
+        if now is None or json.dumps(now) != json.dumps(fp):
+            raise ValueError(f"the global {n!r} a callee reads has another value now")
     stubs, namespace = {}, {}
     for n, (ref, tname) in meta["refs"].items():
         try:

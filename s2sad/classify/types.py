@@ -10,6 +10,11 @@ their breadth): a value's type is
   ``None``);
 - ``None``: not known (then the emitter keeps its run-time checks).
 
+A call of a user function that the derivative recurses into (a ``derived`` call site) has the
+type its callee returns for the argument types at the call: the callee is lowered and inferred
+on its own (one level: the calls inside it are not followed), and the globals it read join the
+caller's (``global_refs``: rebinding one rebuilds the caller, whose code relied on the type).
+
 Kinds join upwards (``b < i < f < c``: ``s = 0`` then ``s = s + x[i]`` is a float scalar); a
 scalar and an array, or arrays of different ndim, join to ``None``.  Transfer functions cover
 arithmetic operators and NumPy ufuncs (NumPy's broadcasting and type promotion), subscripts with
@@ -18,13 +23,17 @@ constructors; anything else is ``None``.  The emitter uses types only to leave o
 result it can prove: ``unbroadcast`` between scalars, ``conj`` of reals, values saved only for
 those.
 """
+import inspect
 import math
 import operator
+import threading
+import types as _pytypes
 
 import numpy as np
 
 from .. import ir
 from ..runtime import containers as _containers
+from ..runtime.values import type_of
 
 _ORDER = "bifc"
 _ARITH = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
@@ -49,27 +58,7 @@ _FILLED = {np.empty, np.zeros, np.ones}        # (of a shape alone: float64)
 _METHOD_REDUCE = {"sum", "mean", "prod", "max", "min", "std", "var"}
 
 
-def of_value(v):
-    """The type of a run-time value (an argument)."""
-    t = type(v)
-    if t is float:
-        return ("s", "f")
-    if t is int:
-        return ("s", "i")
-    if t is bool:
-        return ("s", "b")
-    if t is complex:
-        return ("s", "c")
-    if t is np.ndarray:
-        k = v.dtype.kind
-        if k in "u":
-            k = "i"
-        return ("a", k, v.ndim) if k in _ORDER else None
-    if isinstance(v, np.generic):
-        k = v.dtype.kind
-        k = "i" if k == "u" else k
-        return ("s", k) if k in _ORDER else None
-    return None
+of_value = type_of         # (the type of an argument: runtime/values.py)
 
 
 def _kmax(*ks):
@@ -180,6 +169,8 @@ def _subscript(t, idx, types):
 
 def _call(call, types):
     fn = call.fn
+    if getattr(call, "cls", None) == "derived" and call.info.get("callee") is not None:
+        return _callee_return(call, types)
     args = [_operand(a, types) for a in call.args]
     if isinstance(fn, ir.Static):
         obj = fn.obj
@@ -281,6 +272,15 @@ def _reduce_axis(obj, t, kw, types):
 
 def infer(fn, param_types):
     """``{variable: type}`` for the IR function ``fn`` (classified), from its parameters' types."""
+    stack = _LOCAL.__dict__.setdefault("stack", [])
+    stack.append((fn, {}))
+    try:
+        return _infer(fn, param_types)
+    finally:
+        stack.pop()
+
+
+def _infer(fn, param_types):
     types = {p: t for p, t in zip(fn.params, param_types) if t is not None}
     seen = set(types)
     for _ in range(6):
@@ -289,6 +289,79 @@ def infer(fn, param_types):
         if types == before:
             break
     return types
+
+
+_LOCAL = threading.local()          # (the functions being inferred, innermost last: builds may
+                                    # run in several threads)
+
+
+def _callee_return(call, types):
+    """The type the user function of a ``derived`` call returns, given its arguments' types; None
+    where not known.  Its globals join the caller's (``fn.global_refs``); a callee in another
+    module that reads globals is not followed (the caller's staleness check sees one module)."""
+    stack = getattr(_LOCAL, "stack", None)
+    if not stack:
+        return None
+    caller, memo = stack[-1]
+    callee = call.info["callee"]
+    if type(callee) is not _pytypes.FunctionType or callee.__closure__ or \
+            callee.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE |
+                                        inspect.CO_ASYNC_GENERATOR):
+        return None
+    callargs = call.info.get("callargs") or ()
+    args = tuple(_operand(a, types) for a in callargs)
+    key = (callee, args)
+    if key not in memo:
+        memo[key] = _callee_type(callee, callargs, args)
+    found = memo[key]
+    if found is None:
+        return None
+    t, glb, refs = found
+    own = getattr(caller, "global_refs", None)
+    if refs:
+        if own is None or own[0] is not glb:
+            return None
+        merged = dict(own[1])
+        for name, value in refs:
+            merged.setdefault(name, value)
+        if len(merged) != len(own[1]):
+            caller.global_refs = (glb, tuple(merged.items()))
+    return t
+
+
+def _callee_type(callee, callargs, args):
+    """(return type, the callee's globals dict, the globals it read) of ``callee`` called with
+    arguments of types ``args``, or None: its own IR, lowered apart and inferred (what cannot be
+    lowered is not known)."""
+    from ..frontend import jumps, statics
+    from ..frontend.lower import lower
+    from ..frontend.source import FunctionSource
+    from ..runtime.values import STATIC, static_value
+    try:
+        src = FunctionSource(callee)
+        if src.data_cells:
+            return None
+        body = lower(src)
+        jumps.structure(body)
+        if len(body.params) != len(args):
+            return None
+        statics.bind(body, [(STATIC, a.value) if isinstance(a, ir.Const) and static_value(a.value)
+                            else "?" for a in callargs])
+        inner = _infer(body, args)
+    except Exception:                   # (s2sad reports what it cannot read at the callee's build)
+        return None
+    t = None
+    for i, s in enumerate(r for r in ir.walk(body.body) if isinstance(r, ir.Return)):
+        rt = _operand(s.value, inner)
+        if rt is None:
+            return None
+        t = rt if i == 0 else join(t, rt)
+        if t is None:
+            return None
+    if t is None:
+        return None
+    glb, refs = getattr(body, "global_refs", (None, ()))
+    return t, glb, tuple(refs)
 
 
 def _set(types, seen, var, t):

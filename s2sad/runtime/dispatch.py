@@ -12,12 +12,15 @@ from .arrays import _BuiltinType, _FunctionType, _ModuleType, _is_array, _z, add
 from .iterators import Iter
 from .transformed import Transformed
 from .values import (_DUNDERS, _is_python, differentiable, kind_of, numba_function,
-                     python_dunder)
+                     python_dunder, type_of)
 from .containers import init_into, parts
 from .refusals import _opaque_message, _rule_skeleton, refuse_vectorize
 
 
 # -- derived callees (built lazily; recursion and mutual recursion work) --------------------------
+TYPED_MAX = 8           # typed derivatives of one callee per call site (as api._TYPED_MAX)
+
+
 def data_cell_values(fn, names):
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     return [cells[n].cell_contents for n in names]
@@ -32,14 +35,18 @@ def _data_cells(fn):
 
 class DerivedStub:
     """``f__fwd``/``f__bwd`` for a user function called from generated code.  The derivative is
-    looked up (and built once) per value kinds of the arguments; the tape remembers which one.
-    Data held in the callee's closure cells is passed first (it carries no derivative here)."""
+    looked up (and built once) per value kinds and types of the arguments (``type_of``: a number's
+    kind, an array's dtype kind and ndim; at most :data:`TYPED_MAX` typed ones per stub, then one
+    for all types), so the callee's own code leaves out what its argument types make needless, as
+    the caller's does; the tape remembers which one.  Data held in the callee's closure cells is
+    passed first (it carries no derivative here)."""
 
-    __slots__ = ("callee", "mask", "_last", "_cells")
+    __slots__ = ("callee", "mask", "_last", "_cells", "_typed")
 
     def __init__(self, callee, mask):
         self.callee, self.mask, self._last = callee, mask, None
         self._cells = _data_cells(callee)
+        self._typed = set()
 
     def resolve(self, args):
         """(derivative, the sweep's arguments) for a call with ``args``."""
@@ -49,13 +56,20 @@ class DerivedStub:
         else:
             mask = self.mask
         kinds = tuple(kind_of(a) for a in args)
+        types = tuple(type_of(a) for a in args)
         last = self._last
-        if last is not None and last[0] == kinds and last[1].fresh():
-            d = last[1]
+        if last is not None and last[0] == kinds and last[1] == types and last[2].fresh():
+            d = last[2]
         else:
+            typed = self._typed
+            if types not in typed:
+                if len(typed) < TYPED_MAX:
+                    typed.add(types)
+                else:
+                    types = None            # (then one derivative for every type)
             reverse_derivative = hooks.reverse_derivative
-            d = reverse_derivative(self.callee, mask, kinds)
-            self._last = (kinds, d)
+            d = reverse_derivative(self.callee, mask, kinds, types=types)
+            self._last = (kinds, types, d)
         return d, args
 
     def fwd(self, *args):

@@ -1,5 +1,5 @@
 """Kinds of run-time values: which values carry a derivative (:func:`differentiable`), the kind
-letter a build is specialised on (:func:`kind_of`), user code versus installed libraries
+letter a build is specialised on (:func:`kind_of`) and the finer type (:func:`type_of`), user code versus installed libraries
 (:func:`is_user_code`), the Python function of a Numba dispatcher (:func:`numba_function`), and
 adjoints shaped like a value (:func:`materialize`).
 """
@@ -110,6 +110,32 @@ def _array_kind(t):
         lib = (getattr(t, "__module__", None) or "").partition(".")[0]
         k = _ARRAY_KINDS[t] = "a" if lib in ("numpy", "") else f"a:{lib}"
     return k
+
+
+def type_of(v):
+    """The type of a run-time value, as classify/types.py spells types: ``("s", k)`` for a Python
+    or NumPy number of kind ``k`` in ``"bifc"``, ``("a", k, ndim)`` for a NumPy array of a numeric
+    dtype; None for anything else.  A derivative is specialised on these (api.py for the function
+    differentiated, :class:`~s2sad.runtime.dispatch.DerivedStub` for the functions it calls)."""
+    t = type(v)
+    if t is float:
+        return ("s", "f")
+    if t is int:
+        return ("s", "i")
+    if t is bool:
+        return ("s", "b")
+    if t is complex:
+        return ("s", "c")
+    if t is _NDARRAY:
+        k = v.dtype.kind
+        if k == "u":
+            k = "i"
+        return ("a", k, v.ndim) if k in "bifc" else None
+    if isinstance(v, np.generic):
+        k = v.dtype.kind
+        k = "i" if k == "u" else k
+        return ("s", k) if k in "bifc" else None
+    return None
 
 
 def kind_of(v):

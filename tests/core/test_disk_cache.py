@@ -230,3 +230,48 @@ def test_cli_info_clear_and_lru_eviction(tmp_path, cache):
                        text=True, env=e, timeout=120)
     assert r.returncode == 0 and "removed 1 entry" in r.stdout
     assert entries(cache) == []
+
+
+CALLEE_SCRIPT = '''
+import json
+import numpy as np
+import s2sad
+from s2sad import diskcache
+SCALE = {SCALE}
+
+def scaled(t):
+    return SCALE * t
+
+def loss(x):
+    y = scaled(x[0]) + x[1]     # a number while SCALE is one: its adjoints are numbers
+    return np.sum(y * x)
+
+x = np.array([0.5, -1.0, 2.0])
+g = s2sad.grad(loss)(x)
+y = SCALE * x[0] + x[1]
+want = y + np.array([np.sum(SCALE * x), np.sum(x * np.ones_like(y)), 0.0])
+print(json.dumps({{"ok": bool(np.allclose(g, want)), "stats": diskcache.STATS,
+                  "log": diskcache.LOG}}))
+'''
+
+
+def test_an_entry_that_relied_on_a_callee_global_is_rebuilt_when_it_changes(tmp_path, cache):
+    # loss's code relies on scaled returning a number (classify/types.py); SCALE is not read by
+    # loss itself, so the key does not hold it: the entry records it and checks it on load
+    def go(scale):
+        script = tmp_path / "callee_script.py"
+        script.write_text(CALLEE_SCRIPT.format(SCALE=scale))
+        e = dict(os.environ, PYTHONPATH=ROOT, S2SAD_CACHE_DIR=str(cache))
+        e.pop("S2SAD_CACHE", None)
+        r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                           env=e, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    first = go("2.0")
+    assert first["ok"] and first["stats"]["writes"] >= 1
+    again = go("2.0")
+    assert again["ok"] and again["stats"]["hits"] >= 1 and again["stats"]["misses"] == 0
+    changed = go("np.array([1.0, 2.0, 3.0])")
+    assert changed["ok"], changed
+    assert any("a callee reads has another value" in line for line in
+               map(str, changed["log"])), changed["log"]
