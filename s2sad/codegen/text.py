@@ -215,6 +215,12 @@ class _Simplify(ast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         f = node.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
+                f.value.id == "math" and f.attr == "log" and len(node.args) == 1 and \
+                not node.keywords and isinstance(node.args[0], ast.Constant) and \
+                type(node.args[0].value) is float and math.log(node.args[0].value) == 1.0:
+            # the natural logarithm's base bound as math.log's default: log(e) is exactly 1.0
+            return ast.Constant(1.0)
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "_rt":
             if f.attr == "cj" and len(node.args) == 1:
                 x = node.args[0]
@@ -244,6 +250,13 @@ class _Simplify(ast.NodeTransformer):
         # g * (1 / x) is g / x: one array operation instead of two (log's, arctan's adjoints)
         self.generic_visit(node)
         r = node.right
+        if isinstance(node.op, ast.Div) and isinstance(r, ast.BinOp) and \
+                isinstance(r.op, ast.Mult) and isinstance(r.right, ast.Constant) and \
+                type(r.right.value) is float and r.right.value == 1.0:
+            # g / (x * 1.0) is g / x (true division converts an int divisor as x * 1.0 does):
+            # math.log's adjoint g / (x * math.log(base)) with the default base
+            node.right = r.left
+            return node
         if isinstance(node.op, ast.Mult) and isinstance(r, ast.BinOp) and \
                 isinstance(r.op, ast.Div) and isinstance(r.left, ast.Constant) and \
                 type(r.left.value) in (int, float) and r.left.value == 1:
