@@ -9,7 +9,8 @@ function s2sad recurses into) instead of a call resolved at run time, and ``xp.t
 (``la = xp.linalg``).  This is what JAX's tracing does with Python callables, made explicit: the
 ``_sum(f, x)`` of Mooncake's suite differentiates ``f`` where it is called.
 
-A parameter the function assigns to is left alone (it is not fixed).
+A parameter the function assigns to is left alone (it is not fixed).  A local name bound once to
+such a value read from the module (``xp = np``, ``act = np.tanh``) is a constant as well.
 """
 import types
 
@@ -27,6 +28,8 @@ def bind(fn, kinds):
     those replaced by ``"?"`` (they are read nowhere any more)."""
     kinds, resolved = namespaces.resolve(fn, kinds)    # (xp = get_array_module(x))
     statics = {p: k[1] for p, k in zip(fn.params, kinds) if is_static_kind(k)}
+    # (a local alias of a module-level one, ``xp = np`` or ``act = np.tanh``: a constant too)
+    resolved = resolved or _binds_static(fn.body)
     if not statics and not resolved:
         return kinds
     counts = {}
@@ -48,6 +51,21 @@ def bind(fn, kinds):
         _block(fn.body, consts, more, counts, fn, taken, done)
         consts = more
     return tuple("?" if is_static_kind(k) else k for k in kinds)
+
+
+def _binds_static(stmts):
+    """Whether a statement assigns a function or module known when the derivative is built (a
+    global read, ``xp = np``, or an attribute of one, ``act = np.tanh``) to a name."""
+    for s in ir.walk(stmts):
+        if isinstance(s, ir.Assign):
+            v = s.value
+            if isinstance(v, ir.Const) and static_value(v.value):
+                return True
+            if isinstance(v, ir.Call) and isinstance(v.fn, ir.Attr) and v.args and \
+                    isinstance(v.args[0], ir.Const) and isinstance(v.args[0].value,
+                                                                  types.ModuleType):
+                return True
+    return False
 
 
 def _name_for(obj, param, fn, taken):
