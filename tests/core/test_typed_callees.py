@@ -153,3 +153,16 @@ def test_natural_log_adjoint_reads_as_division():
         assert "2.718281828459045" not in src, src
         assert "math.log(2.0)" in src, src
     check_grads(log_odds, (0.3,), modes=("rev", "fwd"))
+
+
+def minus_sin(x):
+    y = 1.0 - x
+    return np.sum(np.sin(x) * y)
+
+
+def test_a_negated_contribution_is_a_subtraction():
+    x = np.linspace(-1.0, 1.0, 5)
+    src = s2sad.differentiate(minus_sin).adjoint_source(x)
+    assert " + -" not in src and "_b_x = _b_x - " in src, src
+    check_grads(minus_sin, (x,), modes=("rev",))
+    check_grads(log_odds, (0.3,), modes=("rev",))

@@ -9,6 +9,18 @@ from .operands import _is_scalar_operand, _operand_vars_deep, _real_const
 from .same_shape import shape_classes
 
 
+def _plus(bv, expr):
+    """``bv + expr``; ``bv - e`` for an ``expr`` that is ``-e`` (the same numbers: IEEE
+    subtraction is the addition of the negation; one array operation instead of two)."""
+    try:
+        tree = _ast.parse(expr, mode="eval").body
+    except SyntaxError:
+        return f"{bv} + {expr}"
+    if isinstance(tree, _ast.UnaryOp) and isinstance(tree.op, _ast.USub):
+        return _ast.unparse(_ast.BinOp(_ast.Name(bv, _ast.Load()), _ast.Sub(), tree.operand))
+    return f"{bv} + {expr}"
+
+
 class AdjointContributions:
     """The part of :class:`~.emitter.ReverseEmitter` that writes contributions to adjoints."""
 
@@ -26,7 +38,7 @@ class AdjointContributions:
                 # broadcast a zero made for another shape of var silently)
                 out.append(T.Line(f"{bv} = _rt.acc({bv}, {expr})", origin))
             elif self.kinds.get(var) in ("a", "f"):
-                out.append(T.Line(f"{bv} = {bv} + {expr}", origin))
+                out.append(T.Line(f"{bv} = {_plus(bv, expr)}", origin))
             else:
                 out.append(T.Line(f"{bv} = _rt.add({bv}, {expr})", origin))
         else:
