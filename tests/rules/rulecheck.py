@@ -103,13 +103,16 @@ def leaves(x):
 
 
 def cast(x, kind):
-    """Float leaves of a tree as float32 ('f4') or complex128 ('c16')."""
+    """Float leaves of a tree as float32 (complex64 for complex ones: 'f4') or complex128 ('c16')."""
     def leaf(v):
         if not is_float_leaf(v):
             return v
         if kind == "f4":
-            return np.asarray(v, dtype=np.float32) if hasattr(v, "dtype") and \
-                not isinstance(v, np.generic) else v
+            if not hasattr(v, "dtype") or isinstance(v, np.generic):
+                return v
+            # (a complex leaf stays complex, in single precision: float32 would drop its
+            # imaginary part)
+            return np.asarray(v, dtype=np.complex64 if v.dtype.kind == "c" else np.float32)
         return v
     return tmap(leaf, x)
 
