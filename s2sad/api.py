@@ -23,6 +23,7 @@ from . import pickling
 from . import graphs
 from .codegen.load import user_origin as _user_origin
 from .runtime.transformed import Transformed
+from .runtime.values import type_of
 from .runtime.values import _owned
 
 _RECURSION_LIMIT = 20000
@@ -183,12 +184,10 @@ class _Spec:
         kinds = tuple(runtime.kind_of(a) for a in full)
         key = (tuple(mask), kinds)
         if jit is not None:
-            from .classify.types import of_value
-            return self._compiled(key, jit, tuple(of_value(a) for a in full)), full
+            return self._compiled(key, jit, tuple(type_of(a) for a in full)), full
         # specialised on the arguments' types too (kind, dtype kind, ndim: classify/types.py),
         # at most _TYPED_MAX ways per kinds; then one derivative for all (types unknown)
-        from .classify.types import of_value
-        types = tuple(of_value(a) for a in full)
+        types = tuple(type_of(a) for a in full)
         tkey = key + (types,)
         d = self._memo.get(tkey)
         if d is None or not d.fresh():
@@ -1004,8 +1003,7 @@ def _compiled_jvp(options, used):
     tangents (copies of those the function writes), or None where it runs as Python; ``used``
     gets (compiled derivative, mask) of each run."""
     def run(fn, mask, kinds, args, targs):
-        from .classify.types import of_value
-        c = forward_jit_derivative(fn, mask, kinds, options, tuple(of_value(a) for a in args))
+        c = forward_jit_derivative(fn, mask, kinds, options, tuple(type_of(a) for a in args))
         if c.failed is not None:
             return None
         written = set(c.written_params)

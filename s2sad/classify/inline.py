@@ -107,6 +107,27 @@ def _simple(block):
     return True
 
 
+def lower_callee(callee):
+    """The IR of a user function a call recurses into (lowered, its jumps structured), or None:
+    one whose closure holds data, or that cannot be lowered (its own build reports why)."""
+    try:
+        src = FunctionSource(callee)
+        if src.data_cells:
+            return None
+        body_fn = lower(src)
+        jumps.structure(body_fn)
+    except Exception:
+        return None
+    return body_fn
+
+
+def static_kinds(args):
+    """The kinds ``statics.bind`` takes for a call's arguments: functions and modules passed in
+    are fixed, anything else is not known."""
+    return [(STATIC, a.value) if isinstance(a, ir.Const) and static_value(a.value) else "?"
+            for a in args]
+
+
 def _inline_site(s, fn, taken, counter, stack, named=None, in_loop=False):
     call = s.value
     if not (isinstance(call, ir.Call) and call.cls == "derived"):
@@ -118,13 +139,8 @@ def _inline_site(s, fn, taken, counter, stack, named=None, in_loop=False):
     if not _qualifies(callee, stack) or pyfunc is None or \
             callee.__globals__ is not pyfunc.__globals__:
         return None
-    try:
-        src = FunctionSource(callee)
-        if src.data_cells:
-            return None
-        body_fn = lower(src)
-        jumps.structure(body_fn)
-    except Exception:                    # (what cannot be lowered stays a derived call)
+    body_fn = lower_callee(callee)
+    if body_fn is None:                  # (what cannot be lowered stays a derived call)
         return None
     args = call.info["callargs"]
     if len(args) != len(body_fn.params) or not body_fn.body or \
@@ -144,9 +160,7 @@ def _inline_site(s, fn, taken, counter, stack, named=None, in_loop=False):
     if refs and own_glb is not None and glb is not own_glb:
         return None
     # functions and modules passed in are constants inside
-    kinds = [(STATIC, a.value) if isinstance(a, ir.Const) and static_value(a.value) else "?"
-             for a in args]
-    statics.bind(body_fn, kinds)
+    statics.bind(body_fn, static_kinds(args))
     counter[0] += 1
     base = callee.__name__.lstrip("_")
     base = base if base.isidentifier() else "f"         # (a lambda: <lambda>)

@@ -23,17 +23,14 @@ constructors; anything else is ``None``.  The emitter uses types only to leave o
 result it can prove: ``unbroadcast`` between scalars, ``conj`` of reals, values saved only for
 those.
 """
-import inspect
 import math
 import operator
 import threading
-import types as _pytypes
 
 import numpy as np
 
 from .. import ir
 from ..runtime import containers as _containers
-from ..runtime.values import type_of
 
 _ORDER = "bifc"
 _ARITH = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
@@ -57,8 +54,6 @@ _SEQ = {_containers.seq, _containers.loop_seq}
 _FILLED = {np.empty, np.zeros, np.ones}        # (of a shape alone: float64)
 _METHOD_REDUCE = {"sum", "mean", "prod", "max", "min", "std", "var"}
 
-
-of_value = type_of         # (the type of an argument: runtime/values.py)
 
 
 def _kmax(*ks):
@@ -304,9 +299,8 @@ def _callee_return(call, types):
         return None
     caller, memo = stack[-1]
     callee = call.info["callee"]
-    if type(callee) is not _pytypes.FunctionType or callee.__closure__ or \
-            callee.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE |
-                                        inspect.CO_ASYNC_GENERATOR):
+    from .inline import _qualifies
+    if not _qualifies(callee, ()):      # (a plain module-level function: no closure, generator...)
         return None
     callargs = call.info.get("callargs") or ()
     args = tuple(_operand(a, types) for a in callargs)
@@ -333,20 +327,13 @@ def _callee_type(callee, callargs, args):
     """(return type, the callee's globals dict, the globals it read) of ``callee`` called with
     arguments of types ``args``, or None: its own IR, lowered apart and inferred (what cannot be
     lowered is not known)."""
-    from ..frontend import jumps, statics
-    from ..frontend.lower import lower
-    from ..frontend.source import FunctionSource
-    from ..runtime.values import STATIC, static_value
+    from ..frontend import statics
+    from .inline import lower_callee, static_kinds
+    body = lower_callee(callee)
+    if body is None or len(body.params) != len(args):
+        return None
     try:
-        src = FunctionSource(callee)
-        if src.data_cells:
-            return None
-        body = lower(src)
-        jumps.structure(body)
-        if len(body.params) != len(args):
-            return None
-        statics.bind(body, [(STATIC, a.value) if isinstance(a, ir.Const) and static_value(a.value)
-                            else "?" for a in callargs])
+        statics.bind(body, static_kinds(callargs))
         inner = _infer(body, args)
     except Exception:                   # (s2sad reports what it cannot read at the callee's build)
         return None

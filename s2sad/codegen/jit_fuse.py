@@ -16,7 +16,7 @@ over the flattened elements, with scalar math in the loop body (the mechanism XL
   else after it.
 
 Types come from a small inference over the generated function (``types_of``), from the
-arguments' types (``classify.types.of_value``): a statement is fused only when every array it
+arguments' types (``runtime.values.type_of``): a statement is fused only when every array it
 reads is a float or bool array of the run's ndim and every other operand a real scalar.  Shapes
 are checked when the derivative runs: the fused loop runs only when all the arrays the run reads
 have one shape, else the original statements run (they are kept in the ``else`` branch), so

@@ -12,7 +12,7 @@ import pytest
 import s2sad
 from s2sad.api import forward_source
 from s2sad.cache import forward_jit_derivative
-from s2sad.classify.types import of_value
+from s2sad.runtime.values import type_of as of_value
 from s2sad.errors import JitFallbackWarning
 from s2sad.runtime import kind_of
 from s2sad.testing import check_grads, numerical_grad
