@@ -80,6 +80,7 @@ class CompiledDerivative:
         self.failed = None                     # why it runs as Python (a message), once known
         self.compile_time = 0.0                # seconds numba spent, all signatures together
         self._dispatcher = None
+        self._refused = set()                  # argument types this one has warned about
 
     @property
     def source(self):
@@ -113,8 +114,12 @@ class CompiledDerivative:
         args = _drop_statics(self.py, args)
         bad = _untypeable(args)
         if bad is not None:
-            self.fail(f"argument {bad}: the compiled mode takes floats, integers and NumPy "
-                      f"arrays of float64, complex128, int64/int32 or bool", None)
+            # these arguments run as Python; others of the same type class (float64 where this
+            # call had float32: the cache's types do not tell dtypes apart) still compile
+            if bad not in self._refused:
+                self._refused.add(bad)
+                self._warn(f"argument {bad}: the compiled mode takes floats, integers and NumPy "
+                           f"arrays of float64, complex128, int64/int32 or bool", None)
             return None
         disp = self.dispatcher()
         n = len(disp.overloads)
@@ -162,18 +167,21 @@ class CompiledDerivative:
 
     def fail(self, why, line):
         """Fall back to Python for good, with one warning naming the user's line."""
+        self.failed = why
+        self._warn(why, line, 5)
+
+    def _warn(self, why, line, stacklevel=4):
         origin = self.d.module.line_origins.get(line) if line else None
         where = self.d.ir.origin if origin is None else origin
         text = ""
         if line:
             gen = self.d.source.splitlines()[line - 1].split("#")[0].strip()
             text = f" (generated line: `{gen}`)"
-        self.failed = why
         warnings.warn(
             f"{where.short()}: jit=True could not compile the derivative of "
             f"{self.d.ir.name} here: {why}{text}\n    {where.text}\n"
             f"It runs as Python (the same numbers, without the speed).",
-            JitFallbackWarning, stacklevel=4)
+            JitFallbackWarning, stacklevel=stacklevel)
 
 
 # dtypes whose arithmetic numba promotes as NumPy 2 does (a Python float times a float32 array is

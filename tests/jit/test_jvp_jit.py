@@ -223,6 +223,33 @@ def test_float32_runs_as_python_with_numpy_dtypes():
     np.testing.assert_array_equal(got[1], want[1])
 
 
+def float32_first(x):
+    return np.sum(np.exp(np.tanh(x) * 2.0) / (1.0 + x * x))
+
+
+def test_float32_call_leaves_float64_compiled():
+    """The compiled derivatives are cached by type class (float32 and float64 arrays share one):
+    a float32 call, which runs as Python, must not stop the same function's float64 calls from
+    compiling, in forward or reverse mode (it did: the float32 refusal marked the shared compiled
+    derivative failed for good, a test-order dependent failure of the [chain] case above)."""
+    x = np.linspace(0.1, 1.0, 4)
+    t = np.ones(4)
+    with pytest.warns(JitFallbackWarning, match="dtype float32"):
+        s2sad.jvp(float32_first, (x.astype(np.float32),), (t.astype(np.float32),), jit=True)
+        s2sad.grad(float32_first, jit=True)(x.astype(np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        got = s2sad.jvp(float32_first, (x,), (t,), jit=True)
+        g = s2sad.grad(float32_first, jit=True)(x)
+    _same(got, s2sad.jvp(float32_first, (x,), (t,)))
+    np.testing.assert_allclose(g, s2sad.grad(float32_first)(x), rtol=1e-12)
+    c = _compiled(float32_first, (x,), [True])
+    assert c.failed is None and len(c.dispatcher().overloads) == 1
+    with warnings.catch_warnings():     # the float32 refusal warned once per compiled derivative
+        warnings.simplefilter("error", JitFallbackWarning)
+        s2sad.jvp(float32_first, (x.astype(np.float32),), (t.astype(np.float32),), jit=True)
+
+
 def scale_in_place(x):
     for i in range(x.shape[0]):
         x[i] = x[i] * (i + 1.0)
