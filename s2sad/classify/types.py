@@ -207,6 +207,9 @@ def _call(call, types):
             return ("s", "f")
         if obj in _SEQ and len(args) == 1 and args[0] is not None and args[0][0] == "a":
             return args[0]                  # (what a loop walks: an array as it is)
+        lin = _linalg(obj, args, call)
+        if lin is not False:
+            return lin
         if obj is len:
             return ("s", "i")
         if obj is float:
@@ -234,6 +237,73 @@ def _call(call, types):
             return ("s", _kmax(t[1], "f") if fn.name in ("mean", "std", "var") else t[1])
         if fn.name in ("ravel", "flatten") and len(call.args) == 1:
             return ("a", t[1], 1)
+    return None
+
+
+# linear algebra: functions of one square (stack of) matrix that return a matrix of its shape, in
+# floating point (an integer matrix gives float64), and functions whose result has the
+# right-hand side's ndim; SciPy's by module and name (SciPy is not imported here)
+_SQUARE = {np.linalg.cholesky, np.linalg.inv, np.tril, np.triu}
+_SQUARE_SCIPY = {("scipy.linalg", n) for n in ("cholesky", "inv", "expm")}
+_RHS_SCIPY = {("scipy.linalg", n) for n in ("solve_triangular", "solve")}
+
+
+def _scipy_name(obj):
+    mod = getattr(obj, "__module__", None) or ""
+    if not mod.startswith("scipy.linalg"):
+        return None
+    return ("scipy.linalg", getattr(obj, "__name__", None))
+
+
+def _fkind(*ts):
+    return _kmax("f", *(t[1] for t in ts))
+
+
+def _linalg(obj, args, call):
+    """The type of a linear-algebra call (``np.linalg.cholesky``, ``solve``, ``np.diag``,
+    ``np.eye``, ``scipy.linalg.solve_triangular``...), None where not known, or False where
+    ``obj`` is none of them."""
+    a0 = args[0] if args else None
+    arr0 = a0 is not None and a0[0] == "a"
+    if obj in _SQUARE:
+        if not arr0 or a0[2] < 2 or (obj in (np.tril, np.triu) and len(args) > 2):
+            return None
+        return a0 if obj in (np.tril, np.triu) else ("a", _fkind(a0), a0[2])
+    if obj in (np.eye, np.identity):
+        ok = len(args) == 1 and not call.kwargs and a0 == ("s", "i")
+        return ("a", "f", 2) if ok else None
+    if obj is np.diag:
+        if not arr0 or len(args) > 2 or call.kwargs or a0[2] not in (1, 2):
+            return None
+        return ("a", a0[1], 3 - a0[2])
+    if obj is np.diagonal or obj is np.trace:
+        if not arr0 or len(args) > 1 or call.kwargs or a0[2] < 2:
+            return None
+        nd = a0[2] - (1 if obj is np.diagonal else 2)
+        return ("s", a0[1]) if nd == 0 else ("a", a0[1], nd)
+    if obj is np.outer:
+        ok = len(args) == 2 and not call.kwargs and all(a is not None and a[0] in "sa"
+                                                         for a in args)
+        return ("a", _kmax(*(a[1] for a in args)), 2) if ok else None
+    if obj is np.linalg.det:
+        return ("s", _fkind(a0)) if arr0 and a0[2] == 2 and len(args) == 1 else None
+    if obj is np.linalg.solve or obj is np.linalg.lstsq:
+        if obj is np.linalg.lstsq or len(args) != 2 or call.kwargs:
+            return None
+        A, b = args
+        if not arr0 or b is None or b[0] != "a" or A[2] < 2:
+            return None
+        nd = A[2] - 1 if b[2] == 1 else max(A[2], b[2])
+        return ("a", _fkind(A, b), nd)
+    name = _scipy_name(obj)
+    if name is None:
+        return False
+    if name in _SQUARE_SCIPY:
+        return ("a", _fkind(a0), 2) if arr0 and a0[2] == 2 and len(args) == 1 else None
+    if name in _RHS_SCIPY:
+        if len(args) != 2 or not arr0 or a0[2] != 2 or args[1] is None or args[1][0] != "a":
+            return None
+        return ("a", _fkind(a0, args[1]), args[1][2])
     return None
 
 
