@@ -179,10 +179,9 @@ def jit_derivative(pyfunc, mask, kinds, options=(), types=None):
 
     def build():
         from .codegen.build import build_reverse
-        from .codegen.jit import CompiledDerivative
-        d = build_reverse(pyfunc, mask, kinds, _namer_factory, jit=True, param_types=types)
-        return CompiledDerivative(d, dict(options))
-    return CACHE.get(key, build)
+        return build_reverse(pyfunc, mask, kinds, _namer_factory, jit=True, param_types=types)
+    return CACHE.get(key, lambda: _compiled(pyfunc, "reverse-jit", mask, kinds, options, types,
+                                            build))
 
 
 def forward_jit_derivative(pyfunc, mask, kinds, options=(), types=None):
@@ -201,10 +200,21 @@ def forward_jit_derivative(pyfunc, mask, kinds, options=(), types=None):
 
     def build():
         from .codegen.build_forward import build_forward
-        from .codegen.jit import CompiledDerivative
-        d = build_forward(pyfunc, tuple(mask), tuple(kinds), jit=True)
-        return CompiledDerivative(d, dict(options))
-    return CACHE.get(key, build)
+        return build_forward(pyfunc, tuple(mask), tuple(kinds), jit=True)
+    return CACHE.get(key, lambda: _compiled(pyfunc, "forward-jit", tuple(mask), tuple(kinds),
+                                            options, types, build))
+
+
+def _compiled(pyfunc, mode, mask, kinds, options, types, build):
+    """A :class:`~s2sad.codegen.jit.CompiledDerivative` of the derivative ``build()`` makes, or
+    the disk cache holds: there numba caches its machine code beside the module's file
+    (``cache=True``), so that another process loads it instead of compiling.  The entry's key
+    holds the numba options (numba's cache index does not) and the argument types."""
+    from . import diskcache
+    from .codegen.jit import CompiledDerivative
+    disk_mode = f"{mode}|{options!r}|{types!r}"
+    d = diskcache.obtain(pyfunc, disk_mode, mask, kinds, build)
+    return CompiledDerivative(d, dict(options))
 
 
 def _build_forward(pyfunc, mask, kinds, init, mut):

@@ -26,9 +26,18 @@ comment line of metadata (JSON) and one comment line holding the SHA-256 of ever
   imports exactly those, not every rule table.  The module is compiled with the
   file's real name, so tracebacks, pdb and ``linecache`` show it; its source map (generated line
   -> user line) comes from the metadata.
+- **jit=True entries** hold the numba-written module (its namespace recorded as it was before
+  the numba helpers were bound, which the load binds again: ``codegen/jit.rebind``), and numba
+  caches its machine code beside the file (``__pycache__``, ``cache=True``), so another process
+  loads that instead of compiling.  numba's cache checks only the file's text, not the values it
+  compiled in as constants: the entry records a hash of them (the data the code reads, and the
+  globals and closure cells of the user functions and numba functions it reaches), checked on
+  load; a change rejects the entry, whose rewrite makes numba compile again.  The entry's key
+  holds the argument types and numba options.  Eviction and ``clear`` remove the machine code
+  with its entry.
 - **Writes** are atomic (a temporary file, then ``os.replace``); a ``filelock`` per entry makes
   racing processes build it once.  Past ``S2SAD_CACHE_MAX_MB`` (default 200) the least recently
-  used entries go (a hit touches its file).
+  used entries go (a hit sets its file's access time).
 - **Folder**: ``S2SAD_CACHE_DIR``, else ``platformdirs.user_cache_dir("s2sad")``.  It must belong
   to the user and be writable by nobody else: otherwise the disk cache is off for the process with
   one warning, or, for a folder the user named in ``S2SAD_CACHE_DIR``, an :class:`S2SADError`.
@@ -42,6 +51,7 @@ import os
 import stat
 import sys
 import threading
+import time
 import types
 import warnings
 
@@ -479,22 +489,31 @@ def _metadata(d, pyfunc, key):
     mod = d.module
     code = compile(mod.source, "<check>", "exec")
     refs = {}
+    jit = getattr(d, "jit_binding", None)
+    # jit=True: the names as they were before codegen/jit.bind_namespace (the numba helpers and
+    # versions it bound are made again when the entry is read: codegen/jit.rebind)
+    namespace = jit[0] if jit is not None else mod.namespace
     for n in sorted(_names_read(code)):
-        if n not in mod.namespace:
+        if n not in namespace:
+            if n in mod.namespace and jit is not None and n in ("_rt", "_adj", "_fw"):
+                continue
+            if n in mod.namespace:
+                raise Unkeyable(f"the generated module's {n!r} was bound for numba only")
             continue
-        v = mod.namespace[n]
+        v = namespace[n]
         r = _reference(n, v, pyfunc)
         if r is None:
             raise Unkeyable(f"the generated module's {n!r} ({_type_name(v)}) has no reference "
                             f"another process can resolve")
         refs[n] = [r, _type_name(v)]
-    adj = _helper_tables(mod.source, refs)
+    adj = _helper_tables(mod.source, refs) if jit is None else {}
     fn = d.ir
     glb, grefs = getattr(fn, "global_refs", (None, ()))
     # globals the code relied on through its callees (their return types: classify/types.py),
     # which the key does not hold: checked again when the entry is loaded
     own = _names_read(pyfunc.__code__)
     callee_globals = [[n, value_fp(glb[n])] for n, _ in grefs if n not in own and n in glb]
+    environment = _environment_fp(mod.namespace, _names_read(code)) if jit is not None else None
     sites = []
     for origin, callee, cls, chosen in d.sites:
         if not all(isinstance(x, str) or x is None for x in (callee, cls, chosen)):
@@ -507,7 +526,56 @@ def _metadata(d, pyfunc, key):
             "lines": {str(k): _origin_out(o) for k, o in mod.line_origins.items()},
             "fn": [fn.name, list(fn.params), _origin_out(fn.origin)],
             "globals": [n for n, _ in grefs], "callee_globals": callee_globals,
-            "written_params": getattr(d, "written_params", None)}
+            "written_params": getattr(d, "written_params", None),
+            "jit": jit[1] if jit is not None else None, "environment": environment}
+
+
+def _data_like(v):
+    return v is None or type(v) in (bool, int, float, complex, str, bytes, tuple, list, dict) or \
+        isinstance(v, (np.ndarray, np.generic, np.dtype))
+
+
+def _environment_fp(namespace, names):
+    """What numba compiles into a jit entry's machine code as constants, as a hex SHA-256: the
+    data values (numbers, arrays, tuples...) the generated code reads, and those read by the user
+    functions it reaches (their globals and closure cells, followed through the functions and
+    numba dispatchers they read, across modules).  numba's own cache checks none of them (only
+    the file's text), so the disk cache does: a change rejects the entry, and the entry written
+    again differs in this line of its metadata, which makes numba compile again."""
+    out = []
+    seen = set()
+    todo = []
+    for n in sorted(names):
+        if n not in namespace:
+            continue
+        v = namespace[n]
+        if _data_like(v):
+            out.append(["ns", n, value_fp(v)])
+        else:
+            todo.append(v)
+    while todo:
+        v = todo.pop()
+        f = getattr(v, "py_func", v)                # (a numba dispatcher: its Python function)
+        if id(f) in seen or not isinstance(f, types.FunctionType) or _library(f.__module__):
+            continue
+        seen.add(id(f))
+        where = f"{f.__module__}.{f.__qualname__}"
+        cells = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
+        for n in sorted(_names_read(f.__code__) | set(cells)):
+            if n in cells:
+                try:
+                    g = cells[n].cell_contents
+                except ValueError:
+                    continue
+            else:
+                g = f.__globals__.get(n, _MISSING)
+                if g is _MISSING:
+                    continue
+            if _data_like(g):
+                out.append([where, n, value_fp(g)])
+            else:
+                todo.append(g)
+    return hashlib.sha256(json.dumps(sorted(out, key=json.dumps)).encode()).hexdigest()
 
 
 def _helper_tables(source, refs):
@@ -613,6 +681,17 @@ def _load(path, key, pyfunc):
             raise ValueError(f"{n!r} is a {_type_name(v)} now, not a {tname}")
         namespace[n] = v
     _import_helpers(meta.get("adj"))
+    if meta.get("jit") is not None:
+        from .codegen.jit import rebind
+        unbound = dict(namespace)
+        rebind(namespace, meta["jit"])
+        code = compile(source, "<check>", "exec")
+        try:
+            now = _environment_fp(namespace, _names_read(code))
+        except Unkeyable as e:
+            raise ValueError(f"its environment has no description now ({e})") from None
+        if now != meta.get("environment"):
+            raise ValueError("a value numba compiled into its machine code has changed")
     from .codegen.derivative import Derivative
     from .codegen.load import GeneratedModule
     lines = {int(k): _origin_in(o) for k, o in meta["lines"].items()}
@@ -628,6 +707,8 @@ def _load(path, key, pyfunc):
     if meta["written_params"] is not None:
         d.written_params = meta["written_params"]
     d.cache_path = path
+    if meta.get("jit") is not None:
+        d.jit_binding = (unbound, meta["jit"])
     return d
 
 
@@ -641,7 +722,9 @@ def _try_load(path, key, pyfunc):
         with _lock:
             STATS["hits"] += 1
         try:
-            os.utime(path)                    # recently used (for eviction)
+            # recently used (for eviction): its access time; the modification time stays, since
+            # older numba takes it as the stamp of the machine code it cached beside the file
+            os.utime(path, ns=(time.time_ns(), os.stat(path).st_mtime_ns))
         except OSError:
             pass
     return d
@@ -709,16 +792,34 @@ def obtain(pyfunc, mode, mask, kinds, build):
 
 
 # -- managing the folder --------------------------------------------------------------------------
+def _machine_code(path):
+    """{entry stem: [(file, size)]}: what numba cached beside the folder's jit entries (its
+    ``__pycache__``, files named after the entry's file)."""
+    out = {}
+    try:
+        with os.scandir(os.path.join(path, "__pycache__")) as it:
+            for e in it:
+                if e.name.endswith((".nbi", ".nbc")) and e.is_file(follow_symlinks=False):
+                    stem = e.name.split(".", 1)[0]
+                    out.setdefault(stem, []).append((e.path, e.stat(follow_symlinks=False).st_size))
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    return out
+
+
 def entries(path=None):
-    """[(file, size, time of last use)] of the folder's entries."""
+    """[(file, size, time of last use)] of the folder's entries; a jit entry's size includes the
+    machine code numba cached for it."""
     path = path or folder()[0]
     out = []
+    code = _machine_code(path)
     try:
         with os.scandir(path) as it:
             for e in it:
                 if e.name.endswith(".py") and e.is_file(follow_symlinks=False):
                     st = e.stat(follow_symlinks=False)
-                    out.append((e.path, st.st_size, st.st_mtime))
+                    extra = sum(s for _, s in code.get(e.name[:-3], ()))
+                    out.append((e.path, st.st_size + extra, max(st.st_atime, st.st_mtime)))
     except FileNotFoundError:
         pass
     return out
@@ -731,10 +832,12 @@ def _evict(path, limit=None):
     if total <= limit:
         return 0
     gone = 0
+    code = _machine_code(path)
     for file, size, _ in sorted(found, key=lambda e: e[2]):
         if total <= limit:
             break
-        for f in (file, file + ".lock"):
+        stem = os.path.basename(file)[:-3]
+        for f in [file, file + ".lock"] + [f for f, _ in code.get(stem, ())]:
             try:
                 os.unlink(f)
             except OSError:
@@ -757,6 +860,12 @@ def clear(path=None):
             try:
                 os.unlink(os.path.join(path, f))
                 n += f.endswith(".py")
+            except OSError:
+                pass
+    for files in _machine_code(path).values():
+        for f, _ in files:
+            try:
+                os.unlink(f)
             except OSError:
                 pass
     return n

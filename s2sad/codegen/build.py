@@ -135,9 +135,11 @@ def _build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, 
     header = [(0, f"# s2sad reverse-mode derivative of {pyfunc.__qualname__} "
                   f"({fn.origin.short()}), with respect to {', '.join(wrt) or 'nothing'}", None),
               (0, "", None)]
+    binding = None
     if jit:
         from .jit import bind_namespace
-        bind_namespace(fn, namespace)
+        unbound = dict(namespace)       # (what the disk cache records: rebind() redoes the rest)
+        binding = bind_namespace(fn, namespace)
         header[0] = (0, header[0][1] + "; forward and reverse sweeps in one function, for "
                         "numba.njit (jit=True)", None)
         fwd_name = bwd_name = f"{name}__vjp"
@@ -150,4 +152,7 @@ def _build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, 
     line_origins = {i + 1: t[2] for i, t in enumerate(triples) if t[2] is not None}
     source = "\n".join(lines) + "\n"
     mod = GeneratedModule(name, source, namespace, line_origins)
-    return Derivative(fn, mod, mod[fwd_name], mod[bwd_name], wrt, _sites(fn))
+    d = Derivative(fn, mod, mod[fwd_name], mod[bwd_name], wrt, _sites(fn))
+    if binding is not None:
+        d.jit_binding = (unbound, binding)
+    return d

@@ -87,9 +87,11 @@ def build_forward(pyfunc, mask, param_kinds, init=False, mut=False, jit=False):
     header = [(0, f"# s2sad forward-mode derivative of {pyfunc.__qualname__} "
                   f"({fn.origin.short()}), with respect to {', '.join(wrt) or 'nothing'}", None),
               (0, "", None)]
+    binding = None
     if jit:
         from .jit import bind_namespace
-        bind_namespace(fn, namespace, forward=True)
+        unbound = dict(namespace)       # (what the disk cache records: rebind() redoes the rest)
+        binding = bind_namespace(fn, namespace, forward=True)
         header[0] = (0, header[0][1] + "; for numba.njit (jit=True)", None)
     triples = header + triples
     lines = T.format_lines(triples)
@@ -101,4 +103,6 @@ def build_forward(pyfunc, mask, param_kinds, init=False, mut=False, jit=False):
     dv.jvp = fwd
     written = written_arrays(fn)
     dv.written_params = [p for p in wrt if p in written]
+    if binding is not None:
+        dv.jit_binding = (unbound, binding)
     return dv

@@ -16,6 +16,9 @@ class Derivative:
         self.mode = mode
         # the disk cache's file of this module (s2sad/diskcache.py), None when it is not on disk
         self.cache_path = None
+        # jit=True: (the namespace before codegen/jit.bind_namespace, what it returned), which
+        # the disk cache records to bind a module it reads back the same way
+        self.jit_binding = None
 
     @property
     def source(self):

@@ -14,6 +14,7 @@ falls back to the Python derivative: :meth:`CompiledDerivative.run` returns ``No
 once, naming the user's file:line and the construct.  Nothing else changes: the Python derivative
 computes the same numbers.
 """
+import os
 import re
 import time
 import warnings
@@ -51,11 +52,28 @@ def bind_namespace(fn, namespace, forward=False):
     """Make a generated module's namespace (``namespace``, for the IR function ``fn``) the one
     ``numba.njit`` compiles against: ``_rt``, ``_adj`` (and, for forward mode, ``_fw``) are the
     numba helpers, SciPy callees their numba versions (rules/jit_substitutes.py), and a run-time
-    check's site (an Origin, which numba cannot type) an int."""
+    check's site (an Origin, which numba cannot type) an int.  Returns what :func:`rebind` needs
+    to do the same again on a copy of the namespace as it was before (the disk cache, which
+    records that one): ``{"forward": ..., "texts": [dotted callee texts bound to stand-ins]}``."""
     njit()                              # (numba installed, or the error naming the extra)
+    from ..rules import jit_substitutes
+    _bind_helpers(namespace, forward)
+    texts = [t for t in jit_substitutes.bind(fn, namespace) if "." in t]
+    return {"forward": bool(forward), "texts": texts}
+
+
+def rebind(namespace, binding):
+    """:func:`bind_namespace` again, from what it returned, without the IR function (a derivative
+    read from the disk cache); raises ValueError where a callee has no numba version now."""
+    njit()
+    from ..rules import jit_substitutes
+    _bind_helpers(namespace, binding["forward"])
+    jit_substitutes.rebind(namespace, binding["texts"])
+
+
+def _bind_helpers(namespace, forward):
     from .. import ir
     from ..rules import jit as _jit_adj
-    from ..rules import jit_substitutes
     from ..runtime import jit as _jit_rt
     namespace["_rt"] = _jit_rt.namespace()
     for k, v in list(namespace.items()):
@@ -66,7 +84,6 @@ def bind_namespace(fn, namespace, forward=False):
     if forward:
         from ..runtime import jit_forward
         namespace["_fw"] = jit_forward.namespace()
-    jit_substitutes.bind(fn, namespace)
 
 
 class CompiledDerivative:
@@ -97,7 +114,15 @@ class CompiledDerivative:
 
     def dispatcher(self):
         if self._dispatcher is None:
-            self._dispatcher = njit()(**self.options)(self.py)
+            options = dict(self.options)
+            # numba's cache needs the module's real file: the disk cache's entry (numba writes
+            # the machine code beside it, in __pycache__); a derivative built in memory only
+            # (S2SAD_CACHE=0, a function without a disk key) compiles in each process
+            if self.d.cache_path is None or not os.path.exists(self.d.cache_path):
+                options.pop("cache", None)
+            else:
+                options.setdefault("cache", True)
+            self._dispatcher = njit()(**options)(self.py)
         return self._dispatcher
 
     def run(self, args, seed):
@@ -125,7 +150,11 @@ class CompiledDerivative:
         n = len(disp.overloads)
         t0 = time.perf_counter()
         try:
-            out = disp(*args, *extra)
+            with warnings.catch_warnings():
+                # numba declines to cache some code (one holding an address, as unoptimised code
+                # may): then it compiles in each process, which is no reason to warn the user
+                warnings.filterwarnings("ignore", message=".*Cannot cache compiled function")
+                out = disp(*args, *extra)
         except _numba_errors() as e:
             self.fail(_first_line(e), _generated_line(e, self.d.module.filename))
             return None
@@ -251,6 +280,8 @@ def _first_line(e):
 
 def _generated_line(e, filename):
     """The generated line numba's message points at (the last one it names), or None."""
-    pat = re.escape(f'File "{filename}", line ') + r"(\d+)"
+    # (numba names a real file, a disk cache entry's, by a path relative to the working folder)
+    base = os.path.basename(filename) if os.path.isabs(filename) else filename
+    pat = r'File "(?:[^"]*[/\\])?' + re.escape(f'{base}", line ') + r"(\d+)"
     hits = re.findall(pat, str(e))
     return int(hits[-1]) if hits else None

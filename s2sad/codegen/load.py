@@ -2,6 +2,8 @@
 ``linecache`` (so tracebacks and pdb show generated lines), with a source map back to user lines."""
 import itertools
 import linecache
+import os
+import sys
 import types
 
 from ..frontend.source import register_generated, split_lines
@@ -33,9 +35,17 @@ class GeneratedModule:
         safe = "".join(c if c.isprintable() and c not in "<>" else "_" for c in str(name))
         self.filename = filename or f"<s2sad-generated {safe} #{next(_counter)}>"
         self.line_origins = line_origins          # generated line number (1-based) -> Origin
-        self.module = types.ModuleType(f"s2sad_generated.{safe}")
+        modname = f"s2sad_generated.{safe}"
+        if filename:
+            # an entry of the disk cache: importable by its own name, as numba's cache needs
+            # (the machine code it reads back names the module of the function's globals)
+            stem = os.path.splitext(os.path.basename(filename))[0]
+            modname = "s2sad_generated." + "".join(c if c.isalnum() else "_" for c in stem)
+        self.module = types.ModuleType(modname)
         self.module.__dict__.update(namespace)
         self.module.__file__ = self.filename
+        if filename:
+            sys.modules[modname] = self.module
         lines = split_lines(source, True)        # Python's line ends only, as compile() counts
         linecache.cache[self.filename] = (len(source), None, lines, self.filename)
         code = compile(source, self.filename, "exec")

@@ -75,6 +75,29 @@ def bind(fn, namespace):
     return done
 
 
+def rebind(namespace, texts):
+    """:func:`bind` again without the IR function, from the dotted callee texts it bound (a
+    derivative read from the disk cache): each text is followed from its root's value in
+    ``namespace``; raises ValueError where it no longer reaches a callee of the table."""
+    _load()
+    for name, value in list(namespace.items()):
+        v = version_of(value) if not isinstance(value, _types.ModuleType) else None
+        if v is not None:
+            namespace[name] = v
+    tree = {}
+    for text in texts:
+        parts = text.split(".")
+        obj = namespace.get(parts[0])
+        for p in parts[1:]:
+            obj = getattr(obj, p, None)
+        v = version_of(obj)
+        if v is None or len(parts) < 2:
+            raise ValueError(f"{text} has no numba version now")
+        tree.setdefault(parts[0], {})[tuple(parts[1:])] = v
+    for root, leaves in tree.items():
+        namespace[root] = _stand_in(namespace[root], leaves)
+
+
 def _stand_in(obj, leaves):
     """A module reading as ``obj``, except along the attribute paths of ``leaves``."""
     mod = _types.ModuleType(getattr(obj, "__name__", "s2sad_jit_stand_in"))
