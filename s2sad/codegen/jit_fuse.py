@@ -543,8 +543,6 @@ def fuse(triples, params, param_types, globs):
     while i < len(body):
         s = body[i]
         one_line = spans[i][1] - spans[i][0] == 1
-        t = env.get(s.targets[0].id) if isinstance(s, ast.Assign) and \
-            isinstance(s.targets[0], ast.Name) else None
         run = None
         j = i
         if one_line and isinstance(s, ast.Assign):
@@ -562,7 +560,6 @@ def fuse(triples, params, param_types, globs):
                 if r.n_elementwise + len(r.accs) >= 2 and r.n_elementwise >= 1 and r.shaped:
                     run = r
                     break
-        del t
         if run is None:
             for k in range(*spans[i]):
                 out.append(fn_lines[k])

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import ArgumentWriteError
 from . import hooks
-from .arrays import _BuiltinType, _FunctionType, _ModuleType, _is_array, _z, add, is_zero
+from .arrays import _BuiltinType, _ModuleType, _is_array, _z, add, is_zero
 from .iterators import Iter
 from .transformed import Transformed
 from .values import (_DUNDERS, _is_python, differentiable, kind_of, numba_function,
