@@ -79,7 +79,10 @@ def const_text(c, consts):
     if c.value is Ellipsis:
         return "..."
     if is_literal(c.value):
-        return repr(c.value)
+        t = repr(c.value)
+        # a negative number in parentheses: it may stand where a bare one reads otherwise
+        # (``(-2.0) ** k``, a template's ``a ** (b - 1)``, ``(-2).bit_length()``)
+        return f"({t})" if t.startswith("-") else t
     return consts.name_for(c.value)
 
 
@@ -111,6 +114,8 @@ def index_subscript_text(idx, consts):
             if p.step is not None:
                 s += ":" + operand_text(p.step, consts)
             parts.append(s)
+        elif isinstance(p, ir.Const) and type(p.value) is int:
+            parts.append(repr(p.value))         # (``x[-1]``: no parentheses inside brackets)
         else:
             parts.append(operand_text(p, consts))
     s = ", ".join(parts)

@@ -65,9 +65,9 @@ STEPS = {
         "logp = z - _10; _11 = logp * t",
         "_b_13 = _b_r / _15; _b_12 = -_b_13"]),     # (numbers: the fallback, called directly)
     "attention": (attention_step, _attention_args, 3, [
-        "_14 = 1.0 / _13; s = _11 * _14",           # (_14 a number: the fallback runs it)
-        "_17 = s - _16; s = _17; p = np.exp(s)",
-        "h = np.tanh(_26); err = h - y; _27 = err * err"]),
+        "_12 = 1.0 / _11; s = _9 * _12",            # (_12 a number: the fallback runs it)
+        "_14 = s - _13; s = _14; p = np.exp(s)",
+        "h = np.tanh(_21); err = h - y; _22 = err * err"]),
 }
 
 
@@ -432,14 +432,14 @@ def test_names_nothing_else_reads_are_not_stored():
 
 
 def test_a_run_that_falls_back_keeps_its_expressions_fused():
-    """The attention step's ``_14 = 1.0 / _13; s = _11 * _14`` falls back at run time (``_14`` is
-    a Python number): its fallback runs ``_11 * _14`` through the single-expression kernel, as
+    """The attention step's ``_12 = 1.0 / _11; s = _9 * _12`` falls back at run time (``_12`` is
+    a Python number): its fallback runs ``_9 * _12`` through the single-expression kernel, as
     the statement would run outside a run (large arrays: one kernel of four elements a thread)."""
     step, make, nw, _ = STEPS["attention"]
     args = make(np.random.default_rng(0))
     d, full = _sweeps(step, args, nw)
     fwd, bwd = graphs.device_sweeps(d)
-    (g,) = [g.group for g in _groups(fwd).values() if g.text.startswith("_14 = 1.0")]
+    (g,) = [g.group for g in _groups(fwd).values() if g.text.startswith("_12 = 1.0")]
     names = g.fallback.__code__.co_names
     assert any(n.startswith("_s2sad_ew") for n in names), names
     val, tape = fwd(*full)

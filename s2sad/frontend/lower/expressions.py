@@ -54,6 +54,14 @@ class ExpressionLowering:
             fn = BINOPS[type(node.op)]
             return self._call(ir.Call(ir.Static(fn, _opname(fn)), [a, b]), target, o)
         if isinstance(node, gast.UnaryOp):
+            if isinstance(node.op, (gast.USub, gast.UAdd)) and \
+                    isinstance(node.operand, gast.Constant) and \
+                    type(node.operand.value) in (int, float, complex):
+                # a signed number literal is one constant (``x ** -1.5``, ``x[-1]``): no
+                # temporary, nothing saved for the reverse sweep
+                v = node.operand.value
+                return self._finish(ir.Const(-v if isinstance(node.op, gast.USub) else v),
+                                    target, o)
             a = self.expr(node.operand)
             fn = UNARYOPS[type(node.op)]
             return self._call(ir.Call(ir.Static(fn, _opname(fn)), [a]), target, o)
