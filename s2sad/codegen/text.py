@@ -144,10 +144,20 @@ _BIN = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truedi
 _UN = {operator.neg: "-", operator.pos: "+", operator.not_: "not ", operator.invert: "~"}
 
 
+def _bare(t):
+    """A negative number's text without its parentheses (an argument or an item of a display,
+    where it reads the same: ``f(x, -1)``, ``(1, -2)``)."""
+    if t is not None and t.startswith("(-") and t.endswith(")") and \
+            all(c in "0123456789.e+-" for c in t[2:-1]):
+        return t[1:-1]
+    return t
+
+
 def call_text(call, consts, callee_text=None):
     """Python source for a call site as the user would write it (``a + b``, ``x[i]``, ``f(x)``)."""
     fn = call.fn
     a = [operand_text(x, consts) if not isinstance(x, ir.Index) else None for x in call.args]
+    bare = [_bare(t) for t in a]
     if isinstance(fn, ir.Static) and callee_text is None:
         obj = fn.obj
         if obj in _BIN and len(call.args) == 2 and not call.kwargs:
@@ -163,21 +173,21 @@ def call_text(call, consts, callee_text=None):
         if obj is runtime.not_in:
             return f"{a[1]} not in {a[0]}"
         if obj is runtime.build_tuple:
-            return "(" + ", ".join(a) + ("," if len(a) == 1 else "") + ")"
+            return "(" + ", ".join(bare) + ("," if len(a) == 1 else "") + ")"
         if obj is runtime.build_list:
-            return "[" + ", ".join(a) + "]"
+            return "[" + ", ".join(bare) + "]"
         if obj is runtime.build_dict:
             keys = call.args[0]
             return f"_rt.build_dict({', '.join(a)})" if isinstance(keys, str) else \
                 f"_rt.build_dict({', '.join(a)})"
     if isinstance(fn, ir.Attr):
         return f"{a[0]}.{fn.name}"
-    kw = [f"{k}={operand_text(v, consts)}" for k, v in call.kwargs]
+    kw = [f"{k}={_bare(operand_text(v, consts))}" for k, v in call.kwargs]
     if isinstance(fn, ir.Method):
-        return f"{a[0]}.{fn.name}({', '.join(a[1:] + kw)})"
+        return f"{a[0]}.{fn.name}({', '.join(bare[1:] + kw)})"
     if callee_text is None:
         callee_text = fn.text if isinstance(fn, ir.Static) else operand_text(fn.var, consts)
-    return f"{callee_text}({', '.join(a + kw)})"
+    return f"{callee_text}({', '.join(bare + kw)})"
 
 
 # -- templates --------------------------------------------------------------------------------
