@@ -100,8 +100,8 @@ def test_layer_gradient_closed_form():
 def test_second_library_builds_its_own_derivative():
     def own():      # this function's derivatives in the cache
         return {k: d for k, d in list(CACHE._store.items()) if k[0] is softmax_concat.__code__}
-    for k, d in own().items():      # (an earlier test, e.g. test_same_numbers_on_both_libraries
-        CACHE.discard(k, d)         # in the same worker, may have built them: start without)
+    for k, d in own().items():      # (an earlier test in the same worker may have built
+        CACHE.discard(k, d)         # them: start without)
     x, W = _inputs(2)
     vg = s2sad.value_and_grad(softmax_concat, wrt=(0, 1))
     v_np, g_np = vg(x, W)
