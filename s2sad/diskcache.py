@@ -495,9 +495,7 @@ def _metadata(d, pyfunc, key):
     namespace = jit[0] if jit is not None else mod.namespace
     for n in sorted(_names_read(code)):
         if n not in namespace:
-            if n in mod.namespace and jit is not None and n in ("_rt", "_adj", "_fw"):
-                continue
-            if n in mod.namespace:
+            if n in mod.namespace and n not in ("_rt", "_adj", "_fw"):
                 raise Unkeyable(f"the generated module's {n!r} was bound for numba only")
             continue
         v = namespace[n]
@@ -513,7 +511,8 @@ def _metadata(d, pyfunc, key):
     # which the key does not hold: checked again when the entry is loaded
     own = _names_read(pyfunc.__code__)
     callee_globals = [[n, value_fp(glb[n])] for n, _ in grefs if n not in own and n in glb]
-    environment = _environment_fp(mod.namespace, _names_read(code)) if jit is not None else None
+    # (the names the code reads: those of refs, and the numba helper modules, which hold none)
+    environment = _environment_fp(mod.namespace, refs) if jit is not None else None
     sites = []
     for origin, callee, cls, chosen in d.sites:
         if not all(isinstance(x, str) or x is None for x in (callee, cls, chosen)):
@@ -685,9 +684,8 @@ def _load(path, key, pyfunc):
         from .codegen.jit import rebind
         unbound = dict(namespace)
         rebind(namespace, meta["jit"])
-        code = compile(source, "<check>", "exec")
         try:
-            now = _environment_fp(namespace, _names_read(code))
+            now = _environment_fp(namespace, meta["refs"])
         except Unkeyable as e:
             raise ValueError(f"its environment has no description now ({e})") from None
         if now != meta.get("environment"):

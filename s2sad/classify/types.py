@@ -287,8 +287,8 @@ def _linalg(obj, args, call):
         return ("a", _kmax(*(a[1] for a in args)), 2) if ok else None
     if obj is np.linalg.det:
         return ("s", _fkind(a0)) if arr0 and a0[2] == 2 and len(args) == 1 else None
-    if obj is np.linalg.solve or obj is np.linalg.lstsq:
-        if obj is np.linalg.lstsq or len(args) != 2 or call.kwargs:
+    if obj is np.linalg.solve:
+        if len(args) != 2 or call.kwargs:
             return None
         A, b = args
         if not arr0 or b is None or b[0] != "a" or A[2] < 2:

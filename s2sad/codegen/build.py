@@ -138,7 +138,6 @@ def _build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, 
     binding = None
     if jit:
         from .jit import bind_namespace
-        unbound = dict(namespace)       # (what the disk cache records: rebind() redoes the rest)
         binding = bind_namespace(fn, namespace)
         header[0] = (0, header[0][1] + "; forward and reverse sweeps in one function, for "
                         "numba.njit (jit=True)", None)
@@ -153,6 +152,5 @@ def _build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, 
     source = "\n".join(lines) + "\n"
     mod = GeneratedModule(name, source, namespace, line_origins)
     d = Derivative(fn, mod, mod[fwd_name], mod[bwd_name], wrt, _sites(fn))
-    if binding is not None:
-        d.jit_binding = (unbound, binding)
+    d.jit_binding = binding
     return d

@@ -90,7 +90,6 @@ def build_forward(pyfunc, mask, param_kinds, init=False, mut=False, jit=False):
     binding = None
     if jit:
         from .jit import bind_namespace
-        unbound = dict(namespace)       # (what the disk cache records: rebind() redoes the rest)
         binding = bind_namespace(fn, namespace, forward=True)
         header[0] = (0, header[0][1] + "; for numba.njit (jit=True)", None)
     triples = header + triples
@@ -103,6 +102,5 @@ def build_forward(pyfunc, mask, param_kinds, init=False, mut=False, jit=False):
     dv.jvp = fwd
     written = written_arrays(fn)
     dv.written_params = [p for p in wrt if p in written]
-    if binding is not None:
-        dv.jit_binding = (unbound, binding)
+    dv.jit_binding = binding
     return dv

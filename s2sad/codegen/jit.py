@@ -52,14 +52,15 @@ def bind_namespace(fn, namespace, forward=False):
     """Make a generated module's namespace (``namespace``, for the IR function ``fn``) the one
     ``numba.njit`` compiles against: ``_rt``, ``_adj`` (and, for forward mode, ``_fw``) are the
     numba helpers, SciPy callees their numba versions (rules/jit_substitutes.py), and a run-time
-    check's site (an Origin, which numba cannot type) an int.  Returns what :func:`rebind` needs
-    to do the same again on a copy of the namespace as it was before (the disk cache, which
-    records that one): ``{"forward": ..., "texts": [dotted callee texts bound to stand-ins]}``."""
+    check's site (an Origin, which numba cannot type) an int.  Returns (a copy of the namespace
+    as it was before, what :func:`rebind` needs to bind that copy the same way): what the disk
+    cache records, the derivative's ``jit_binding``."""
     njit()                              # (numba installed, or the error naming the extra)
     from ..rules import jit_substitutes
+    unbound = dict(namespace)
     _bind_helpers(namespace, forward)
-    texts = [t for t in jit_substitutes.bind(fn, namespace) if "." in t]
-    return {"forward": bool(forward), "texts": texts}
+    texts = jit_substitutes.bind(fn, namespace)
+    return unbound, {"forward": bool(forward), "texts": texts}
 
 
 def rebind(namespace, binding):

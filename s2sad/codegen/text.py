@@ -86,6 +86,15 @@ def const_text(c, consts):
     return consts.name_for(c.value)
 
 
+def item_text(op, consts):
+    """:func:`operand_text` for an argument, an item of a display or an index, where a negative
+    number reads bare (``f(x, -1)``, ``(1, -2)``, ``x[-1]``)."""
+    if isinstance(op, ir.Const) and op.text is None and type(op.value) in (int, float) and \
+            is_literal(op.value):
+        return repr(op.value)
+    return operand_text(op, consts)
+
+
 def operand_text(op, consts):
     if isinstance(op, str):
         return op
@@ -114,10 +123,8 @@ def index_subscript_text(idx, consts):
             if p.step is not None:
                 s += ":" + operand_text(p.step, consts)
             parts.append(s)
-        elif isinstance(p, ir.Const) and type(p.value) is int:
-            parts.append(repr(p.value))         # (``x[-1]``: no parentheses inside brackets)
         else:
-            parts.append(operand_text(p, consts))
+            parts.append(item_text(p, consts))
     s = ", ".join(parts)
     if idx.is_tuple and len(parts) == 1:
         s += ","
@@ -144,20 +151,11 @@ _BIN = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truedi
 _UN = {operator.neg: "-", operator.pos: "+", operator.not_: "not ", operator.invert: "~"}
 
 
-def _bare(t):
-    """A negative number's text without its parentheses (an argument or an item of a display,
-    where it reads the same: ``f(x, -1)``, ``(1, -2)``)."""
-    if t is not None and t.startswith("(-") and t.endswith(")") and \
-            all(c in "0123456789.e+-" for c in t[2:-1]):
-        return t[1:-1]
-    return t
-
-
 def call_text(call, consts, callee_text=None):
     """Python source for a call site as the user would write it (``a + b``, ``x[i]``, ``f(x)``)."""
     fn = call.fn
     a = [operand_text(x, consts) if not isinstance(x, ir.Index) else None for x in call.args]
-    bare = [_bare(t) for t in a]
+    bare = [item_text(x, consts) if not isinstance(x, ir.Index) else None for x in call.args]
     if isinstance(fn, ir.Static) and callee_text is None:
         obj = fn.obj
         if obj in _BIN and len(call.args) == 2 and not call.kwargs:
@@ -182,7 +180,7 @@ def call_text(call, consts, callee_text=None):
                 f"_rt.build_dict({', '.join(a)})"
     if isinstance(fn, ir.Attr):
         return f"{a[0]}.{fn.name}"
-    kw = [f"{k}={_bare(operand_text(v, consts))}" for k, v in call.kwargs]
+    kw = [f"{k}={item_text(v, consts)}" for k, v in call.kwargs]
     if isinstance(fn, ir.Method):
         return f"{a[0]}.{fn.name}({', '.join(bare[1:] + kw)})"
     if callee_text is None:

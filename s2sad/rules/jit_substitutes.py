@@ -46,15 +46,9 @@ def bind(fn, namespace):
     """Rebind, in ``namespace`` (a derivative module's), the names through which the calls of
     ``fn`` (its IR) reach a callee of the table: a name bound to the callee itself, or the first
     name of a dotted callee text (``scipy`` of ``scipy.linalg.solve_triangular``), bound to a
-    stand-in module.  Returns the callees rebound (their texts)."""
+    stand-in module.  Returns the dotted texts rebound (what :func:`rebind` takes)."""
     _load()
-    tree = {}                       # root name -> {attr path...: version}
-    done = []
-    for name, value in list(namespace.items()):
-        v = version_of(value) if not isinstance(value, _types.ModuleType) else None
-        if v is not None:
-            namespace[name] = v
-            done.append(name)
+    paths = {}                      # dotted callee text -> its version
     for s in ir.walk(fn.body):
         call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) \
             else None
@@ -63,16 +57,12 @@ def bind(fn, namespace):
         v = version_of(call.fn.obj)
         text = call.fn.text or ""
         parts = text.split(".")
-        if v is None or len(parts) < 2 or not all(p.isidentifier() for p in parts):
+        if v is None or len(parts) < 2 or not all(p.isidentifier() for p in parts) or \
+                parts[0] not in namespace:
             continue
-        root = parts[0]
-        if root not in namespace:
-            continue
-        tree.setdefault(root, {})[tuple(parts[1:])] = v
-        done.append(text)
-    for root, leaves in tree.items():
-        namespace[root] = _stand_in(namespace[root], leaves)
-    return done
+        paths[text] = v
+    _apply(namespace, paths)
+    return list(paths)
 
 
 def rebind(namespace, texts):
@@ -80,11 +70,7 @@ def rebind(namespace, texts):
     derivative read from the disk cache): each text is followed from its root's value in
     ``namespace``; raises ValueError where it no longer reaches a callee of the table."""
     _load()
-    for name, value in list(namespace.items()):
-        v = version_of(value) if not isinstance(value, _types.ModuleType) else None
-        if v is not None:
-            namespace[name] = v
-    tree = {}
+    paths = {}
     for text in texts:
         parts = text.split(".")
         obj = namespace.get(parts[0])
@@ -93,6 +79,20 @@ def rebind(namespace, texts):
         v = version_of(obj)
         if v is None or len(parts) < 2:
             raise ValueError(f"{text} has no numba version now")
+        paths[text] = v
+    _apply(namespace, paths)
+
+
+def _apply(namespace, paths):
+    """Bind the versions: each name bound to a callee of the table, then each root of the dotted
+    ``paths`` ({text: version}) to a stand-in module."""
+    for name, value in list(namespace.items()):
+        v = version_of(value) if not isinstance(value, _types.ModuleType) else None
+        if v is not None:
+            namespace[name] = v
+    tree = {}                       # root name -> {attr path...: version}
+    for text, v in paths.items():
+        parts = text.split(".")
         tree.setdefault(parts[0], {})[tuple(parts[1:])] = v
     for root, leaves in tree.items():
         namespace[root] = _stand_in(namespace[root], leaves)
