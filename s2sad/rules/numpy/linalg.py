@@ -180,7 +180,9 @@ def _cholesky_symbolic(sl, gL, L):
     LAPACK reads one triangle of ``a``, which gets twice the off-diagonal part of (S + S^H) / 2:
     the lower triangle of S + S^H with its diagonal halved (see :func:`_symbolic_full`)."""
     trmm, trsm = sl.get_blas_funcs(("trmm", "trsm"), (L, gL))
-    X = _symbolic_full(trmm, trsm, np.asfortranarray(L, dtype=trmm.dtype), gL)
+    # gL's lower triangle only: an optimised trmm may multiply the zeros of L's other triangle
+    # by gL's upper triangle (0 * inf = nan, seen with OpenBLAS on an AMD core)
+    X = _symbolic_full(trmm, trsm, np.asfortranarray(L, dtype=trmm.dtype), triangle(gL))
     _keep_lower(X, 0.5)
     return X
 
@@ -250,42 +252,62 @@ def _keep_lower(x, diag=1.0):
 
 def _cholesky_lapack(sl, gL, L, upper):
     """The NumPy 2-D Cholesky adjoint (lower L; the conjugate transpose of the result with
-    upper=True): :func:`_cholesky_symbolic` for n < 96, else Murray's blocked reverse sweep
-    (2016, section 4.2, here with conjugate transposes for complex L), which walks the
-    diagonal blocks from the last, moves each block's cotangent onto the blocks left of it and
-    above it with products and one triangular solve, and runs the symbolic formula on each
-    diagonal block: about n^3 flops against 3 n^3 for the symbolic formula on the whole matrix.
-    Block size 64, 128 from n = 768.  Measured on one core (us, whole-matrix formula / blocked):
-    n = 65 157 / 236, 80 224 / 274, 96 335 / 323, 112 446 / 393, 128 663 / 499, 256 6616 / 1931
-    (blocks of 32, 48 or 96 were slower from 112 up)."""
+    upper=True): :func:`_cholesky_symbolic` for n < 64, else :func:`_cholesky_blocked`, Murray's
+    blocked reverse sweep (2016, section 4.2, here with conjugate transposes for complex L), which
+    walks the diagonal blocks from the last, moves each block's cotangent onto the blocks left of
+    it and above it with products, and runs the symbolic formula on each diagonal block: about
+    n^3 flops against 3 n^3 for the symbolic formula on the whole matrix."""
     n = L.shape[-1]
-    if n < 96:
+    r = _cholesky_blocked(sl, gL, L, _block_size(n)) if n >= 64 else None
+    if r is None:                               # (a block with a zero pivot: the solves' inf/nan)
         r = _cholesky_symbolic(sl, gL, L)
-    else:
-        r = _cholesky_blocked(sl, gL, L, 64 if n < 768 else 128)
     return _mH(r) if upper else r
 
 
+def _block_size(n):
+    """Block width of :func:`_cholesky_blocked`.  One core, us per adjoint (trsm-based sweep of
+    before, blocks of 64 / this sweep with blocks of 32, 48, 64), the 2-core dev machine: n = 64
+    86 / 75, 85, 89; 128 246 / 204, 202, 227; 256 967 / 790, 800, 826; 512 5087 / 4827, 4864,
+    4840 (96: 4728)."""
+    return 32 if n < 384 else 64 if n < 768 else 128
+
+
 def _cholesky_blocked(sl, gL, L, nb):
-    """Murray's sweep.  Only the lower block triangle of the working matrix ``A`` is read; a
-    diagonal block's upper triangle is never read (the symbolic formula reads the lower triangle
-    of its cotangent), so the block updates skip their triangle selects, each diagonal block
-    takes the whole S + S^H of its symbolic formula (also used for the update of the blocks left
-    of it), and one select at the end keeps the lower triangle and halves the diagonal."""
+    """Murray's sweep, every triangular solve replaced by a product with the inverse of a diagonal
+    block (trtri, then matrix products): on BLAS libraries whose small triangular routines are
+    slow next to their products (seen on one Intel Xeon host: a 64 x 64 trmm and two trsm 116
+    us, a 128 x 128 product 82), this is the difference between ~1.5 and ~3 factorisations.
+    The inverse of a triangular block is as accurate as the solves here: the adjoint is already
+    conditioned by cond(L)^2 (tests/rules/test_linalg_lapack_paths.py compares both with an
+    extended-precision reference on ill-conditioned kernels).
+
+    Only the lower block triangle of the working matrix ``A`` is read; a diagonal block's upper
+    triangle is never read (each block's cotangent is cut to its lower triangle before its
+    product, so an inf or nan above its diagonal reaches nothing), each diagonal block takes the
+    whole S + S^H of its symbolic formula (also used for the update of the blocks left of it),
+    and one select at the end keeps the lower triangle and halves the diagonal.  None when a
+    diagonal block is singular (trtri's info > 0)."""
     n = L.shape[-1]
     A = np.array(gL, dtype=np.result_type(gL, L), order="C")   # Lbar, becoming the adjoint
-    trmm, trsm = sl.get_blas_funcs(("trmm", "trsm"), (L, A))
+    trtri, = sl.get_lapack_funcs(("trtri",), (A,))
+    dt = np.dtype(trtri.dtype)
     for k in range(n, 0, -nb):
         j = max(0, k - nb)
         R, B, C = L[j:k, :j], L[k:, :j], L[k:, j:k]
-        Df = np.asfortranarray(L[j:k, j:k], dtype=trsm.dtype)     # one copy for all its solves
+        D = triangle(L[j:k, j:k]).astype(dt, copy=False)          # zeros above the diagonal
+        Di, info = trtri(D, lower=1)
+        if info:
+            return None
         Rb, Db, Bb, Cb = A[j:k, :j], A[j:k, j:k], A[k:, :j], A[k:, j:k]
         if k < n:
-            Cb[...] = trsm(1.0, Df, Cb, side=1, lower=1)          # Cbar D^-1
+            Cb[...] = Cb @ Di                                     # Cbar D^-1
             if j:
                 Bb -= Cb @ R
-            Db -= _mH(Cb) @ C                   # (its upper triangle is never read)
-        X = _symbolic_full(trmm, trsm, Df, Db)
+            Db -= _mH(Cb) @ C
+        P = _mH(D) @ triangle(Db)                                 # D^H Dbar
+        _keep_lower(P, 0.5)                                       # Phi
+        X = _mH(Di) @ (P @ Di)                                    # S = D^-H Phi D^-1
+        X += _mH(X)                                               # (NumPy buffers the overlap)
         Db[...] = X
         if j:
             Rb -= X @ R
