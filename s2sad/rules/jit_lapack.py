@@ -17,7 +17,8 @@ from numba.core import types
 from numba.extending import register_jitable
 
 _ROUTINES = {"trmm": ("scipy.linalg.cython_blas", 11),
-             "trsm": ("scipy.linalg.cython_blas", 11)}
+             "trsm": ("scipy.linalg.cython_blas", 11),
+             "trtri": ("scipy.linalg.cython_lapack", 6)}
 
 
 def _register(char):
@@ -40,7 +41,7 @@ _TABLE = {char: _register(char) for char in "ds"}
 
 
 def routines(char):
-    """{"trmm": ..., "trsm": ...} of type ``char`` ('d' float64, 's' float32) as numba external
+    """{"trmm": ..., "trsm": ..., "trtri": ...} of type ``char`` ('d' float64, 's' float32) as numba external
     functions taking pointers, or None without SciPy's Cython exports."""
     return _TABLE.get(char)
 
@@ -92,52 +93,61 @@ def cholesky_adjoint(char):
 
 @functools.lru_cache(maxsize=None)
 def cholesky_adjoint_blocked(char):
-    """A jitable ``f(gL, L)`` with :func:`cholesky_adjoint`'s result: that formula for n < 96 (as
-    ``rules.numpy.linalg._cholesky_lapack``; compiled, n = 65: 105 us against 150 blocked), else
-    ``rules.numpy.linalg._cholesky_blocked``'s sweep (blocks of 64, 128 from n = 768), for
-    C-contiguous real (n, n) arrays of type ``char``.  None without SciPy's exports."""
+    """A jitable ``f(gL, L)`` with :func:`cholesky_adjoint`'s result: that formula for n < 64 (as
+    ``rules.numpy.linalg._cholesky_lapack``), else ``rules.numpy.linalg._cholesky_blocked``'s
+    sweep (blocks of 32, 64 from n = 384, 128 from 768; each diagonal block inverted by trtri,
+    then products), for C-contiguous real (n, n) arrays of type ``char``.  A singular diagonal
+    block (trtri's info > 0) takes the whole-matrix formula.  None without SciPy's exports."""
     sym = cholesky_adjoint(char)
     if sym is None:
         return None
-    trsm = routines(char)["trsm"]
+    trtri = routines(char)["trtri"]
 
     @register_jitable
     def f(gL, L):
         n = L.shape[0]
-        if n < 96:
+        if n < 64:
             return sym(gL, L)
-        nb = 64 if n < 768 else 128
+        nb = 32 if n < 384 else 64 if n < 768 else 128
         A = gL.copy()                            # Lbar, becoming the adjoint
-        c = np.empty(3, np.uint8)                # side L, uplo U, transa/diag N
-        c[0], c[1], c[2] = ord("L"), ord("U"), ord("N")
-        ints = np.empty(2, np.int32)
-        one = np.ones(1, L.dtype)
+        c = np.empty(2, np.uint8)                # Fortran sees D^T: uplo U, diag N
+        c[0], c[1] = ord("U"), ord("N")
+        ints = np.empty(2, np.int32)             # order, info
         k = n
         while k > 0:
             j = max(0, k - nb)
-            D = np.ascontiguousarray(L[j:k, j:k])
-            Cb = np.zeros((0, k - j), L.dtype)
+            m = k - j
+            D = np.tril(L[j:k, j:k])             # zeros above the diagonal (C order)
+            Di = D.copy()
+            ints[0] = m
+            trtri(c[0:].ctypes, c[1:].ctypes, ints[0:].ctypes, Di.ctypes, ints[0:].ctypes,
+                  ints[1:].ctypes)               # (D^T)^-1 in Fortran order: D^-1 in C order
+            if ints[1] != 0:
+                return sym(gL, L)
+            Cb = np.zeros((0, m), L.dtype)
             if k < n:
                 C = np.ascontiguousarray(L[k:, j:k])
-                Cb = np.ascontiguousarray(A[k:, j:k])
-                # Cbar D^-1: Fortran sees Cbar^T and D^T (upper): Cbar^T := D^-T Cbar^T
-                ints[0], ints[1] = k - j, n - k
-                trsm(c[0:].ctypes, c[1:].ctypes, c[2:].ctypes, c[2:].ctypes, ints[0:].ctypes,
-                     ints[1:].ctypes, one.ctypes, D.ctypes, ints[0:].ctypes, Cb.ctypes,
-                     ints[0:].ctypes)
+                Cb = np.ascontiguousarray(A[k:, j:k]) @ Di          # Cbar D^-1
                 A[k:, j:k] = Cb
                 if j > 0:
                     A[k:, :j] -= Cb @ np.ascontiguousarray(L[j:k, :j])
-                A[j:k, j:k] -= Cb.T @ C        # (its upper triangle is never read)
-            d = sym(np.ascontiguousarray(A[j:k, j:k]), D)
-            A[j:k, j:k] = d
+                A[j:k, j:k] -= Cb.T @ C
+            P = D.T @ np.tril(A[j:k, j:k])      # D^T Dbar, then Phi
+            for i in range(m):
+                for t in range(i + 1, m):
+                    P[i, t] = 0.0
+                P[i, i] *= 0.5
+            X = Di.T @ (P @ Di)                 # S = D^-T Phi D^-1
+            S2 = X + X.T
+            for i in range(m):
+                for t in range(i):
+                    A[j + i, j + t] = S2[i, t]
+                A[j + i, j + i] = 0.5 * S2[i, i]
             if j > 0:
-                R = np.ascontiguousarray(L[j:k, :j])
-                upd = (d + d.T) @ R
+                upd = S2 @ np.ascontiguousarray(L[j:k, :j])
                 if k < n:
                     upd += np.ascontiguousarray(Cb.T) @ np.ascontiguousarray(L[k:, :j])
                 A[j:k, :j] -= upd
             k -= nb
         return np.tril(A)
     return f
-

@@ -1,4 +1,4 @@
-"""jit=True: the real Cholesky adjoint by SciPy's trmm and trsm called from numba
+"""jit=True: the real Cholesky adjoint by SciPy's trmm, trsm and trtri called from numba
 (rules/jit_lapack.py), against the Python helper (rules/numpy/linalg.cholesky, itself
 checked against dense inverses in tests/rules/test_linalg_lapack_paths.py) and end to end."""
 import math
@@ -28,7 +28,7 @@ def _spd(rng, n, dtype):
 def test_compiled_cholesky_adjoint_matches_python(char, dtype, tol, blocked):
     f = (jit_lapack.cholesky_adjoint_blocked if blocked else jit_lapack.cholesky_adjoint)(char)
     run = numba.njit(lambda g, L: f(g, L))
-    for n in (1, 2, 9, 64, 65, 130, 200):
+    for n in (1, 2, 9, 63, 64, 65, 130, 200, 400):
         rng = np.random.default_rng(n)
         a = _spd(rng, n, dtype)
         L = np.linalg.cholesky(a)
