@@ -95,9 +95,10 @@ def cholesky_adjoint(char):
 def cholesky_adjoint_blocked(char):
     """A jitable ``f(gL, L)`` with :func:`cholesky_adjoint`'s result: that formula for n < 64 (as
     ``rules.numpy.linalg._cholesky_lapack``), else ``rules.numpy.linalg._cholesky_blocked``'s
-    sweep (blocks of 32, 64 from n = 384, 128 from 768; each diagonal block inverted by trtri,
-    then products), for C-contiguous real (n, n) arrays of type ``char``.  A singular diagonal
-    block (trtri's info > 0) takes the whole-matrix formula.  None without SciPy's exports."""
+    sweep (blocks of 32, 48 from n = 112, 64 from 384, 128 from 768; each diagonal block
+    inverted by trtri, then products), for C-contiguous real (n, n) arrays of type ``char``.  A
+    singular diagonal block (trtri's info > 0) takes the whole-matrix formula.  None without
+    SciPy's exports."""
     sym = cholesky_adjoint(char)
     if sym is None:
         return None
@@ -108,7 +109,7 @@ def cholesky_adjoint_blocked(char):
         n = L.shape[0]
         if n < 64:
             return sym(gL, L)
-        nb = 32 if n < 384 else 64 if n < 768 else 128
+        nb = 32 if n < 112 else 48 if n < 384 else 64 if n < 768 else 128
         A = gL.copy()                            # Lbar, becoming the adjoint
         c = np.empty(2, np.uint8)                # Fortran sees D^T: uplo U, diag N
         c[0], c[1] = ord("U"), ord("N")

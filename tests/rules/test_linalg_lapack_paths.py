@@ -39,13 +39,13 @@ def _cholesky_reference(gL, L, upper):
     return np.conj(r.T) if upper else r
 
 
-@pytest.mark.parametrize("n", [1, 2, 7, 63, 64, 65, 97, 200, 383, 384, 600])
+@pytest.mark.parametrize("n", [1, 2, 7, 63, 64, 65, 97, 112, 200, 383, 384, 600])
 @pytest.mark.parametrize("dtype", ["float64", "complex128"])
 @pytest.mark.parametrize("upper", [False, True])
 def test_cholesky_adjoint_matches_dense_formula(n, dtype, upper):
     """n < 64: the symbolic formula; from 64: the blocked sweep with inverted diagonal blocks
-    (blocks of 32, 64 from n = 384: 65 leaves a block of 1, 97 one of 1, 200 one of 8, 600 one
-    of 24), whose diagonal blocks use the symbolic formula."""
+    (blocks of 32, 48 from n = 112, 64 from 384: 65 leaves a block of 1, 97 one of 1, 200 one of
+    8, 600 one of 24), whose diagonal blocks use the symbolic formula."""
     rng = np.random.default_rng(n)
     a = _spd(rng, n, dtype)
     ans = np.linalg.cholesky(a, upper=upper)

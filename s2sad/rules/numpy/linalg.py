@@ -265,21 +265,22 @@ def _cholesky_lapack(sl, gL, L, upper):
 
 
 def _block_size(n):
-    """Block width of :func:`_cholesky_blocked`.  One core, us per adjoint (trsm-based sweep of
-    before, blocks of 64 / this sweep with blocks of 32, 48, 64), the 2-core dev machine: n = 64
-    86 / 75, 85, 89; 128 246 / 204, 202, 227; 256 967 / 790, 800, 826; 512 5087 / 4827, 4864,
-    4840 (96: 4728)."""
-    return 32 if n < 384 else 64 if n < 768 else 128
+    """Block width of :func:`_cholesky_blocked`.  One core, us per adjoint at n = 64 / 128 / 256
+    (trsm sweep of before with blocks of 64; this sweep with blocks of 32, 48, 64): the H200
+    host's Xeon 187 / 535 / 2384; 147, 159, 143 / 442, 378, 396 / 2228, 2113, 2179; an AMD EPYC
+    dev machine 86 / 246 / 967; 75, 85, 89 / 204, 202, 227 / 790, 800, 826; at 512 (EPYC) 5087;
+    4827, 4864, 4840 (96: 4728)."""
+    return 32 if n < 112 else 48 if n < 384 else 64 if n < 768 else 128
 
 
 def _cholesky_blocked(sl, gL, L, nb):
     """Murray's sweep, every triangular solve replaced by a product with the inverse of a diagonal
     block (trtri, then matrix products): on BLAS libraries whose small triangular routines are
     slow next to their products (seen on one Intel Xeon host: a 64 x 64 trmm and two trsm 116
-    us, a 128 x 128 product 82), this is the difference between ~1.5 and ~3 factorisations.
-    The inverse of a triangular block is as accurate as the solves here: the adjoint is already
-    conditioned by cond(L)^2 (tests/rules/test_linalg_lapack_paths.py compares both with an
-    extended-precision reference on ill-conditioned kernels).
+    us, a 128 x 128 product 82), this is the difference between ~2 and ~3 factorisations.  The
+    inverted blocks cost no accuracy next to the solves of before (the blocks' updates cost the
+    digits the whole-matrix formula keeps; tests/rules/test_linalg_lapack_paths.py measures both
+    against an extended-precision reference on ill-conditioned kernels).
 
     Only the lower block triangle of the working matrix ``A`` is read; a diagonal block's upper
     triangle is never read (each block's cotangent is cut to its lower triangle before its
@@ -291,28 +292,27 @@ def _cholesky_blocked(sl, gL, L, nb):
     A = np.array(gL, dtype=np.result_type(gL, L), order="C")   # Lbar, becoming the adjoint
     trtri, = sl.get_lapack_funcs(("trtri",), (A,))
     dt = np.dtype(trtri.dtype)
+    H = (lambda x: x.T) if dt.kind != "c" else _mH
     for k in range(n, 0, -nb):
         j = max(0, k - nb)
-        R, B, C = L[j:k, :j], L[k:, :j], L[k:, j:k]
         D = triangle(L[j:k, j:k]).astype(dt, copy=False)          # zeros above the diagonal
         Di, info = trtri(D, lower=1)
         if info:
             return None
-        Rb, Db, Bb, Cb = A[j:k, :j], A[j:k, j:k], A[k:, :j], A[k:, j:k]
+        Db = A[j:k, j:k]
         if k < n:
+            Cb = A[k:, j:k]
             Cb[...] = Cb @ Di                                     # Cbar D^-1
             if j:
-                Bb -= Cb @ R
-            Db -= _mH(Cb) @ C
-        P = _mH(D) @ triangle(Db)                                 # D^H Dbar
+                A[k:, :j] -= Cb @ L[j:k, :j]                      # Bbar -= Cbar R
+            Db -= H(Cb) @ L[k:, j:k]
+        P = H(D) @ triangle(Db)                                   # D^H Dbar
         _keep_lower(P, 0.5)                                       # Phi
-        X = _mH(Di) @ (P @ Di)                                    # S = D^-H Phi D^-1
-        X += _mH(X)                                               # (NumPy buffers the overlap)
+        X = H(Di) @ (P @ Di)                                      # S = D^-H Phi D^-1
+        X += H(X)                                                 # (NumPy buffers the overlap)
         Db[...] = X
-        if j:
-            Rb -= X @ R
-            if k < n:
-                Rb -= _mH(Cb) @ B
+        if j:                                                     # Rbar -= X R (+ Cbar^H B)
+            A[j:k, :j] -= X @ L[j:k, :j] + H(Cb) @ L[k:, :j] if k < n else X @ L[j:k, :j]
     return _keep_lower(A, 0.5)
 
 
