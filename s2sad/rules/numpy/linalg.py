@@ -282,21 +282,26 @@ def _cholesky_blocked(sl, gL, L, nb):
     digits the whole-matrix formula keeps; tests/rules/test_linalg_lapack_paths.py measures both
     against an extended-precision reference on ill-conditioned kernels).
 
-    Only the lower block triangle of the working matrix ``A`` is read; a diagonal block's upper
-    triangle is never read (each block's cotangent is cut to its lower triangle before its
-    product, so an inf or nan above its diagonal reaches nothing), each diagonal block takes the
-    whole S + S^H of its symbolic formula (also used for the update of the blocks left of it),
-    and one select at the end keeps the lower triangle and halves the diagonal.  None when a
-    diagonal block is singular (trtri's info > 0)."""
+    The working matrix ``A`` starts as the lower triangle of the cotangent (an inf or nan above
+    the diagonal reaches nothing); each diagonal block takes the whole S + S^H of its symbolic
+    formula (also used for the update of the blocks left of it), and one select at the end keeps
+    the lower triangle and halves the diagonal.  None when a diagonal block is singular (trtri's
+    info > 0)."""
     n = L.shape[-1]
-    A = np.array(gL, dtype=np.result_type(gL, L), order="C")   # Lbar, becoming the adjoint
-    trtri, = sl.get_lapack_funcs(("trtri",), (A,))
+    dt = np.result_type(gL, L)
+    trtri, = sl.get_lapack_funcs(("trtri",), (np.empty(0, dt),))
     dt = np.dtype(trtri.dtype)
+    # Lbar, becoming the adjoint: its lower triangle (the upper one multiplies the constant zeros
+    # of L, and a product would turn an inf there into nan); then the updates of the diagonal
+    # blocks leave finite values above their diagonals, which the products ignore (they meet
+    # the zeros of L's blocks) and Phi and the last select drop
+    A = triangle(gL).astype(dt, copy=False)
+    L = triangle(L).astype(dt, copy=False)      # (zeros above the diagonal, whoever made L)
     H = (lambda x: x.T) if dt.kind != "c" else _mH
     for k in range(n, 0, -nb):
         j = max(0, k - nb)
-        D = triangle(L[j:k, j:k]).astype(dt, copy=False)          # zeros above the diagonal
-        Di, info = trtri(D, lower=1)
+        D = L[j:k, j:k]
+        Di, info = trtri(D, lower=1)                              # (a copy: D stays)
         if info:
             return None
         Db = A[j:k, j:k]
@@ -306,13 +311,12 @@ def _cholesky_blocked(sl, gL, L, nb):
             if j:
                 A[k:, :j] -= Cb @ L[j:k, :j]                      # Bbar -= Cbar R
             Db -= H(Cb) @ L[k:, j:k]
-        P = H(D) @ triangle(Db)                                   # D^H Dbar
+        P = H(D) @ Db                                             # D^H Dbar
         _keep_lower(P, 0.5)                                       # Phi
         X = H(Di) @ (P @ Di)                                      # S = D^-H Phi D^-1
-        X += H(X)                                                 # (NumPy buffers the overlap)
-        Db[...] = X
+        np.add(X, H(X), out=Db)                                   # S + S^H
         if j:                                                     # Rbar -= X R (+ Cbar^H B)
-            A[j:k, :j] -= X @ L[j:k, :j] + H(Cb) @ L[k:, :j] if k < n else X @ L[j:k, :j]
+            A[j:k, :j] -= Db @ L[j:k, :j] + H(Cb) @ L[k:, :j] if k < n else Db @ L[j:k, :j]
     return _keep_lower(A, 0.5)
 
 
