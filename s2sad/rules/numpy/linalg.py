@@ -312,7 +312,9 @@ def _cholesky_blocked(sl, gL, L, nb):
                 A[k:, :j] -= Cb @ L[j:k, :j]                      # Bbar -= Cbar R
             Db -= H(Cb) @ L[k:, j:k]
         P = H(D) @ Db                                             # D^H Dbar
-        _keep_lower(P, 0.5)                                       # Phi
+        # Phi: one product with cached weights, no select (an inf or nan above P's diagonal
+        # comes from Dbar's lower triangle, which puts one below it too)
+        np.multiply(P, _weights_cached(k - j, True, 0.5, dt), out=P)
         X = H(Di) @ (P @ Di)                                      # S = D^-H Phi D^-1
         np.add(X, H(X), out=Db)                                   # S + S^H
         if j:                                                     # Rbar -= X R (+ Cbar^H B)
