@@ -262,10 +262,13 @@ def gp_lml(x, y, s):
             - 0.5 * len(x) * math.log(2 * math.pi))
 
 
-def test_gp_lml_end_to_end():
+@pytest.mark.parametrize("n", [16, 70, 130])
+def test_gp_lml_end_to_end(n):
+    """Against finite differences: the symbolic formula (16), the blocked sweep with blocks of
+    32 (70: 32, 32, 6) and of 48 (130: 48, 48, 34)."""
     rng = np.random.default_rng(0)
-    x = np.sort(rng.uniform(-3, 3, 16))
-    y = rng.standard_normal(16)
+    x = np.sort(rng.uniform(-3, 3, n))
+    y = rng.standard_normal(n)
     check_grads(gp_lml, (x, y, 0.7), rtol=1e-5)
 
 
