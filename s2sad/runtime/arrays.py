@@ -69,11 +69,15 @@ def cj(x):
 def real_like(g, x):
     """Drop the imaginary part of ``g`` when ``x`` is real (gradients of real inputs are real)."""
     if type(x) is float:
-        if type(g) is complex:
-            return g.real
-        if type(g) is float:
+        tg = type(g)
+        if tg is float:
             return g
-        return g
+        if tg is complex:
+            return g.real
+        # (a NumPy complex number or array: the sum of a complex adjoint over a real number's
+        # broadcast, ``x + c`` with a complex array c; its real part is the gradient)
+        dt = getattr(g, "dtype", None)
+        return g.real if dt is not None and dt.kind == "c" else g
     dt = getattr(g, "dtype", None)
     if dt is not None and dt.kind == "c":
         xdt = getattr(x, "dtype", None)
@@ -101,7 +105,13 @@ def unbroadcast(g, x):
             return g
         if type(g) is complex:
             return g.real
-        s = g.sum() if hasattr(g, "sum") else g
+        if type(g) is _NDARRAY and g.size and not any(g.strides) and g.dtype.kind in "fc":
+            # one value repeated (a full reduction's adjoint, stride 0): its sum is value * count
+            # (the correctly rounded sum; a pass over the elements would add the same value
+            # g.size times)
+            s = g.reshape(-1)[0] * g.size
+        else:
+            s = g.sum() if hasattr(g, "sum") else g
         return real_like(s, x)
     if (tx is list or tx is tuple) and type(g) in (list, tuple) and len(g) != len(x):
         _refuse_sequence_arithmetic()
