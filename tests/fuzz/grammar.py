@@ -33,7 +33,7 @@ THRESH = ("0.0", "0.3", "-0.4", "0.8")
 
 # every tag the grammar can emit (for --exclude and the breakdown)
 TAGS = frozenset("""
-np_ufunc math abs minmax ternary reduce_array float_conv tolist item
+np_ufunc math abs minmax ternary reduce_array float_conv tolist item complex
 zip enumerate map map2 filter reversed iter next sorted sorted_key minmax_key itemgetter dict_view
 dict_get genexpr listcomp dictcomp starmap reduce accumulate iter_var iter_reuse
 dict_ctor dict_copy list_slice list_concat np_array_of_list deepcopy
@@ -417,6 +417,7 @@ class Gen:
             (2, "r_", lambda: self.r_scalar(sc, e)),
             (1, "c_", lambda: self.c_scalar(sc, e)),
             (1, "float_conv", lambda: f"float({self.S(sc, e)})"),
+            (1, "complex", lambda: self.complex_scalar(sc, e)),
         ]
         if objs:
             opts.append((1, "method", lambda: self.method_call(sc, e, ch.elem(objs))))
@@ -425,6 +426,18 @@ class Gen:
         if anylists:
             opts.append((1, None, lambda: f"sum({ch.elem(anylists)})"))
         return self.choose(opts)
+
+    def complex_scalar(self, sc, d):
+        """A real number computed through complex values: Python complex arithmetic, a real
+        scalar broadcast against a complex array, a real array turned complex."""
+        ch = self.ch
+        return ch.elem([
+            lambda: f"abs({self.S(sc, d)} + {self.S(sc, d)} * 1j)",
+            lambda: f"float(np.sum(np.abs({self.S(sc, d)} + np.array([1 + 2j, -0.5j, 3.0])) ** 2))",
+            lambda: f"float(np.real(np.sum(np.exp(0.5j * {self.A(sc, d)}))))",
+            lambda: f"float(np.sum(({self.A(sc, d)} * (0.5 - 1j)).imag ** 2))",
+            lambda: f"(({self.S(sc, d)} + 2j) * ({self.S(sc, d)} - 1j)).real",
+        ])()
 
     def ufunc1(self, s):
         ch = self.ch

@@ -228,6 +228,10 @@ def _mode(mode, f, path, x, y, vx, vy, w, value, fd1, fd2):
                 if gx.shape != x.shape or gy.shape != ():
                     return ModeResult("wrong", f"gradient shapes {gx.shape}, {gy.shape}",
                                       "wrong shape")
+                if np.iscomplexobj(gx) or np.iscomplexobj(gy):
+                    # (float() below would drop an imaginary part: x and y are real)
+                    return ModeResult("wrong", f"complex gradient of real inputs: {gx!r}, {gy!r}",
+                                      "complex gradient")
                 ad = float(np.dot(gx, vx) + gy * vy)
                 want, want2 = w * fd1, w * fd2
                 numbers = np.concatenate([gx.ravel(), gy.ravel()]).astype(float)
@@ -237,6 +241,9 @@ def _mode(mode, f, path, x, y, vx, vy, w, value, fd1, fd2):
                 t = _as_float(t, ())
                 if t.shape != ():
                     return ModeResult("wrong", f"tangent shape {t.shape}", "wrong shape")
+                if np.iscomplexobj(t):
+                    return ModeResult("wrong", f"complex tangent of a real output: {t!r}",
+                                      "complex tangent")
                 ad = float(t)
                 want, want2 = fd1, fd2
                 numbers = np.array([ad])
