@@ -37,6 +37,11 @@ def materialize(g, x):
         return {k: materialize(g.get(k), v) for k, v in x.items()}
     if hasattr(x, "shape") and getattr(g, "shape", None) != x.shape:
         g = unbroadcast(g, x)
+    if (tx is float or (dt is not None and dt.kind == "f")) and \
+            (type(g) is complex or getattr(getattr(g, "dtype", None), "kind", "") == "c"):
+        # a real input's gradient is real: the real part of a complex adjoint (the rules keep
+        # to this where they sum onto a real value; this is the last guard before the user)
+        g = g.real
     if type(g) is _NDARRAY and not _owned(g):
         return g.copy()
     if type(g).__module__.startswith("cupy") and g.size > 1 and 0 in g.strides:

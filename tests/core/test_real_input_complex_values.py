@@ -60,3 +60,16 @@ def test_unbroadcast_of_one_repeated_value_to_a_number():
     vc = adj.broadcast(np.complex128(0.1 + 1j), np.ones(50_000, complex))
     got = rt.unbroadcast(vc, 2.0)
     assert np.isrealobj(got) and got == pytest.approx(5000.0)
+
+
+def test_materialize_keeps_real_inputs_real():
+    """The last guard before the user: a complex adjoint for a real input is its real part."""
+    from s2sad.runtime.values import materialize
+    assert materialize(np.complex128(1 + 2j), 0.3) == 1.0
+    assert type(materialize(1 + 2j, 0.3)) is float
+    g = materialize(np.array([1 + 2j, 3 - 1j]), np.zeros(2))
+    assert np.isrealobj(g) and g.tolist() == [1.0, 3.0]
+    g32 = materialize(np.array([1 + 2j], np.complex64), np.zeros(1, np.float32))
+    assert np.isrealobj(g32)
+    assert materialize(np.complex128(1 + 2j), 0.3 + 0j) == 1 + 2j          # complex input
+    assert materialize(np.array([1 + 2j]), np.zeros(1, complex))[0] == 1 + 2j
