@@ -1,5 +1,6 @@
 """The LAPACK-level NumPy paths of the Cholesky and triangular-solve adjoints (issue 12, gp_lml):
-``cholesky``'s adjoint by trmm and two trsm (Murray's blocked sweep from n = 96),
+``cholesky``'s adjoint by trmm and two trsm below n = 64, from there Murray's blocked sweep on
+trtri-inverted diagonal blocks and products,
 ``solve_triangular``'s by trtrs without SciPy's checks (a C-ordered real matrix passed as its
 transpose) and a selected triangle, and the matrix ``diagonal`` / 1-D ``a @ b`` shortcuts.  Each
 against the general formula it replaces (dense inverses), in float64, float32 and complex, lower
