@@ -123,6 +123,8 @@ def unbroadcast(g, x):
         if hasattr(g, "shape") and g.shape != ():
             return g.sum()
         return g
+    if type(g) is complex and xdt is not None and xdt.kind != "c":
+        g = g.real                          # (a real input's adjoint is real)
     gshape = getattr(g, "shape", ())
     if gshape != shape:
         if not gshape and not hasattr(g, "shape"):
@@ -397,7 +399,8 @@ def real_adjoint(g, x):
 def imag_adjoint(g, x):
     dt = getattr(x, "dtype", None)
     if dt is not None and dt.kind == "c":
-        return (1j * g).astype(dt) if hasattr(g, "astype") else 1j * g
+        r = 1j * g          # (a Python complex where g is a NumPy float scalar: a float subclass)
+        return r.astype(dt) if hasattr(r, "astype") else dt.type(r)
     if isinstance(x, complex):
         return 1j * g
     return 0.0 * g

@@ -73,3 +73,27 @@ def test_materialize_keeps_real_inputs_real():
     assert np.isrealobj(g32)
     assert materialize(np.complex128(1 + 2j), 0.3 + 0j) == 1 + 2j          # complex input
     assert materialize(np.array([1 + 2j]), np.zeros(1, complex))[0] == 1 + 2j
+
+
+def imag_of_scaled_element(x):
+    return (x[2] * (1 + 1j)).imag
+
+
+def real_of_scaled_element(x):
+    return (x[2] * (1 + 1j)).real
+
+
+def imag_of_built_complex(x):
+    return (complex(x[0], 1.0) * x[1]).imag
+
+
+@pytest.mark.parametrize("f", [imag_of_scaled_element, real_of_scaled_element,
+                               imag_of_built_complex])
+def test_numpy_float_element_times_a_complex_number(f):
+    """``x[2]`` is a NumPy float (a subclass of float): its product with a Python complex is a
+    Python complex, whose adjoint reached ``unbroadcast`` (asarray of a complex in float64) and
+    ``imag_adjoint`` (``.astype`` on a Python complex) and crashed inside s2sad."""
+    x = np.random.default_rng(1).standard_normal(6)
+    g = s2sad.grad(f)(x)
+    assert np.isrealobj(g)
+    check_grads(f, (x,), modes=("rev", "fwd"))

@@ -437,6 +437,7 @@ class Gen:
             lambda: f"float(np.real(np.sum(np.exp(0.5j * {self.A(sc, d)}))))",
             lambda: f"float(np.sum(({self.A(sc, d)} * (0.5 - 1j)).imag ** 2))",
             lambda: f"(({self.S(sc, d)} + 2j) * ({self.S(sc, d)} - 1j)).real",
+            lambda: f"({self.S(sc, d)} * (0.5 + 1j)).{self.ch.elem(['real', 'imag'])}",
         ])()
 
     def ufunc1(self, s):
