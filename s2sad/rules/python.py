@@ -568,8 +568,8 @@ _r.IN_PLACE_RULES[(list, "reverse")] = list_reverse
 
 
 def merge_dicts_adjoint(g, ds):
-    """Adjoint of ``f(**a, **b)``'s merged keywords: each key's adjoint goes to the last dict that
-    gave it (a later dict overrides an earlier one, as in Python)."""
+    """Adjoint of ``{**a, **b}`` and of ``f(**a, **b)``'s merged keywords: each key's adjoint goes
+    to the last dict that gave it (a later dict overrides an earlier one, as in Python)."""
     if _r.is_zero(g):
         return (0.0,) * len(ds)
     last = {}
@@ -590,5 +590,9 @@ def merge_dicts_tangent(t, ds):
 
 
 defrule(_r.merge_dicts, "*ds", vjp={"ds": "_pr.merge_dicts_adjoint(g, ds)"},
+        jvp={"ds": "_pr.merge_dicts_tangent(t, ds)"}, kind="container", ns=PR,
+        name="dict display with **")
+# (no key repeats here: merge_kwargs raises on one, so the same adjoints serve)
+defrule(_r.merge_kwargs, "*ds", vjp={"ds": "_pr.merge_dicts_adjoint(g, ds)"},
         jvp={"ds": "_pr.merge_dicts_tangent(t, ds)"}, kind="container", ns=PR,
         name="keyword arguments (**)")

@@ -107,9 +107,28 @@ def star_args_adjoint(g, segments):
 
 
 def merge_dicts(*ds):
+    """``{**a, **b}`` (and the keywords of ``f(**a, **b)``): a new dict, a later part's value
+    winning over an earlier one's.  Each part must be a mapping, as Python requires of ``**``
+    (``dict.update`` would also take a sequence of pairs)."""
     out = {}
     for d in ds:
+        if not hasattr(d, "keys"):
+            raise TypeError(f"'{type(d).__name__}' object is not a mapping")
         out.update(d)
+    return out
+
+
+def merge_kwargs(*ds):
+    """The keywords of ``f(k=v, **a, **b)``, merged: as :func:`merge_dicts`, but a keyword given
+    twice is Python's TypeError, not a later value winning."""
+    out = {}
+    for d in ds:
+        if not hasattr(d, "keys"):
+            raise TypeError(f"argument after ** must be a mapping, not {type(d).__name__}")
+        for k in d.keys():
+            if k in out:
+                raise TypeError(f"got multiple values for keyword argument '{k}'")
+            out[k] = d[k]
     return out
 
 

@@ -143,7 +143,8 @@ class CallLowering:
         elif len(parts) == 1:
             kw = parts[0]
         else:
-            kw = self._call(ir.Call(ir.Static(runtime.merge_dicts, "_rt.merge_dicts"), parts), None, o)
+            kw = self._call(ir.Call(ir.Static(runtime.merge_kwargs, "_rt.merge_kwargs"), parts),
+                            None, o)
         return ir.Call(ir.Static(runtime.apply, "_rt.apply"), [callee, args, kw])
 
     def map_call(self, node, o, target=None):

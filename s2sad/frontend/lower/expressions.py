@@ -99,7 +99,7 @@ class ExpressionLowering:
             return self._call(ir.Call(ir.Static(build, build.__name__), items), target, o)
         if isinstance(node, gast.Dict):
             if any(k is None for k in node.keys):
-                self.unsupported(node, "`**` in a dict display")
+                return self._dict_unpack(node, target, o)
             keys = [self.expr(k) for k in node.keys]
             vals = [self.expr(v) for v in node.values]
             if all(isinstance(k, ir.Const) and k.text is None for k in keys):
@@ -135,6 +135,35 @@ class ExpressionLowering:
             self.expr(node.value, target=name)
             return self._finish(name, target, o) if target and target != name else name
         self.unsupported(node)
+
+    def _dict_unpack(self, node, target, o):
+        """``{**a, k: v, **b}`` -> ``merge_dicts(a, {k: v}, b)``: runs of ``k: v`` pairs become dict
+        displays, the mappings are taken as they are, and the merge keeps each key's last value
+        (Python's rule), so a key's adjoint goes back to the part that gave it.  Keys and values
+        are evaluated left to right, as Python does."""
+        parts, run = [], []
+
+        def flush():
+            if run:
+                keys = [k for k, _ in run]
+                vals = [v for _, v in run]
+                if all(isinstance(k, ir.Const) and k.text is None for k in keys):
+                    keyop = ir.Const(tuple(k.value for k in keys))
+                else:
+                    keyop = self._pack(keys, o)
+                parts.append(self._call(ir.Call(ir.Static(runtime.build_dict, "build_dict"),
+                                                [keyop] + vals), None, o))
+                run.clear()
+
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                flush()
+                parts.append(self.expr(v))
+            else:
+                run.append((self.expr(k), self.expr(v)))
+        flush()
+        return self._call(ir.Call(ir.Static(runtime.merge_dicts, "_rt.merge_dicts"), parts),
+                          target, o)
 
     def _fstring(self, node):
         # f-strings only ever format values for printing/logging: keep them as an inactive call
