@@ -254,10 +254,37 @@ def _describe(v):
     return f"a value of type {type(v).__name__}"
 
 
+_limit_lock = threading.Lock()
+_limit_state = {"holders": 0, "saved": None}
+
+
+def _hold_limit():
+    """Raise the interpreter's recursion limit for a call of a derivative (generated code of deep
+    programs recurses through nested calls).  The limit is one for the whole process: calls from
+    several threads count as holders, and the last to finish puts the old limit back (one
+    thread's restore used to cut the limit under another that still ran)."""
+    with _limit_lock:
+        if _limit_state["holders"] == 0:
+            old = sys.getrecursionlimit()
+            if old >= _RECURSION_LIMIT:
+                return False
+            _limit_state["saved"] = old
+            sys.setrecursionlimit(_RECURSION_LIMIT)
+        _limit_state["holders"] += 1
+        return True
+
+
+def _release_limit():
+    with _limit_lock:
+        _limit_state["holders"] -= 1
+        if _limit_state["holders"] == 0:
+            if sys.getrecursionlimit() == _RECURSION_LIMIT:     # (unless changed meanwhile)
+                sys.setrecursionlimit(_limit_state["saved"])
+            _limit_state["saved"] = None
+
+
 def _run(fn, *args):
-    old = sys.getrecursionlimit()
-    if old < _RECURSION_LIMIT:
-        sys.setrecursionlimit(_RECURSION_LIMIT)
+    held = _hold_limit()
     try:
         return fn(*args)
     except S2SADError as e:
@@ -269,8 +296,8 @@ def _run(fn, *args):
         _annotate(e)
         raise
     finally:
-        if old < _RECURSION_LIMIT:
-            sys.setrecursionlimit(old)
+        if held:
+            _release_limit()
 
 
 def _locate(e):

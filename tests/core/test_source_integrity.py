@@ -554,3 +554,32 @@ def test_cli_dump_keeps_separators_inside_strings(tmp_path, capsys):
     path.write_text(INJECT.replace("{sep}", "\u2028"), encoding="utf-8")
     assert main(["dump", f"{path}:f"]) == 0
     assert_no_payload(capsys.readouterr().out)
+
+
+def test_a_call_finishing_in_one_thread_keeps_the_limit_raised_for_another():
+    # the recursion limit is one per process: a derivative call that finished in one thread
+    # used to put the old limit back while a call in another thread still ran (seen once as a
+    # failure of the test above under load)
+    import threading
+    from s2sad import api
+    limit = sys.getrecursionlimit()
+    a_in, b_in, a_done = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def first():
+        a_in.set()
+        b_in.wait(5)
+
+    def second():
+        b_in.set()
+        a_done.wait(5)
+        seen["b"] = sys.getrecursionlimit()
+
+    ta = threading.Thread(target=lambda: (api._run(first), a_done.set()))
+    tb = threading.Thread(target=lambda: (a_in.wait(5), api._run(second)))
+    ta.start()
+    tb.start()
+    ta.join()
+    tb.join()
+    assert seen["b"] >= api._RECURSION_LIMIT
+    assert sys.getrecursionlimit() == limit
