@@ -41,13 +41,13 @@ def _remade_between(pos, s, made, t):
 
 
 def _insert_guards(block, guards):
-    """Put each guard statement just before the statement it checks (by id)."""
+    """Put each guard statement (or list of them) just before the statement it checks (by id)."""
     if not guards:
         return
     i = 0
     while i < len(block):
-        g = guards.get(id(block[i]))
-        if g is not None:
+        gs = guards.get(id(block[i]))
+        for g in (gs if isinstance(gs, list) else [gs] if gs is not None else []):
             g.call.cls, g.call.info = "inactive", {"varied_args": []}
             block.insert(i, g)
             i += 1

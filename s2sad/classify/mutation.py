@@ -13,7 +13,7 @@ from .aliases import _copy_aliases, _is_view_call, _read_via_copies, _shares_mem
 from .common import _hashable, _insert_guards
 from .iterators import _check_loop_sources, _check_pending_iterators
 from .lazy import _check_bound_methods, _check_lazy
-from .writes import _check_augmented, _check_augmented_shared
+from .writes import _check_augmented, _check_augmented_argument, _check_augmented_shared
 
 
 def check_mutation(fn, varied):
@@ -53,6 +53,7 @@ def check_mutation(fn, varied):
         permutes = False
         _check_augmented(fn, s, pos, reads)
         _check_augmented_shared(fn, s, pos, guards)
+        _check_augmented_argument(fn, s, all_aliases, all_params - rb, guards)
         if isinstance(s, ir.SetItem) and isinstance(s.obj, str):
             hot = any(v in varied for v in ir.operand_vars(s.value))
             obj = s.obj
@@ -160,7 +161,10 @@ def check_mutation(fn, varied):
                     "take the object into a local variable, copy it (`copy.copy(...)`), change the "
                     "copy and put it back, or build a new object")
 
-    _insert_guards(fn.body, dict(guards))
+    by_stmt = {}
+    for i, g in guards:
+        by_stmt.setdefault(i, []).append(g)
+    _insert_guards(fn.body, by_stmt)
 
 
 _PERMUTING = {"sort", "reverse"}      # in-place list methods s2sad follows (rules.python)

@@ -331,6 +331,29 @@ def _check_augmented(fn, s, pos, reads):
                 f"first (`{name} = {name}.copy()`)")
 
 
+def _check_augmented_argument(fn, s, aliases, callers, guards):
+    """``p *= y`` where ``p`` (or a name for the same object) is still the object the caller passed
+    in: Python changes the caller's array or list in place, s2sad makes a new value and rebinds
+    ``p``, so a caller that reads its object afterwards (a function of yours calling this one)
+    would read the old values.  A check at run time (:func:`runtime.argument_inplace_guard`)
+    refuses when the object is one that ``op=`` changes in place (arrays, lists, dicts, sets);
+    numbers, tuples and strings are rebound by Python too."""
+    call = s.value if isinstance(s, ir.Assign) else None
+    if not isinstance(call, ir.Call) or "augmented" not in call.extra or \
+            not isinstance(call.args[0], str):
+        return
+    var = call.args[0]
+    if getattr(fn, "kinds", {}).get(var) in ("f", "i", "z"):
+        return
+    hit = sorted(aliases.get(var, {var}) & set(callers))
+    if not hit:
+        return
+    guards.append((id(s), ir.ExprStmt(ir.Call(
+        ir.Static(runtime.argument_inplace_guard, "_rt.argument_inplace_guard"),
+        [var, ir.Const(getattr(call.fn, "obj", None)), ir.Const(call.extra["augmented"]),
+         ir.Const(hit[0]), ir.Const(s.origin)]), s.origin)))
+
+
 def _check_augmented_shared(fn, s, pos, guards):
     """``a *= y`` on an array or list changes the object in place; s2sad makes a new value and
     rebinds ``a``.  That is right only while nothing else that holds the object (or shares its

@@ -238,6 +238,25 @@ def inplace_guard(value, op, name, other, fix, origin, arrays_only=False, *seen)
             origin=origin, fix=fix)
 
 
+def argument_inplace_guard(value, op, name, param, origin):
+    """Before ``name op= ...`` where ``name`` is (or may be) the object the caller passed in as
+    ``param`` (see classify/writes.py): refuse when ``op=`` changes that object in place (an
+    array, a list, a dict, a set, a class with ``__iadd__``...).  Python changes the caller's
+    object; the derivative makes a new value, so the caller would read the old one."""
+    dunder = "__i" + getattr(op, "__name__", "").strip("_") + "__"
+    if hasattr(type(value), dunder):
+        from ..errors import ArgumentWriteError
+        arg = f"the argument `{param}`" if param == name else \
+            f"`{name}`, which is the argument `{param}`"
+        raise ArgumentWriteError(
+            f"`{name} {_AUG_TEXT.get(op, 'op')}= ...` changes {arg} (a "
+            f"{type(value).__module__}.{type(value).__qualname__}, an object the caller passed in) "
+            f"in place; s2sad makes a new value for `{name}` and does not follow the change back "
+            f"to the caller", origin=origin, param=param,
+            fix=f"write `{name} = {name} {_AUG_TEXT.get(op, 'op')} ...` and return the new value "
+                f"if the caller needs it (or work on a copy: `{name} = {name}.copy()`)")
+
+
 def shares(value, others, _depth=4):
     """Whether one of ``others`` is ``value``, holds it (as an item of a list, tuple, dict or set,
     an attribute, what a closure or bound method captured), or shares memory with it (an array

@@ -1,0 +1,129 @@
+"""``p op= ...`` on an argument that is an array or a list changes the caller's object in place
+(Python's ``__imul__``, ``__iadd__``...); s2sad makes a new value and rebinds the name.  A function
+of yours that did so silently gave its caller the old values (a wrong value and gradient: the
+caller read its array after the call as if nothing had changed).  Refused now, like any write into
+an argument (``p[0] = v``), with the fix; numbers and tuples, which Python rebinds too, and
+arguments rebound to a copy first, are unchanged."""
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad.errors import ArgumentWriteError
+from s2sad.testing import check_grads
+
+X = np.array([0.5, -1.0, 2.0])
+
+
+def scale_(v, a):
+    v *= a
+    return v
+
+
+def caller_reads_after(x, a):
+    z = x.copy()
+    w = scale_(z, a)
+    return np.sum(w) + np.sum(z ** 2)
+
+
+def closure_scales(x, a):
+    def scale(v):
+        v *= a
+    z = x.copy()
+    scale(z)
+    return np.sum(z ** 2)
+
+
+def doubles(x, buf):
+    buf *= 2.0
+    return np.sum(x * buf)
+
+
+def constant_buffer(x, a):
+    buf = np.ones(3)
+    s = doubles(x, buf)
+    return s + np.sum(x * buf) * a
+
+
+def add_item(lst, v):
+    lst += [v]
+    return len(lst)
+
+
+def list_grows(x, a):
+    lst = [x[0]]
+    add_item(lst, a * x[1])
+    return sum(lst)
+
+
+def alias_of_argument(v, a):
+    w = v
+    w += a
+    return np.sum(w)
+
+
+def entry_scales_input(x, a):
+    x *= a
+    return np.sum(x)
+
+
+@pytest.mark.parametrize("f", [caller_reads_after, closure_scales, constant_buffer, list_grows,
+                               alias_of_argument, entry_scales_input])
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_in_place_augmented_write_into_an_argument_is_refused(f, mode):
+    with pytest.raises(ArgumentWriteError) as e:
+        if mode == "rev":
+            s2sad.grad(f, wrt=(0, 1))(X.copy(), 1.5)
+        else:
+            s2sad.jvp(f, (X.copy(), 1.5), (np.ones(3), 1.0))
+    msg = str(e.value)
+    assert "test_lang_argument_inplace.py:" in msg and "in place" in msg and "Fix:" in msg
+
+
+def test_the_plain_functions_do_change_the_callers_object():
+    # what s2sad would have missed: the caller's array or list changed by the callee
+    z = X.copy()
+    scale_(z, 2.0)
+    np.testing.assert_allclose(z, 2.0 * X)
+    assert caller_reads_after(X, 1.5) == pytest.approx(np.sum(1.5 * X) + np.sum((1.5 * X) ** 2))
+    assert list_grows(X, 1.5) == pytest.approx(X[0] + 1.5 * X[1])
+
+
+# -- what stays accepted -----------------------------------------------------------------------
+def scale_number(t, a):
+    t *= a
+    return t
+
+
+def number_argument(x, a):
+    return scale_number(x[0], a) + scale_number(a, x[1])
+
+
+def tuple_argument(x, a):
+    def grow(tp):
+        tp += (a,)
+        return sum(tp)
+    tp = (x[0], x[1])
+    return grow(tp) + sum(tp)
+
+
+def copied_first(x, a):
+    def scale(v):
+        v = v.copy()
+        v *= a
+        return v
+    z = x * 1.0
+    return np.sum(scale(z)) + np.sum(z ** 2)
+
+
+def new_value(x, a):
+    def scale(v):
+        v = v * a
+        return v
+    z = x * 1.0
+    return np.sum(scale(z)) + np.sum(z ** 2)
+
+
+@pytest.mark.parametrize("f", [number_argument, tuple_argument, copied_first, new_value])
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_rebinding_arguments_still_differentiates(f, mode):
+    check_grads(f, (X.copy(), 1.5), wrt=(0, 1), modes=(mode,))
