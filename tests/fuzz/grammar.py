@@ -43,7 +43,7 @@ lambda closure helper partial callable_obj heapq bound_method ufunc_value call k
 class class_kw dataclass attr_write attr_overwrite attr_augwrite setattr getattr __dict__ vars method_mutate
 method copy dc_replace
 view float_keys r_ r_range r_directive c_ frompyfunc vectorize where np_sort np_maximum concat stack cumsum roll
-inplace_array inplace_list inplace_dict list_method alias argwrite
+inplace_array inplace_list inplace_dict list_method alias argwrite helper_argwrite
 """.split())
 
 
@@ -214,8 +214,12 @@ class Pt:
         return t * u
     return t - 0.5 * u
 ''',
+    "scale_": '''def scale_(v, t):
+    v *= t
+    return v
+''',
 }
-HELPER_ORDER = ("Box", "Bag", "Pt", "Scale", "helper")
+HELPER_ORDER = ("Box", "Bag", "Pt", "Scale", "helper", "scale_")
 HEADER = ("import copy\nimport dataclasses\nimport functools\nimport heapq\nimport itertools\n"
           "import math\nimport operator\n\nimport numpy as np\n")
 
@@ -977,7 +981,16 @@ class Gen:
                 lambda: emit(f"{a}[1:] = {self.A(sc, d)}[:2]"),
                 lambda: emit(f"{a}[:2] -= {S()}"),
                 lambda: emit(f"{a}[::2] *= {S()}"),
+                helper_argwrite,
             ])()
+
+        def helper_argwrite():
+            # a function of the user's changing its argument in place (v *= t): refused
+            a = ch.elem(arrs_owned)
+            self.mutate(sc, a)
+            self.helper("scale_")
+            self.tags.add("helper_argwrite")
+            emit(f"scale_({a}, {self.S(sc, d)})")
 
         def inplace_list():
             ln = ch.elem(lists)
