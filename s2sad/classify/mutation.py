@@ -103,6 +103,16 @@ def check_mutation(fn, varied):
                     f"return it")
         if group & params:
             p = sorted(group & params)[0]
+            if p in _captured(fn) and not getattr(s, "attr", None):
+                # a closure writing into a variable of the function that made it
+                raise ArgumentWriteError(
+                    f"this line writes a value that carries a derivative into `{p}`, a variable "
+                    f"of the enclosing function that this closure captured; s2sad does not "
+                    f"differentiate writes into objects the function did not make",
+                    origin=s.origin, param=p,
+                    fix=f"have the closure return the value, and write it into `{p}` in the "
+                        f"enclosing function (`{p}[i] = g(...)`, `{p}.append(g(...))`), or build a "
+                        f"new object there")
             what = f"`{p}.{s.attr}`" if getattr(s, "attr", None) else f"the argument `{p}`"
             raise ArgumentWriteError(
                 f"this line writes a value that carries a derivative into {what}, an object the "
@@ -165,6 +175,12 @@ def check_mutation(fn, varied):
     for i, g in guards:
         by_stmt.setdefault(i, []).append(g)
     _insert_guards(fn.body, by_stmt)
+
+
+def _captured(fn):
+    """The names a closure reads from the function that made it (its free variables)."""
+    code = getattr(getattr(fn, "pyfunc", None), "__code__", None)
+    return set(code.co_freevars) if code is not None else set()
 
 
 _PERMUTING = {"sort", "reverse"}      # in-place list methods s2sad follows (rules.python)
