@@ -126,6 +126,10 @@ class Rule:
             jvp = {k: _dtype_guarded(v) for k, v in jvp.items()}
         aliases = dict(aliases or {})   # the callee's keyword -> the parameter taking it
         names = set(signature.parameters)
+        if "like" in names and "like" not in vjp and "like" not in jvp and \
+                (getattr(fn, "__module__", None) or "").startswith("numpy"):
+            # NumPy's like= (NEP 35) picks the array type of the result: never a value
+            self.constant = tuple(self.constant) + ("like",)
         clash = names & {"g", "ans", "t"}
         if clash and not zero:
             raise RuleError(f"rule for {self_name}: parameters named {sorted(clash)} would hide the "

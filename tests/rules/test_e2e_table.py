@@ -412,6 +412,27 @@ def test_value_changing_keywords(f, args):
         assert "test_e2e_table.py" in str(e), str(e)
 
 
+def test_full_like_of_a_value_that_carries_a_derivative():
+    """np.full_like(x, s) takes only x's shape and dtype: an active x is no reason to refuse
+    (it was: 'x carries a derivative into parameter a of np.full_like'), and s gets its
+    gradient."""
+    check_grads(full_like_active, (_pos, 0.7), wrt=(0, 1), modes=("rev", "fwd"))
+    g = s2sad.grad(full_like_active, wrt=1)(_pos, 0.7)
+    assert g == pytest.approx(float(np.sum(_pos)))
+
+
+def constructors_like_an_active_array(x, s):
+    a = np.asarray([s, 2 * s], like=x)
+    b = np.full(x.shape[1], s, like=x)
+    return np.sum(a ** 2) + np.sum(b * x)
+
+
+def test_like_keyword_of_an_active_array():
+    """like= (NEP 35) only picks the result's array type: an active array there is no reason
+    to refuse."""
+    check_grads(constructors_like_an_active_array, (_pos, 0.7), wrt=(0, 1), modes=("rev", "fwd"))
+
+
 def test_cumulative_sum_include_initial():
     """include_initial=True: differentiated, or refused naming the call and its line."""
     try:

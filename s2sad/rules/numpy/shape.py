@@ -98,7 +98,8 @@ defrule(np.full, "shape, fill_value, dtype=None, order='C', *, device=None, like
 defrule(np.full_like, "a, fill_value, dtype=None, order='K', subok=True, shape=None, *, "
         "device=None", vjp={"fill_value": "_rt.dtype_guard(_rt.dtype_of(dtype, a), "
                                           "_rt.unbroadcast(g, fill_value))"},
-        jvp={"fill_value": "_rt.dtype_guard(ans.dtype, np.broadcast_to(t, ans.shape).astype(ans.dtype))"})
+        jvp={"fill_value": "_rt.dtype_guard(ans.dtype, np.broadcast_to(t, ans.shape).astype(ans.dtype))"},
+        constant=("a",))      # (a gives the shape and dtype: its values reach nothing)
 
 # -- ndarray methods -------------------------------------------------------------------------------
 defmethod("reshape", "self, *shape, order='C', copy=None",
