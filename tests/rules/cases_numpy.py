@@ -428,6 +428,12 @@ for fn in (np.nansum, np.nanmean, np.nanmax, np.nanmin):
     add(C(fn, NAN34, kw={"axis": 1}, id="ax1"))
     add(C(fn, NAN34, kw={"axis": 0, "keepdims": True}, id="ax0-kd"))
     add(C(fn, Arr(2, 3, 4), kw={"axis": (0, 2)}, id="no-nan-axes"))
+for fn in (np.nanvar, np.nanstd):
+    add(C(fn, NAN34, id="all", f32=True))
+    add(C(fn, NAN34, kw={"axis": 1, "ddof": 1}, id="ax1-ddof1"))
+    add(C(fn, NAN34, kw={"axis": 0, "keepdims": True}, id="ax0-kd"))
+    add(C(fn, Arr(2, 3, 4), kw={"axis": (0, 2), "correction": 1}, id="no-nan-axes-corr"))
+    add(C(fn, Arr(3, 4), kw={"axis": 0}, id="cplx", cplx=True))
 add(C(np.nansum, Arr(3, 4), kw={"axis": 1}, id="cplx", cplx=True))
 add(C(np.nanmean, Arr(3, 4), kw={"axis": 0}, id="cplx", cplx=True))
 for fn in (np.median, np.ptp):

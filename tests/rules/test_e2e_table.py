@@ -81,7 +81,7 @@ def xfail(bug):
     return pytest.mark.xfail(strict=True, reason=BUGS[bug])
 
 # Rules that also run forward mode end to end (variant ``fwd``: jvp against central differences).
-FWD_RULES = {np.average, np.nansum, np.nanmean, np.nanmax, np.nanmin, np.median, np.quantile,
+FWD_RULES = {np.average, np.nansum, np.nanmean, np.nanmax, np.nanmin, np.nanvar, np.nanstd, np.median, np.quantile,
              np.percentile, np.ptp, np.cov, np.corrcoef, np.cross, np.convolve, np.correlate,
              np.interp, np.trapezoid, np.polyval, np.nan_to_num, np.linalg.pinv, np.linalg.lstsq,
              np.linalg.matrix_power, np.linalg.multi_dot, np.fft.fft, np.fft.ifft, np.fft.rfft,

@@ -1,4 +1,4 @@
-"""Statistics: ``average``, nan-reductions, ``ptp``, order statistics (``quantile``, ``percentile``,
+"""Statistics: ``average``, nan-reductions (``nansum``, ``nanmean``, ``nanmax``, ``nanvar``...), ``ptp``, order statistics (``quantile``, ``percentile``,
 ``median``), ``cov``, ``corrcoef``.
 """
 import numpy as np
@@ -6,7 +6,7 @@ import numpy as np
 from ... import runtime as _rt
 from ..adjoints import (A, _NoValue, _each, _inverse, _mH, asarray, broadcast, cj, count, expand,
                         export, like, norm_axes, shape, xp)
-from .reductions import _MAX, extremum, extremum_tangent
+from .reductions import _MAX, _VAR, _reduce_tangent, extremum, extremum_tangent
 from ..registry import defrule
 
 defrule(np.average, "a, axis=None, weights=None, returned=False, *, keepdims=False",
@@ -30,6 +30,16 @@ _each([np.nanmax, np.nanmin], _MAX,
            "initial": "_rt.extremum_initial_adjoint(g, ans, a, initial, axis, keepdims)"},
       jvp={"a": "_adj.extremum_tangent(t, ans, a, axis, keepdims)"},
       forbid={"out": None, "where": True}, ns=A)
+# variance and standard deviation of the values that are not nan (the nan entries get nothing)
+defrule(np.nanvar, _VAR,
+        vjp={"a": "_adj.nanvar(g, a, axis, _adj._correction(ddof, correction), keepdims)"},
+        jvp={"a": "_adj.nanvar_tangent(t, a, axis, _adj._correction(ddof, correction), keepdims)"},
+        forbid={"out": None, "where": True, "mean": None}, ns=A)
+defrule(np.nanstd, _VAR,
+        vjp={"a": "_adj.nanstd(g, ans, a, axis, _adj._correction(ddof, correction), keepdims)"},
+        jvp={"a": "_adj.nanstd_tangent(t, ans, a, axis, _adj._correction(ddof, correction), "
+                  "keepdims)"},
+        forbid={"out": None, "where": True, "mean": None}, ns=A)
 defrule(np.ptp, "a, axis=None, out=None, keepdims=False",
         vjp={"a": "_adj.ptp(g, a, axis, keepdims)"}, jvp={"a": "_adj.ptp_tangent(t, a, axis, keepdims)"},
         forbid={"out": None}, ns=A)
@@ -133,6 +143,61 @@ def nansum_tangent(t, a, axis=None, keepdims=False, mean=False):
     axes = norm_axes(axis, a_.ndim)
     r = m.where(ok, t, 0 * t).sum(axis=axes, keepdims=_keep(keepdims))
     return r / ok.sum(axis=axes, keepdims=_keep(keepdims)) if mean else r
+
+
+def _nan_centered(a, axis):
+    """(ok, n, d) for the nan-reductions of spread: where ``a`` is not nan, how many such values
+    each slice has (kept dims), and ``a`` minus their mean there (0 at the nan entries)."""
+    m = xp(a)
+    ok = ~m.isnan(a)
+    axes = norm_axes(axis, a.ndim)
+    n = ok.sum(axis=axes, keepdims=True)
+    z = m.where(ok, a, 0)
+    mu = z.sum(axis=axes, keepdims=True) / m.maximum(n, 1)
+    return ok, n, m.where(ok, a - mu, 0)
+
+
+def nanvar(g, a, axis=None, ddof=0, keepdims=False):
+    """Adjoint of ``np.nanvar``: as ``var``'s over the values that are not nan, 0 at the nan ones
+    (a slice with no more than ``ddof`` values gives nan, as the variance does)."""
+    a_ = asarray(a)
+    m = xp(a_)
+    ok, n, d = _nan_centered(a_, axis)
+    ge = expand(g, a_.shape, axis, _keep(keepdims), like=a_)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = ge * (2.0 / (n - ddof)) * d
+    return like(m.where(ok, r, 0 * r), a)
+
+
+def nanvar_tangent(t, a, axis=None, ddof=0, keepdims=False):
+    a_ = asarray(a)
+    m = xp(a_)
+    ok, n, d = _nan_centered(a_, axis)
+    t = asarray(t, like=a_)
+    c = (cj(d) * t).real if a_.dtype.kind == "c" or t.dtype.kind == "c" else d * t
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = c * (2.0 / (n - ddof))
+    return _reduce_tangent(m.where(ok, c, 0 * c), a_, axis, keepdims)
+
+
+def nanstd(g, ans, a, axis=None, ddof=0, keepdims=False):
+    """Adjoint of ``np.nanstd``; 0 where the standard deviation is 0 (as ``std``'s)."""
+    a_ = asarray(a)
+    m = xp(a_)
+    ok, n, d = _nan_centered(a_, axis)
+    ge = expand(g, a_.shape, axis, _keep(keepdims), like=a_)
+    se = expand(ans, a_.shape, axis, _keep(keepdims), like=a_)
+    safe = m.where(se == 0, 1, se)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = ge * d / ((n - ddof) * safe)
+    return like(m.where(ok & (se != 0), r, 0 * r), a)
+
+
+def nanstd_tangent(t, ans, a, axis=None, ddof=0, keepdims=False):
+    m = xp(a)
+    ans_ = asarray(ans, like=asarray(a))
+    safe = m.where(ans_ == 0, 1, ans_)
+    return m.where(ans_ == 0, 0, nanvar_tangent(t, a, axis, ddof, keepdims) / (2 * safe))
 
 
 def ptp(g, a, axis=None, keepdims=False):
