@@ -141,6 +141,11 @@ def _result_kind(call, kinds):
                     isinstance(call.args[1].parts[0], ir.Slice):
                 return "c"              # a slice of a list or tuple is one
             return "a" if arg_kinds and arg_kinds[0] == "a" else "?"
+        if k == "any" and rule.array_unless:
+            bound = call.info.get("bound", {})
+            if all(bound.get(p) is None or isinstance(bound[p], ir.Const) and
+                   bound[p].value in (False, None) for p in rule.array_unless):
+                return "a"
         return {"array": "a", "float": "f", "any": "?", "container": "c", "int": "i",
                 "complex": "z"}.get(k, "?")
     if cls == "zero":

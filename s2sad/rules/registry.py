@@ -85,6 +85,9 @@ class Rule:
         self.zero = zero
         self.broadcast = broadcast   # elementwise with NumPy broadcasting (lets emitters drop no-op unbroadcasts)
         self.constant = tuple(constant)   # parameters whose derivative is zero (signs, indices)
+        # kind="any" rules whose result is an array unless one of these keywords is given a value
+        # other than a constant False/None (logsumexp's return_sign=: a tuple then)
+        self.array_unless = ()
         self._parsed = {}
         self._compiled = {}
         # the rest (name, signature, vjp, jvp, aliases) is read and checked by _finish: at once

@@ -248,3 +248,53 @@ def test_active_order_refused(f):
     assert "test_scipy_special_more.py" in msg and "Fix:" in msg
     assert "parameter `v`" in msg or "parameter `n`" in msg
     # the same call with a constant order is differentiated (test_end_to_end)
+
+
+# -- second derivatives (forward over reverse) of logsumexp, softmax, log_softmax ---------------
+from scipy.special import log_softmax as _log_softmax, logsumexp as _lse, softmax as _softmax  # noqa: E402
+
+
+def lse_plain(x):
+    return _lse(x)
+
+
+def lse_axis_and_b(x):
+    return _lse(x.reshape(2, 3), axis=1).sum() + _lse(x[:3], b=x[3:] ** 2)
+
+
+def lse_keepdims(x):
+    return _lse(x.reshape(3, 2), axis=0, keepdims=True).sum() * x[0]
+
+
+def softmaxes(x):
+    return np.sum(_softmax(x) * x) + np.sum(_log_softmax(x.reshape(2, 3), axis=0) ** 2)
+
+
+def lse_sign_first(x):
+    return _lse(x, return_sign=True)[0]
+
+
+def _fd_hessian(f, x, eps=1e-5):
+    g = s2sad.grad(f)
+    n = x.size
+    return np.stack([(g(x + eps * np.eye(n)[i]) - g(x - eps * np.eye(n)[i])) / (2 * eps)
+                     for i in range(n)], axis=1)
+
+
+@pytest.mark.parametrize("f", [lse_plain, lse_axis_and_b, lse_keepdims, softmaxes])
+def test_second_derivatives_of_the_log_sum_exp_family(f):
+    # (before: "s2sad.rules.scipy.special.logsumexp has no Python source and no derivative
+    # rule" for the adjoint helper, and with axis= a dynamic call on its result)
+    x = np.array([0.3, -0.5, 1.2, 0.7, -0.1, 0.4])
+    H = s2sad.hessian(f)(x)
+    np.testing.assert_allclose(H, _fd_hessian(f, x), rtol=1e-6, atol=1e-7)
+    v = np.linspace(-1.0, 1.0, 6)
+    np.testing.assert_allclose(s2sad.hvp(f)(x, v), H @ v, rtol=1e-10, atol=1e-12)
+
+
+def test_logsumexp_return_sign_second_derivative_is_refused_clearly():
+    x = np.array([0.3, -0.5, 1.2])
+    check_grads(lse_sign_first, (x,), modes=("rev", "fwd"))           # first derivatives: fine
+    with pytest.raises(S2SADError) as e:
+        s2sad.hessian(lse_sign_first)(x)
+    assert "return_sign=True" in str(e.value) and "test_scipy_special_more.py:" in str(e.value)

@@ -161,12 +161,13 @@ defrule(_sp.polygamma, BINARY, vjp={"x2": "_rt.unbroadcast(g * _sp.polygamma(x1 
         jvp={"x2": "t * _sp.polygamma(x1 + 1, x2)"}, forbid=UFUNC, ns=A)
 # logsumexp: a rule (s2sad never looks inside SciPy's array-API code), with b=, axis=, keepdims=
 # and return_sign= (the sign of a real result carries no derivative; a complex one's phase does)
-defrule(_sp.logsumexp, "a, axis=None, b=None, keepdims=False, return_sign=False",
+_lse_rule = defrule(_sp.logsumexp, "a, axis=None, b=None, keepdims=False, return_sign=False",
         vjp={"a": "_adj.logsumexp(g, ans, a, axis, b, keepdims, 0, return_sign)",
              "b": "_adj.logsumexp(g, ans, a, axis, b, keepdims, 1, return_sign)"},
         jvp={"a": "_adj.logsumexp_tangent(t, ans, a, axis, b, keepdims, 0, return_sign)",
              "b": "_adj.logsumexp_tangent(t, ans, a, axis, b, keepdims, 1, return_sign)"},
         kind="any", ns=A)
+_lse_rule.array_unless = ("return_sign",)      # (an array, or a tuple with return_sign=True)
 defrule(_sp.softmax, "x, axis=None", vjp={"x": "_adj.softmax(g, ans, x, axis)"},
         jvp={"x": "ans * (t - np.sum(ans * t, axis=axis, keepdims=True))"}, ns=A)
 defrule(_sp.log_softmax, "x, axis=None", vjp={"x": "_adj.log_softmax(g, ans, x, axis)"},
@@ -524,4 +525,61 @@ def logsumexp_tangent(t, ans, a, axis=None, b=None, keepdims=False, which=0, ret
     return (tau.real, 1j * tau.imag * sgn)
 
 
+def logsumexp_d(grad, out, a, axis, b, keepdims, which, return_sign, wrt, t):
+    """Tangent of the adjoint :func:`logsumexp` (a second derivative) in ``out`` (its value),
+    ``a`` or ``b``: the weights w = exp(a - out) move by -w t_out, w t_a; b scales them."""
+    if return_sign:
+        from ...errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            "second derivatives of scipy.special.logsumexp(..., return_sign=True) are not "
+            "supported yet", fix="differentiate once, or write the sum with return_sign=False")
+    if is_zero(grad) or is_zero(t):
+        return 0.0
+    e, bb, full = _lse_weights(out, a, axis, b, keepdims, False)
+    ge = expand(grad, full, axis, keepdims, like=e)
+    if wrt == "b":                               # (which == 0: the adjoint of a is ge w b)
+        return _rt.unbroadcast(ge * cj(e * asarray(t, like=e)), a)
+    de = -e * expand(t, full, axis, keepdims, like=e) if wrt == "out" else e * asarray(t, like=e)
+    if which == 1:
+        return _rt.unbroadcast(ge * cj(de), b)
+    if bb is not None:
+        de = de * bb
+    return _rt.unbroadcast(ge * cj(de), a)
+
+
+def softmax_d(grad, out, x, axis, t):
+    """Tangent of the adjoint :func:`softmax` in the softmax's value ``out``."""
+    if is_zero(grad) or is_zero(t):
+        return 0.0
+    ax = norm_axes(axis, ndim(out))
+    s = (grad * out).sum(axis=ax, keepdims=True)
+    return like(t * grad - t * s - out * (t * grad).sum(axis=ax, keepdims=True), x)
+
+
+def log_softmax_d(grad, out, x, axis, t):
+    """Tangent of the adjoint :func:`log_softmax` in its value ``out``."""
+    if is_zero(grad) or is_zero(t):
+        return 0.0
+    m = xp(out)
+    ax = norm_axes(axis, ndim(out))
+    return like(-m.exp(out) * t * asarray(grad).sum(axis=ax, keepdims=True), x)
+
+
 export(globals())
+
+# the adjoints above are themselves differentiable (forward over reverse: hessian, hvp): linear
+# in their first argument, and depending on the values they read
+_LSE = "grad, out, a, axis=None, b=None, keepdims=False, which=0, return_sign=False, /"
+_LSE_ARGS = "grad, out, a, axis, b, keepdims, which, return_sign"
+defrule(logsumexp, _LSE,
+        jvp={"grad": "_adj.logsumexp(t, out, a, axis, b, keepdims, which, return_sign)",
+             "out": f"_adj.logsumexp_d({_LSE_ARGS}, 'out', t)",
+             "a": f"_adj.logsumexp_d({_LSE_ARGS}, 'a', t)",
+             "b": f"_adj.logsumexp_d({_LSE_ARGS}, 'b', t) if which == 0 else 0.0 * ans"},
+        kind="any", ns=A)
+defrule(softmax, "grad, out, x, axis=None, /",
+        jvp={"grad": "_adj.softmax(t, out, x, axis)",
+             "out": "_adj.softmax_d(grad, out, x, axis, t)"}, kind="any", ns=A)
+defrule(log_softmax, "grad, out, x, axis=None, /",
+        jvp={"grad": "_adj.log_softmax(t, out, x, axis)",
+             "out": "_adj.log_softmax_d(grad, out, x, axis, t)"}, kind="any", ns=A)
