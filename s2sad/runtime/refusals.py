@@ -180,6 +180,18 @@ def check_opaque(value, site):
         call = site.call
         fn = getattr(call.fn, "obj", None)
         text = getattr(call.fn, "text", None)
+        mod = getattr(fn, "__module__", None) or ""
+        if mod.startswith("s2sad.rules.") or mod.startswith("s2sad.runtime."):
+            # a helper of s2sad's own generated code: a derivative of a derivative (hessian,
+            # hvp, grad of grad) through a rule whose adjoint has no rule of its own
+            table = mod.split(".")[-1] if mod.startswith("s2sad.rules.") else "runtime"
+            raise OpaqueCalleeError(
+                f"second derivatives through this call are not supported yet: its derivative "
+                f"calls s2sad's helper `{getattr(fn, '__name__', fn)}` (the {table} rules), which "
+                f"has no derivative rule of its own", origin=site.origin,
+                fix="take the second derivative by differences of s2sad.grad (or jacfwd/jacrev "
+                    "of a function whose gradient you write out), or write this call with "
+                    "NumPy and scipy.special functions, whose second derivatives s2sad has")
         desc = _opaque_message(fn, text=text) if fn is not None else \
             f"`{site.origin.text}` calls something s2sad has no rule for, and it returned a value " \
             f"that carries a derivative"
