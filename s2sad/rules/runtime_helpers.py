@@ -328,6 +328,8 @@ defrule(A.std, "grad, out, a, axis=None, ddof=0, keepdims=False, /",
              "a": "_adj.std(grad, out, t, axis, ddof, keepdims)"}, **_any)
 defrule(A.cumsum, "grad, a, axis=None, /", jvp={"grad": "_adj.cumsum(t, a, axis)"}, **_any)
 defrule(A.diff, "grad, a, n=1, axis=-1, /", jvp={"grad": "_adj.diff(t, a, n, axis)"}, **_any)
+defrule(A.diff_ext, "grad, a, n, axis, prepend, append, which, /",
+        jvp={"grad": "_adj.diff_ext(t, a, n, axis, prepend, append, which)"}, **_any)
 defrule(A.power_base, "grad, x1, x2, /",
         jvp={"grad": "_adj.power_base(t, x1, x2)",
              "x1": "_rt.unbroadcast(grad * t * _rr.pow_d2(x1, x2), x1)",

@@ -358,6 +358,10 @@ add(C(np.sort, Arr(3, 5), 0, id="ax0"))
 add(C(np.sort, Arr(3, 5), None, id="none"))
 add(C(np.diff, Arr(3, 5), id="n1"))
 add(C(np.diff, Arr(5, 3), 2, 0, id="n2"))
+add(C(np.diff, Arr(3, 5), kw={"prepend": Arr(scalar=True)}, id="prepend-number"))
+add(C(np.diff, Arr(4, 3), 2, 0, kw={"append": Arr(2, 3)}, id="n2-append-rows"))
+add(C(np.diff, Arr(3, 4), 1, 1, kw={"prepend": Arr(3, 2), "append": Arr(scalar=True)},
+      id="both"))
 add(C(np.copy, Arr(3, 2), id=""))
 add(C(np.array, Lst(Arr(scalar=True), Arr(scalar=True), 2.0), id="list", cplx=True))
 add(C(np.array, Lst(Lst(Arr(scalar=True), Arr(scalar=True)), Lst(Arr(scalar=True), 1.0)),

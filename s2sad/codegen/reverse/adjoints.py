@@ -11,14 +11,16 @@ from .same_shape import shape_classes
 
 def _plus(bv, expr):
     """``bv + expr``; ``bv - e`` for an ``expr`` that is ``-e`` (the same numbers: IEEE
-    subtraction is the addition of the negation; one array operation instead of two)."""
+    subtraction is the addition of the negation; one array operation instead of two).  Built as
+    a tree: an ``expr`` of lower precedence than ``+`` (a rule's ``a if c else b``) gets its
+    parentheses (pasted as text, ``bv + a if c else b`` dropped ``bv`` whenever c was false)."""
     try:
         tree = _ast.parse(expr, mode="eval").body
     except SyntaxError:
-        return f"{bv} + {expr}"
+        return f"{bv} + ({expr})"
     if isinstance(tree, _ast.UnaryOp) and isinstance(tree.op, _ast.USub):
         return _ast.unparse(_ast.BinOp(_ast.Name(bv, _ast.Load()), _ast.Sub(), tree.operand))
-    return f"{bv} + {expr}"
+    return _ast.unparse(_ast.BinOp(_ast.Name(bv, _ast.Load()), _ast.Add(), tree))
 
 
 class AdjointContributions:

@@ -66,9 +66,16 @@ defrule(np.gradient, "f, *varargs, axis=None, edge_order=1",
         jvp={"f": "_adj.gradient_tangent(t, f, varargs, axis, edge_order)",
              "varargs": "_adj.gradient_spacing_tangent(t, f, varargs, axis, edge_order)"},
         kind="any", ns=A)
+_PLAIN = "prepend is None and append is None"
 defrule(np.diff, "a, n=1, axis=-1, prepend=None, append=None",
-        vjp={"a": "_adj.diff(g, a, n, axis)"}, jvp={"a": "np.diff(t, n, axis)"},
-        forbid={"prepend": None, "append": None}, ns=A)
+        vjp={"a": f"_adj.diff(g, a, n, axis) if {_PLAIN} else "
+                  f"_adj.diff_ext(g, a, n, axis, prepend, append, 'a')",
+             "prepend": "_adj.diff_ext(g, a, n, axis, prepend, append, 'prepend')",
+             "append": "_adj.diff_ext(g, a, n, axis, prepend, append, 'append')"},
+        jvp={"a": f"np.diff(t, n, axis) if {_PLAIN} else "
+                  f"_adj.diff_ext_tangent(t, a, n, axis, prepend, append, 'a')",
+             "prepend": "_adj.diff_ext_tangent(t, a, n, axis, prepend, append, 'prepend')",
+             "append": "_adj.diff_ext_tangent(t, a, n, axis, prepend, append, 'append')"}, ns=A)
 defrule(np.copy, "a, order='K', subok=False", vjp={"a": "g"}, jvp={"a": "np.copy(t)"})
 _each(_np("ascontiguousarray", "asfortranarray"), "a, dtype=None, *, like=None",
       vjp={"a": "_adj.like(g, a)"}, jvp={"a": "_adj.array_tangent(t, ans, a)"}, view=True, ns=A)
@@ -574,6 +581,57 @@ def diff(g, a, n=1, axis=-1):
         pw[axis] = (1, 1)
         g = -m.diff(m.pad(g, pw), axis=axis)
     return like(g, a)
+
+
+def _diff_parts(a, axis, prepend, append):
+    """(a, its array module, the axis, [prepend, append]) as np.diff lays them out: a number is
+    a slab of length 1 along the axis, of a's shape along the others."""
+    a_ = asarray(a)
+    m = xp(a_)
+    ax = axis % a_.ndim
+    parts = []
+    for v in (prepend, append):
+        if v is None:
+            parts.append(None)
+            continue
+        v_ = m.asarray(v)
+        if v_.ndim == 0:
+            shp = list(a_.shape)
+            shp[ax] = 1
+            v_ = m.broadcast_to(v_, tuple(shp))
+        parts.append(v_)
+    return a_, m, ax, parts
+
+
+def _diff_piece(x, full, ax, lp, la, which):
+    idx = [slice(None)] * full.ndim
+    idx[ax] = slice(0, lp) if which == "prepend" else slice(lp, lp + la) if which == "a" else \
+        slice(lp + la, None)
+    return x[tuple(idx)]
+
+
+def diff_ext(g, a, n, axis, prepend, append, which):
+    """Adjoint of ``np.diff(a, n, axis, prepend=, append=)`` w.r.t. ``which``: the difference of
+    the concatenation, whose adjoint is cut back into the three parts."""
+    a_, m, ax, (p, q) = _diff_parts(a, axis, prepend, append)
+    full = m.concatenate([v for v in (p, a_, q) if v is not None], axis=ax)
+    gf = asarray(diff(g, full, n, ax))
+    lp = 0 if p is None else p.shape[ax]
+    piece = _diff_piece(gf, full, ax, lp, a_.shape[ax], which)
+    if which == "a":
+        return like(piece, a)
+    return _rt.unbroadcast(piece, prepend if which == "prepend" else append)
+
+
+def diff_ext_tangent(t, a, n, axis, prepend, append, which):
+    a_, m, ax, (p, q) = _diff_parts(a, axis, prepend, append)
+    t_ = m.asarray(t)
+    parts = []
+    for name, v in (("prepend", p), ("a", a_), ("append", q)):
+        if v is None:
+            continue
+        parts.append(m.broadcast_to(t_, v.shape) if name == which else m.zeros(v.shape, t_.dtype))
+    return m.diff(m.concatenate(parts, axis=ax), n=n, axis=ax)
 
 
 def broadcast_arrays(g, args):
