@@ -105,12 +105,18 @@ class _Spec:
                 out.append(self.locate(w))
                 continue
             if isinstance(w, int):
-                if not -len(user_params) <= w < len(user_params):
+                # an index counts the positional parameters, as JAX's argnums does: a
+                # keyword-only one is chosen by name (wrt=-1 of f(x, y, *, scale) is y)
+                positional = [n for n in user_params if ps[n].kind != ps[n].KEYWORD_ONLY]
+                if not -len(positional) <= w < len(positional):
+                    kw_only = [n for n in user_params if n not in positional]
                     raise WrtError(f"wrt={w} but {self.pyfunc.__qualname__} has "
-                                   f"{len(user_params)} parameter(s): {user_params}",
+                                   f"{len(positional)} positional parameter(s): {positional}",
                                    origin=_def_origin(self.pyfunc),
-                                   fix=f"use an index in 0..{len(user_params) - 1} or a name")
-                out.append((self.params.index(user_params[w % len(user_params)]), None))
+                                   fix=f"use an index in 0..{len(positional) - 1} or a name" +
+                                   (f" (keyword-only parameters by name: {kw_only})"
+                                    if kw_only else ""))
+                out.append((self.params.index(positional[w % len(positional)]), None))
             else:
                 if w not in self.params[self.offset:]:
                     raise WrtError(f"wrt={w!r} is not a parameter of {self.pyfunc.__qualname__}"
@@ -966,10 +972,23 @@ def _vjp(fn, args, kwargs, jit):
         check_like(ct, value, "the cotangent", "the output",
                    "give pullback a cotangent shaped like the output (np.ones_like(value), or a "
                    "tuple/list/dict of such for a container output)")
-        grads = _run(d.bwd, tape, ct)
+        # the reverse sweep pops the tape's loop stacks: each call gets its own copy of the
+        # containers, so that the pullback can be called again (it raised IndexError: pop
+        # from empty list the second time)
+        grads = _run(d.bwd, _fresh_tape(tape), ct)
         fin = dict(zip(wrt, _finish_grads(grads, full, wrt)))
         return tuple(fin.get(w) for w in where)
     return value, pullback
+
+
+def _fresh_tape(t):
+    """``t`` with its lists copied (and the tuples holding them rebuilt), elements shared: what
+    a reverse sweep pops is the copy's."""
+    if type(t) is list:
+        return [_fresh_tape(v) for v in t]
+    if type(t) is tuple and any(type(v) in (list, tuple) for v in t):
+        return tuple(_fresh_tape(v) for v in t)
+    return t
 
 
 # -- forward mode ---------------------------------------------------------------------------------

@@ -37,6 +37,10 @@ def check_mutation(fn, varied):
     _check_lazy(fn, pos)
     _check_bound_methods(fn, pos)
     guards = []
+    # (generated code differentiated again: its tape's stacks are its own business)
+    code = getattr(getattr(fn, "pyfunc", None), "__code__", None)
+    generated = code is not None and code.co_filename.startswith("<s2sad-generated") or \
+        (getattr(getattr(fn, "pyfunc", None), "__module__", None) or "").startswith("s2sad_generated")
     from .writes import check_writes_shared
     check_writes_shared(fn, pos, varied, guards)
     for s in ir.walk(fn.body):
@@ -68,6 +72,26 @@ def check_mutation(fn, varied):
             continue
         params = all_params - ({obj} & rb)
         group = all_aliases.get(obj, {obj})
+        if (hot or obj in varied) and not permutes and not getattr(s, "attr", None) and \
+                not group & params and not generated:
+            # a write into an object read out of an argument (self.buf[i] = v, obj.items.append(v)
+            # in a method or helper): the caller's object changes, which s2sad does not follow
+            # back (the method's own attribute writes, self.w = v, it does)
+            root = _taken_from_param(fn, obj, set(params))
+            # (a method's self.items.append(v) is an update of its object, which the
+            # dispatcher differentiates: only item writes are refused for self)
+            if root is not None and (isinstance(s, ir.SetItem) or root[0] != "self"):
+                p, text = root
+                raise ArgumentWriteError(
+                    f"this line changes `{text}` in place, an object held by the argument `{p}`"
+                    f"{' (the method' + chr(39) + 's object)' if p == 'self' else ''}, with a value "
+                    f"that carries a derivative or in an object that does; s2sad does not follow "
+                    f"such changes back to the caller", origin=s.origin,
+                    # (param=None: not a write a method's update of its object covers; with
+                    # param="self" the dispatcher retried it as one and lost the write)
+                    param=None,
+                    fix=f"build the new value and assign it to the attribute (`{text} = "
+                        f"new_value`, e.g. with np.where or a copy changed in place), or return it")
         if not hot:
             # a constant written in place: harmless, unless another name for the same object
             # carries derivatives (the reverse sweep would read the changed object through it),

@@ -35,6 +35,11 @@ defrule(builtins.pow, "base, exp, mod=None, /",
         forbid={"mod": None}, **B)
 defrule(operator.mod, "a, b, /",
         vjp={"a": f"{ub}(g, a)", "b": f"{ub}(-g * (a // b), b)"}, jvp={"a": "t", "b": "-t * (a // b)"}, **B)
+# divmod(a, b) = (a // b, a % b): the quotient steps, the remainder is a - b (a // b)
+defrule(builtins.divmod, "a, b, /",
+        vjp={"a": f"{ub}(_rt.part_or_zero(g, 1), a)",
+             "b": f"{ub}(-_rt.part_or_zero(g, 1) * (a // b), b)"},
+        jvp={"a": "(0.0 * t, t)", "b": "(0.0 * t, -t * (a // b))"}, kind="container")
 defrule(operator.neg, "a, /", vjp={"a": "-g"}, jvp={"a": "-t"}, kind="same")
 defrule(operator.pos, "a, /", vjp={"a": "g"}, jvp={"a": "t"}, kind="same")
 defrule(builtins.abs, "x, /", vjp={"x": "_rt.abs_adjoint(g, x)"},
@@ -45,7 +50,7 @@ defzero(operator.floordiv, operator.lt, operator.le, operator.gt, operator.ge, o
         operator.ne, operator.not_, operator.is_, operator.is_not, operator.contains, _r.not_in,
         operator.and_, operator.or_, operator.xor, operator.invert, operator.lshift,
         operator.rshift, builtins.len, builtins.int, builtins.bool, builtins.range,
-        builtins.isinstance, builtins.type, builtins.round, builtins.divmod, builtins.slice,
+        builtins.isinstance, builtins.type, builtins.round, builtins.slice,
         builtins.print, builtins.str, builtins.repr, builtins.format, builtins.id, builtins.hash,
         builtins.callable, builtins.hasattr, builtins.issubclass, _r.concat_str)
 

@@ -54,7 +54,21 @@ def scatter(g, like, idx):
         out[idx] = g
         return out
     out = _r.array_module(like).zeros(np.shape(like), dtype=np.result_type(like, g))
-    out[idx] = g
+    out[idx] = g            # (repeated indices: the last write, the one the adjoint took)
+    return out
+
+
+def scatter_add(g, like, idx):
+    """Transpose of ``take(., idx)`` (a gather): zeros shaped like ``like`` with ``g`` added at
+    idx, repeated indices adding up (``scatter`` keeps the last, which is the transpose of a
+    write, not of a read)."""
+    if _r.is_zero(g):
+        return 0.0
+    if isinstance(like, (list, dict)):
+        return scatter(g, like, idx)
+    m = _r.array_module(like)
+    out = m.zeros(np.shape(like), dtype=np.result_type(like, g))
+    m.add.at(out, idx, g)
     return out
 
 
@@ -276,7 +290,7 @@ defrule(safe_log_tangent, "tan, a, /",
         **_same)
 defrule(expand_like, "grad, like, /", vjp={"grad": "_rt.unbroadcast(g, grad)"},
         jvp={"grad": "_rr.expand_like(t, like)"}, **_any)
-defrule(take, "grad, idx, /", vjp={"grad": "_rr.scatter(g, grad, idx)"},
+defrule(take, "grad, idx, /", vjp={"grad": "_rr.scatter_add(g, grad, idx)"},
         jvp={"grad": "_rr.take(t, idx)"}, **_any)
 defrule(scatter, "grad, like, idx, /", vjp={"grad": f"{UB}(_rr.take(g, idx), grad)"},
         jvp={"grad": "_rr.scatter(t, like, idx)"}, **_any)

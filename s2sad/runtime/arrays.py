@@ -247,6 +247,15 @@ def _is_leaf_value(b):
     return not isinstance(b, (tuple, list, dict)) and b is not None
 
 
+def part_or_zero(g, i):
+    """Part ``i`` of a tuple's adjoint ``g`` (0.0 where it has none: a zero adjoint, or a part
+    no one read)."""
+    if is_zero(g):
+        return 0.0
+    v = g[i]
+    return 0.0 if v is None else v
+
+
 def zeros_like(x):
     """A zero adjoint with the shape/structure of ``x``; None for values that carry no derivative."""
     if isinstance(x, float):

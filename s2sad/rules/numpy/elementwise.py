@@ -127,10 +127,18 @@ _each(_np("ldexp"), BINARY,
       vjp={"x1": "_rt.unbroadcast(g * np.ldexp(1.0, x2).astype(np.result_type(x1)), x1)"},
       jvp={"x1": "np.ldexp(t, x2)"}, forbid=UFUNC)
 
+# heaviside(x1, h): h where x1 == 0 (x1 steps: no derivative); nextafter(x1, x2): x1 moved by
+# one ulp (slope 1 in x1)
+defrule(np.heaviside, BINARY, vjp={"x2": "_rt.unbroadcast(g * (x1 == 0), x2)"},
+        jvp={"x2": "np.where(x1 == 0, t, np.zeros_like(t))"}, constant=("x1",), forbid=UFUNC)
+defrule(np.nextafter, BINARY, vjp={"x1": "_rt.unbroadcast(g + 0 * ans, x1)"},
+        jvp={"x1": "t + 0 * ans"}, constant=("x2",), forbid=UFUNC)
+
 # where / clip
 defrule(np.where, "condition, x=None, y=None",
         vjp={"x": "_adj.where(g, condition, x, True)", "y": "_adj.where(g, condition, y, False)"},
-        jvp={"x": "np.where(condition, t, 0 * t)", "y": "np.where(condition, 0 * t, t)"}, ns=A)
+        jvp={"x": "np.where(condition, t, np.zeros_like(t))",
+             "y": "np.where(condition, np.zeros_like(t), t)"}, ns=A)
 _CLIP = "a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs"
 defrule(np.clip, _CLIP,
         vjp={"a": "_adj.clip(g, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'a')",
@@ -283,7 +291,7 @@ def maximum_tangent(t, x1, x2, which, sign=1, nan=False):
     if nan:
         win = win | (m.isnan(b) & ~m.isnan(a))
     t = asarray(t, like=a)
-    return m.where(win, t, m.where(a == b, 0.5 * t, 0 * t))
+    return m.where(win, t, m.where(a == b, 0.5 * t, m.zeros_like(t)))
 
 
 def clip_tangent(t, a, lo, hi, which):
@@ -328,7 +336,7 @@ def nan_to_num(g, x, which="x", value=None):
 def nan_to_num_tangent(t, x, which="x"):
     ok = _nan_to_num_mask(x, which)
     t_ = asarray(t, like=asarray(x))
-    return xp(ok).where(ok, t_, 0 * t_)
+    return xp(ok).where(ok, t_, xp(ok).zeros_like(t_))
 
 
 def _select_masks(g, condlist):
@@ -361,7 +369,7 @@ def select_tangent(t, condlist, choicelist, which):
         m = xp(t)
         shape = np.broadcast_shapes(t.shape, *[np.shape(c) for c in condlist])
         _, taken = _select_masks(m.zeros(shape, dtype=t.dtype), condlist)
-        return m.where(taken, 0 * t, t)
+        return m.where(taken, m.zeros_like(t), t)
     ts = tangent_list(t, choicelist)
     return xp(*ts).select(list(condlist), ts, default=0)
 

@@ -21,7 +21,8 @@ _each(_np("mean"), "a, axis=None, dtype=None, out=None, keepdims=False, *, where
 _each(_np("prod"), _RED,
       vjp={"a": "_rt.dtype_guard(dtype, _adj.prod(_rt.times_initial(g, initial), a, axis, keepdims))",
            "initial": "_rt.unbroadcast(g * np.prod(a, axis=axis, keepdims=keepdims), initial)"},
-      jvp={"a": "_adj.prod_tangent(t, a, axis, keepdims)"},
+      jvp={"a": "_rt.times_initial(_adj.prod_tangent(t, a, axis, keepdims), initial)",
+           "initial": "t * np.prod(a, axis=axis, keepdims=keepdims)"},
       forbid={"out": None, "where": True}, ns=A)
 _MAX = "a, axis=None, out=None, keepdims=False, initial=None, where=True"
 _each(_np("max", "amax", "min", "amin"), _MAX,
@@ -241,7 +242,10 @@ def extremum_tangent(t, ans, a, axis=None, keepdims=False):
     mask = (a == ans_e)
     n = mask.sum(axis=norm_axes(axis, a.ndim), keepdims=True)
     # no element equals an all-nan slice's nan (nanmax/nanmin): its tangent is 0
-    return _reduce_tangent(t * mask / xp(a).maximum(n, 1), a, axis, keepdims)
+    # (a select, not t * mask: a nan tangent off the extremum must not reach it)
+    t = asarray(t, like=a)
+    return _reduce_tangent(xp(a).where(mask, t, xp(a).zeros_like(t)) / xp(a).maximum(n, 1), a,
+                           axis, keepdims)
 
 
 def var_tangent(t, a, axis=None, ddof=0, keepdims=False):

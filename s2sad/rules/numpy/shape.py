@@ -91,6 +91,13 @@ defrule(np.broadcast_arrays, "*args, subok=False",
         vjp={"args": "_adj.broadcast_arrays(g, args)"}, kind="any", view=True, ns=A)
 defrule(np.meshgrid, "*xi, copy=True, sparse=False, indexing='xy'",
         vjp={"xi": "_adj.meshgrid(g, xi, indexing, sparse)"}, kind="any", ns=A)
+# arange(start, stop, step): start + k step; stop only sets the length (arange(stop): none)
+defrule(np.arange, "start_or_stop, stop=None, step=1, *, dtype=None, device=None, like=None",
+        vjp={"start_or_stop": "_adj.arange_adjoint(g, ans, start_or_stop, stop, step, 0)",
+             "step": "_adj.arange_adjoint(g, ans, start_or_stop, stop, step, 2)"},
+        jvp={"start_or_stop": "_adj.arange_tangent(t, ans, start_or_stop, stop, step, 0)",
+             "step": "_adj.arange_tangent(t, ans, start_or_stop, stop, step, 2)"},
+        constant=("stop",), ns=A)
 defrule(np.linspace, "start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, "
         "device=None", vjp={"start": "_adj.linspace(g, start, stop, num, endpoint, axis, 0)",
                             "stop": "_adj.linspace(g, start, stop, num, endpoint, axis, 1)"},
@@ -699,6 +706,27 @@ def sort_tangent(t, a, axis=-1):
     if axis is None:
         return sort_tangent(t.ravel(), a_.ravel(), 0)
     return m.take_along_axis(t, m.argsort(a_, axis=axis, kind="stable"), axis)
+
+
+def arange_adjoint(g, ans, start_or_stop, stop, step, which):
+    """Adjoints of ``np.arange``'s start (which 0; none when it is the only bound: the stop) and
+    step (which 2): the values are start + k step, k = 0, 1, ..."""
+    if stop is None and which == 0:
+        return _rt.unbroadcast(0.0 * asarray(g).sum(), start_or_stop)
+    g_ = asarray(g)
+    m = xp(g_)
+    s = g_.sum() if which == 0 else (g_ * m.arange(g_.shape[0], dtype=g_.real.dtype)).sum()
+    return _rt.unbroadcast(s, start_or_stop if which == 0 else step)
+
+
+def arange_tangent(t, ans, start_or_stop, stop, step, which):
+    a = asarray(ans)
+    m = xp(a)
+    if stop is None and which == 0:
+        return m.zeros_like(a)
+    if which == 0:
+        return m.full(a.shape, t, dtype=a.dtype if a.dtype.kind in "fc" else None)
+    return m.arange(a.shape[0], dtype=a.dtype if a.dtype.kind in "fc" else None) * t
 
 
 def linspace_tangent(t, start, stop, num=50, endpoint=True, axis=0, which=0):

@@ -97,10 +97,20 @@ def convolve(g, a, v, mode="full", which=0):
 
 
 def correlate(g, a, v, mode="valid", which=0):
-    """Adjoint of ``np.correlate(a, v)`` = convolve(a, conj(v[::-1]))."""
+    """Adjoint of ``np.correlate(a, v)`` = convolve(a, conj(v[::-1])) in modes 'full' and
+    'valid'.  In mode 'same' NumPy centres the result differently when ``a`` is the shorter
+    (offset len(a) // 2 into the full result, not (len(v) - 1) // 2): g is put back into the full
+    result at NumPy's offset, and the full-mode adjoint taken."""
     m = xp(g, a, v)
     V = asarray(v, like=g).reshape(-1)
     vr = cj(m.flip(V, 0))
+    if _mode_name(mode) == "same":
+        n, k = int(np.size(a)), V.shape[0]
+        off = (k - 1) // 2 if n >= k else n // 2
+        G = asarray(g, like=V).reshape(-1)
+        g = m.concatenate([m.zeros(off, dtype=G.dtype), G,
+                           m.zeros(n + k - 1 - off - G.shape[0], dtype=G.dtype)])
+        mode = "full"
     if which == 0:
         return convolve(g, a, vr, mode, 0)
     r = asarray(convolve(g, a, vr, mode, 1))
@@ -165,15 +175,15 @@ def interp_tangent(t, x, xp_, fp, left=None, right=None, which="fp"):
     m, X, P, F, n, j, j1, w, safe, dx, below, above, inside = _interp_setup(x, xp_, fp)
     t_ = asarray(t, like=P)
     if which == "fp":
-        r = m.where(inside, (1 - w) * t_[j] + w * t_[j1], 0 * t_[j])
+        r = m.where(inside, (1 - w) * t_[j] + w * t_[j1], m.zeros_like(t_[j]))
         if left is None:
-            r = r + m.where(below, t_[0], 0 * t_[0])
+            r = r + m.where(below, t_[0], m.zeros_like(t_[0]))
         if right is None:
-            r = r + m.where(above, t_[n - 1], 0 * t_[0])
+            r = r + m.where(above, t_[n - 1], m.zeros_like(t_[0]))
         return r
     if which in ("left", "right"):
         mask = below if which == "left" else above
-        return m.where(mask, t_, 0 * t_)
+        return m.where(mask, t_, m.zeros_like(t_))
     slope = m.where(inside & (dx != 0), (F[j1] - F[j]) / safe, 0)
     if which == "x":
         return slope * t_

@@ -141,7 +141,7 @@ def nansum_tangent(t, a, axis=None, keepdims=False, mean=False):
     ok = ~m.isnan(a_)
     t = asarray(t, like=a_)
     axes = norm_axes(axis, a_.ndim)
-    r = m.where(ok, t, 0 * t).sum(axis=axes, keepdims=_keep(keepdims))
+    r = m.where(ok, t, m.zeros_like(t)).sum(axis=axes, keepdims=_keep(keepdims))
     return r / ok.sum(axis=axes, keepdims=_keep(keepdims)) if mean else r
 
 
@@ -177,7 +177,7 @@ def nanvar_tangent(t, a, axis=None, ddof=0, keepdims=False):
     c = (cj(d) * t).real if a_.dtype.kind == "c" or t.dtype.kind == "c" else d * t
     with np.errstate(divide="ignore", invalid="ignore"):
         c = c * (2.0 / (n - ddof))
-    return _reduce_tangent(m.where(ok, c, 0 * c), a_, axis, keepdims)
+    return _reduce_tangent(m.where(ok, c, m.zeros_like(c)), a_, axis, keepdims)
 
 
 def nanstd(g, ans, a, axis=None, ddof=0, keepdims=False):

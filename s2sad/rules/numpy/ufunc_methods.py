@@ -17,7 +17,8 @@ defrule(np.multiply.reduce, _UREDUCE, name="np.multiply.reduce",
         vjp={"array": "_rt.dtype_guard(dtype, _adj.prod(_rt.times_initial(g, initial), array, axis, "
                       "keepdims))",
              "initial": "_rt.unbroadcast(g * np.prod(array, axis=axis, keepdims=keepdims), initial)"},
-        jvp={"array": "_adj.prod_tangent(t, array, axis, keepdims)"},
+        jvp={"array": "_rt.times_initial(_adj.prod_tangent(t, array, axis, keepdims), initial)",
+             "initial": "t * np.prod(array, axis=axis, keepdims=keepdims)"},
         forbid={"out": None, "where": True}, ns=A)
 for _u in ("maximum", "minimum"):
     defrule(getattr(np, _u).reduce, _UREDUCE, name=f"np.{_u}.reduce",

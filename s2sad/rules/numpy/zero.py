@@ -11,8 +11,8 @@ defzero(*_np(
     # index-valued and piecewise-constant functions
     "argmax", "argmin", "argsort", "argwhere", "nonzero", "flatnonzero", "searchsorted",
     "count_nonzero", "digitize", "lexsort", "argpartition",
-    "floor", "ceil", "round", "around", "rint", "fix", "trunc", "sign", "signbit", "heaviside",
-    "floor_divide", "spacing", "nextafter",
+    "floor", "ceil", "round", "around", "rint", "fix", "trunc", "sign", "signbit",
+    "floor_divide", "spacing",
     # predicates and comparisons
     "isnan", "isinf", "isfinite", "isneginf", "isposinf", "isclose", "allclose", "array_equal",
     "array_equiv", "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
@@ -20,7 +20,7 @@ defzero(*_np(
     "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift", "right_shift", "gcd",
     "lcm",
     # constructors whose output carries no derivative
-    "zeros", "ones", "empty", "eye", "identity", "arange", "tri", "indices",
+    "zeros", "ones", "empty", "eye", "identity", "tri", "indices",
     "zeros_like", "ones_like", "empty_like", "diag_indices", "tril_indices",
     "triu_indices", "ndindex", "unravel_index", "ravel_multi_index",
     "finfo", "iinfo", "dtype", "can_cast",
