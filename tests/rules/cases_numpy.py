@@ -162,6 +162,9 @@ def prod_zeros(rng, cplx=False):
 
 
 add(Case(np.prod, prod_zeros, id="zeros"))
+# a zero-length axis: the product is 1 there (an empty gradient; a crash before)
+for shp, ax in (((3, 0), 1), ((0, 3), 0), ((0, 3), 1), ((3, 0), None), ((2, 0, 3), (1, 2))):
+    add(C(np.prod, Arr(*shp), kw={"axis": ax}, id=f"empty{shp}-ax{ax}", cplx=True))
 
 
 for fn in (np.cumsum, np.cumprod):

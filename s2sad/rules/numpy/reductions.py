@@ -125,6 +125,9 @@ def _others_product(a, axes):
     """For each element, the product of the other elements of its reduction group (exact with zeros)."""
     m = xp(a)
     a = asarray(a)
+    if a.size == 0:
+        # a zero-length group (or no group at all): nothing to multiply, an empty result
+        return m.ones(a.shape, dtype=a.dtype)
     nd = a.ndim
     keep = [i for i in range(nd) if i not in axes]
     perm = keep + list(axes)
