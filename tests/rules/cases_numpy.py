@@ -344,6 +344,12 @@ add(C(np.rot90, Arr(2, 3, 4), 3, (2, 0), id="k3"))
 for mode in ("constant", "edge", "reflect", "symmetric", "wrap"):
     add(C(np.pad, Arr(3, 4), ((1, 2), (2, 3)), mode, id=mode))
 add(C(np.pad, Arr(4), 2, id="int"))
+# pad_width as a dict {axis: width or (before, after)} (NumPy 2.3+; a crash before)
+if np.lib.NumpyVersion(np.__version__) >= "2.3.0":
+    add(C(np.pad, Arr(3, 4), {0: (1, 2)}, id="dict", cplx=True))
+    add(C(np.pad, Arr(3, 4), {-1: 2}, "reflect", id="dict-neg-reflect"))
+    add(C(np.pad, Arr(3, 4), {0: (3, 0), 1: 2}, "wrap", id="dict-both-wrap"))
+    add(C(np.pad, Arr(2, 3, 4), {1: (1, 1)}, "mean", id="dict-mean"))
 add(C(np.split, Arr(6, 4), 3, id="sections"))
 add(C(np.split, Arr(6, 4), [1, 3], 1, id="indices"))
 add(C(np.array_split, Arr(7, 2), 3, id="uneven"))

@@ -236,7 +236,8 @@ def _pad_axes(array, pad_width, mode, kwargs):
     (n + before + after, n), P[:, j] the padded unit vector e_j.  NumPy pads axis after axis and each
     axis's padding reads the padded earlier axes, so the whole map is the product of these (they
     commute: each acts along its own axis).  Every ``pad_width`` form NumPy takes (int, (n,),
-    (before, after), ((before, after),), one pair per axis) is read the way np.pad reads it."""
+    (before, after), ((before, after),), one pair per axis, a dict of axes) is read the way
+    np.pad reads it."""
     if callable(mode) or mode not in _PAD_LINEAR:
         name = getattr(mode, "__name__", mode)
         raise RuleError(f"np.pad(mode={name!r}) is not differentiable (its padding is not a "
@@ -244,7 +245,7 @@ def _pad_axes(array, pad_width, mode, kwargs):
                         fix="use mode='constant', 'edge', 'reflect', 'symmetric', 'wrap', "
                             "'linear_ramp' or 'mean'")
     nd = len(shape(array))
-    pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (nd, 2))
+    pw = np.broadcast_to(np.asarray(_pad_pairs(pad_width, nd), dtype=np.int64), (nd, 2))
     kw = dict(kwargs or {})
     kw.pop("constant_values", None)          # offsets, not part of the linear map
     kw.pop("end_values", None)
@@ -264,6 +265,21 @@ def _pad_axes(array, pad_width, mode, kwargs):
                    **k)
         out.append((ax, P))
     return out
+
+
+def _pad_pairs(pad_width, nd):
+    """``pad_width`` as np.pad reads it; a dict ``{axis: width or (before, after)}`` (NumPy 2.3+;
+    negative axes count from the end, the other axes get no padding) as one pair per axis."""
+    if not isinstance(pad_width, dict):
+        return pad_width
+    seq = [(0, 0)] * nd
+    for axis, width in pad_width.items():
+        if np.ndim(width) == 0:
+            seq[axis] = (int(width), int(width))
+        else:
+            before, after = width
+            seq[axis] = (int(before), int(after))
+    return seq
 
 
 def _apply_axis(m, x, P, ax):
