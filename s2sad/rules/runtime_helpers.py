@@ -341,6 +341,8 @@ defrule(A.std, "grad, out, a, axis=None, ddof=0, keepdims=False, /",
              "out": "_adj.std(-grad * t / out, out, a, axis, ddof, keepdims)",
              "a": "_adj.std(grad, out, t, axis, ddof, keepdims)"}, **_any)
 defrule(A.cumsum, "grad, a, axis=None, /", jvp={"grad": "_adj.cumsum(t, a, axis)"}, **_any)
+defrule(A.cumulative_sum, "grad, a, axis=None, include_initial=False, /",
+        jvp={"grad": "_adj.cumulative_sum(t, a, axis, include_initial)"}, **_any)
 defrule(A.diff, "grad, a, n=1, axis=-1, /", jvp={"grad": "_adj.diff(t, a, n, axis)"}, **_any)
 defrule(A.diff_ext, "grad, a, n, axis, prepend, append, which, /",
         jvp={"grad": "_adj.diff_ext(t, a, n, axis, prepend, append, which)"}, **_any)

@@ -181,6 +181,15 @@ def cumprod_zeros(rng, cplx=False):
 
 
 add(Case(np.cumprod, cumprod_zeros, id="zeros"))
+# the array API's cumulative_sum / cumulative_prod, include_initial=True (refused before)
+for fn in (np.cumulative_sum, np.cumulative_prod):
+    lo = 0.5 if fn is np.cumulative_prod else -1
+    for init in (False, True):
+        add(C(fn, Arr(5, lo=lo, hi=1.5), kw={"include_initial": init}, id=f"1d-init{init}",
+              cplx=True))
+        for ax in (0, 1, -1):
+            add(C(fn, Arr(3, 4, lo=lo, hi=1.5), kw={"axis": ax, "include_initial": init},
+                  id=f"ax{ax}-init{init}", cplx=True))
 
 # ufunc methods (axis=0 by default)
 for u in (np.add, np.multiply, np.maximum, np.minimum):

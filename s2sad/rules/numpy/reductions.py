@@ -41,11 +41,21 @@ _each(_np("std"), _VAR,
       jvp={"a": "_adj.std_tangent(t, ans, a, axis, _adj._correction(ddof, correction), "
                 "keepdims)"},
       forbid={"out": None, "where": True, "mean": None}, ns=A)
-_each(_np("cumsum", "cumulative_sum"), "a, axis=None, dtype=None, out=None",
+_each(_np("cumsum"), "a, axis=None, dtype=None, out=None",
       vjp={"a": "_adj.cumsum(g, a, axis)"}, jvp={"a": "np.cumsum(t, axis=axis)"},
       forbid={"out": None}, ns=A)
-_each(_np("cumprod", "cumulative_prod"), "a, axis=None, dtype=None, out=None",
+_each(_np("cumprod"), "a, axis=None, dtype=None, out=None",
       vjp={"a": "_adj.cumprod(g, ans, a, axis)"}, forbid={"out": None}, ns=A)
+# the array API's: axis=None for 1-d arrays only; include_initial=True puts the sum's 0 (the
+# product's 1) first along the axis, a constant: its cotangent entry is dropped
+_CUMUL = "x, /, *, axis=None, dtype=None, out=None, include_initial=False"
+_each(_np("cumulative_sum"), _CUMUL,
+      vjp={"x": "_adj.cumulative_sum(g, x, axis, include_initial)"},
+      jvp={"x": "np.cumulative_sum(t, axis=axis, include_initial=include_initial)"},
+      forbid={"out": None}, ns=A)
+_each(_np("cumulative_prod"), _CUMUL,
+      vjp={"x": "_adj.cumulative_prod(g, ans, x, axis, include_initial)"},
+      forbid={"out": None}, ns=A)
 
 # -- ndarray methods -------------------------------------------------------------------------------
 defmethod("sum", "self, axis=None, dtype=None, out=None, keepdims=False, initial=None, "
@@ -228,6 +238,35 @@ def cumprod(g, ans, a, axis=None):
         c = m.cumprod(b, axis=-1)
         out[..., i] = (gt[..., i:] * cj(c[..., i:])).sum(axis=-1)
     return like(m.moveaxis(out, -1, axis), a)
+
+
+def _drop_initial(g, x, axis, include_initial):
+    """(g as an array of the output's shape, the axis): with include_initial=True, without the
+    entry at the constant first place along the axis."""
+    x_ = asarray(x)
+    ax = 0 if axis is None else int(axis) % max(x_.ndim, 1)
+    g = asarray(g, like=x_)
+    n = 1 if _flag(include_initial) else 0
+    if g.ndim != x_.ndim:                  # (a cotangent that is a broadcast scalar)
+        g = xp(x_).broadcast_to(g, x_.shape[:ax] + (x_.shape[ax] + n,) + x_.shape[ax + 1:])
+    if n:
+        g = g[(slice(None),) * ax + (slice(1, None),)]
+    return g, ax
+
+
+def cumulative_sum(g, x, axis=None, include_initial=False):
+    """Adjoint of ``np.cumulative_sum``: cumsum's along ``axis`` (0 for a 1-d array's
+    axis=None); with include_initial=True, the cotangent of the constant 0 put first is dropped."""
+    g, ax = _drop_initial(g, x, axis, include_initial)
+    return cumsum(g, x, ax)
+
+
+def cumulative_prod(g, ans, x, axis=None, include_initial=False):
+    """Adjoint of ``np.cumulative_prod``, as :func:`cumulative_sum`'s (the constant 1)."""
+    g, ax = _drop_initial(g, x, axis, include_initial)
+    if _flag(include_initial):
+        ans = asarray(ans, like=asarray(x))[(slice(None),) * ax + (slice(1, None),)]
+    return cumprod(g, ans, asarray(x), ax)
 
 
 def _reduce_tangent(contrib, a, axis, keepdims):
