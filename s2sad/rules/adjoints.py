@@ -223,6 +223,26 @@ def zeros_for(x, dtype=None):
     return xp(x).zeros(shape(x), dtype=dt)
 
 
+def tangent_as(t, ans):
+    """A tangent in the floating dtype of the primal output ``ans`` (a float32 output gets a
+    float32 tangent, a float64 one a float64 tangent), when both are of the same kind; anything
+    else (Python numbers, a zero, other kinds) as it is."""
+    dt, tdt = getattr(ans, "dtype", None), getattr(t, "dtype", None)
+    if dt is None or tdt is None or dt == tdt or not hasattr(t, "astype") or \
+            dt.kind not in "fc" or tdt.kind not in "fc" or (tdt.kind == "c" and dt.kind == "f"):
+        return t
+    return t.astype(dt)
+
+
+def _count_as(n, x):
+    """A count (an integer array) in the real floating dtype of ``x``, so that dividing a float32
+    ``x`` by it keeps float32."""
+    dt = getattr(x, "dtype", None)
+    if dt is None or dt.kind not in "fc":
+        return n
+    return n.astype(x.real.dtype if dt.kind == "c" else dt)
+
+
 def is_zero(g):
     return _rt.is_zero(g)
 

@@ -210,6 +210,8 @@ def check_tangent(case, rng, dtype="f8"):
     """Sum of the rule's tangent templates along random directions vs central differences."""
     rule = case.rule()
     args, kwargs = case.make(rng, complex) if dtype == "c16" else case.make(rng)
+    if dtype == "f4":
+        args = cast(args, "f4")
     post = case.post or (lambda y: y)
     ans = post(case.call(args, kwargs))
     bound = rule.bind(args, kwargs)
@@ -217,6 +219,21 @@ def check_tangent(case, rng, dtype="f8"):
     wrt = tuple(p for p in wrt if p in rule.jvp)
     if not wrt:
         return False
+    if dtype == "f4":
+        # the tangent in a float32 array argument has the output's dtype (float32 for a float32
+        # output: no float64 from an integer count or a float64 constant in the template)
+        ba = rule.signature.bind(*args, **kwargs)
+        for p in wrt:
+            xs = [x for x in leaves(ba.arguments[p]) if is_float_leaf(x)]
+            if not xs or not all(isinstance(x, np.ndarray) for x in xs):
+                continue                # (a Python float's tangent is a Python float)
+            tv = tmap(lambda d: 0.0 if d is None else d, random_like(ba.arguments[p], rng))
+            tp = tangent_function(rule, p)(tv, ans, **bound)
+            for tl, al in zip(leaves(tp), leaves(ans)):
+                if is_float_leaf(al) and hasattr(al, "dtype") and hasattr(tl, "dtype"):
+                    assert np.result_type(tl) == np.result_type(al), \
+                        (case.name(), p, "tangent dtype", np.result_type(tl), np.result_type(al))
+        return True
     ba = rule.signature.bind(*args, **kwargs)
     dirs = {p: random_like(ba.arguments[p], rng) for p in wrt}
     tan = None
@@ -262,13 +279,16 @@ def rule_params(cases):
 
 
 def tangent_params(cases):
-    """pytest params for the tangent checks: cases whose rule has jvp templates."""
+    """pytest params for the tangent checks: cases whose rule has jvp templates (float32: the
+    tangents' dtype)."""
     import pytest
     out = []
     for c in cases:
         r = c.rule()
         if r is not None and r.jvp:
             out.append(pytest.param(c, "f8", id=c.name() + "-f8"))
+            if c.f32:
+                out.append(pytest.param(c, "f4", id=c.name() + "-f4"))
             if c.cplx:
                 out.append(pytest.param(c, "c16", id=c.name() + "-c16"))
     return out

@@ -75,9 +75,14 @@ _each(_np("divide", "true_divide"), BINARY,
       vjp={"x1": "_rt.unbroadcast(g / _rt.cj(x2), x1)",
            "x2": "-_rt.unbroadcast(g * _rt.cj(ans), x2) / _rt.cj(x2)"},
       jvp={"x1": "t / x2", "x2": "-t * ans / x2"}, forbid=UFUNC)
-_each(_np("power", "pow", "float_power"), BINARY,
+_each(_np("power", "pow"), BINARY,
       vjp={"x1": "_adj.power_base(g, x1, x2)", "x2": "_adj.power_exponent(g, ans, x1, x2)"},
       jvp={"x1": "t * x2 * x1 ** (x2 - 1)", "x2": "t * ans * np.log(x1)"}, forbid=UFUNC, ns=A)
+# (float_power computes in float64 / complex128 whatever its inputs: so do its tangents)
+_each(_np("float_power"), BINARY,
+      vjp={"x1": "_adj.power_base(g, x1, x2)", "x2": "_adj.power_exponent(g, ans, x1, x2)"},
+      jvp={"x1": "t * x2 * np.float_power(x1, x2 - 1)", "x2": "t * ans * np.log(x1)"},
+      forbid=UFUNC, ns=A)
 _each(_np("maximum"), BINARY,
       vjp={"x1": "_adj.maximum(g, x1, x2, 0)", "x2": "_adj.maximum(g, x1, x2, 1)"},
       jvp={"x1": "_adj.maximum_tangent(t, x1, x2, 0)", "x2": "_adj.maximum_tangent(t, x1, x2, 1)"},

@@ -3,9 +3,9 @@
 """
 import numpy as np
 
-from ..adjoints import (A, _NDARRAY, _NoValue, _each, _flag, _inverse, _np, _shape_only, asarray,
-                        broadcast, cj, count, device_view, expand, export, full_like, like, ndim,
-                        norm_axes, shape, xp)
+from ..adjoints import (A, _NDARRAY, _NoValue, _count_as, _each, _flag, _inverse, _np, _shape_only,
+                        asarray, broadcast, cj, count, device_view, expand, export, full_like, like,
+                        ndim, norm_axes, shape, xp)
 from ...kernels import rows as _rows
 from ..registry import defmethod
 
@@ -286,8 +286,9 @@ def extremum_tangent(t, ans, a, axis=None, keepdims=False):
     # no element equals an all-nan slice's nan (nanmax/nanmin): its tangent is 0
     # (a select, not t * mask: a nan tangent off the extremum must not reach it)
     t = asarray(t, like=a)
-    return _reduce_tangent(xp(a).where(mask, t, xp(a).zeros_like(t)) / xp(a).maximum(n, 1), a,
-                           axis, keepdims)
+    # (the tie count in t's dtype: a float32 tangent stays float32)
+    return _reduce_tangent(xp(a).where(mask, t, xp(a).zeros_like(t)) /
+                           _count_as(xp(a).maximum(n, 1), t), a, axis, keepdims)
 
 
 def var_tangent(t, a, axis=None, ddof=0, keepdims=False):

@@ -72,10 +72,12 @@ defrule(np.diff, "a, n=1, axis=-1, prepend=None, append=None",
                   f"_adj.diff_ext(g, a, n, axis, prepend, append, 'a')",
              "prepend": "_adj.diff_ext(g, a, n, axis, prepend, append, 'prepend')",
              "append": "_adj.diff_ext(g, a, n, axis, prepend, append, 'append')"},
-        jvp={"a": f"np.diff(t, n, axis) if {_PLAIN} else "
-                  f"_adj.diff_ext_tangent(t, a, n, axis, prepend, append, 'a')",
-             "prepend": "_adj.diff_ext_tangent(t, a, n, axis, prepend, append, 'prepend')",
-             "append": "_adj.diff_ext_tangent(t, a, n, axis, prepend, append, 'append')"}, ns=A)
+        jvp={"a": f"np.diff(t, n, axis) if {_PLAIN} else _adj.tangent_as("
+                  f"_adj.diff_ext_tangent(t, a, n, axis, prepend, append, 'a'), ans)",
+             "prepend": "_adj.tangent_as(_adj.diff_ext_tangent(t, a, n, axis, prepend, append, "
+                        "'prepend'), ans)",
+             "append": "_adj.tangent_as(_adj.diff_ext_tangent(t, a, n, axis, prepend, append, "
+                       "'append'), ans)"}, ns=A)
 defrule(np.copy, "a, order='K', subok=False", vjp={"a": "g"}, jvp={"a": "np.copy(t)"})
 _each(_np("ascontiguousarray", "asfortranarray"), "a, dtype=None, *, like=None",
       vjp={"a": "_adj.like(g, a)"}, jvp={"a": "_adj.array_tangent(t, ans, a)"}, view=True, ns=A)

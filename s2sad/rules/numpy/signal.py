@@ -22,7 +22,7 @@ defrule(np.correlate, "a, v, mode='valid'",
 defrule(np.interp, "x, xp, fp, left=None, right=None, period=None",
         vjp={k: f"_adj.interp(g, x, xp, fp, left, right, {k!r})"
              for k in ("x", "xp", "fp", "left", "right")},
-        jvp={k: f"_adj.interp_tangent(t, x, xp, fp, left, right, {k!r})"
+        jvp={k: f"_adj.tangent_as(_adj.interp_tangent(t, x, xp, fp, left, right, {k!r}), ans)"
              for k in ("x", "xp", "fp", "left", "right")},
         forbid={"period": None}, ns=A)
 _each(_np("trapezoid", "trapz"), "y, x=None, dx=1.0, axis=-1",
@@ -201,6 +201,9 @@ def _trap_parts(y, x, dx, axis):
     s2[ax] = slice(None, -1)
     if x is None:
         d = asarray(dx, like=y_)
+        if type(dx) in (int, float, complex) and y_.dtype.kind in "fc":
+            # a Python number, as np.trapezoid multiplies by it: y's precision (float32 stays)
+            d = d.astype(np.result_type(y_.dtype, dx))
     else:
         xa = asarray(x, like=y_)
         if xa.ndim == 1:
@@ -291,6 +294,8 @@ def polyval_tangent(t, p, x, which="p"):
     if N < 1:
         return 0 * asarray(t, like=P) * X
     k = m.arange(N, 0, -1).reshape((N,) + (1,) * (P.ndim - 1))
+    if P.dtype.kind in "fc":
+        k = k.astype(P.dtype)          # (the powers as P's dtype: float32 stays float32)
     return asarray(t, like=P) * _horner(P[:-1] * k, X)
 
 

@@ -4,8 +4,8 @@
 import numpy as np
 
 from ... import runtime as _rt
-from ..adjoints import (A, _NoValue, _each, _inverse, _mH, asarray, broadcast, cj, count, expand,
-                        export, like, norm_axes, shape, xp)
+from ..adjoints import (A, _NoValue, _count_as, _each, _inverse, _mH, asarray, broadcast, cj, count,
+                        expand, export, like, norm_axes, shape, tangent_as, xp)
 from .reductions import _MAX, _VAR, _reduce_tangent, extremum, extremum_tangent
 from ..registry import defrule
 
@@ -142,7 +142,8 @@ def nansum_tangent(t, a, axis=None, keepdims=False, mean=False):
     t = asarray(t, like=a_)
     axes = norm_axes(axis, a_.ndim)
     r = m.where(ok, t, m.zeros_like(t)).sum(axis=axes, keepdims=_keep(keepdims))
-    return r / ok.sum(axis=axes, keepdims=_keep(keepdims)) if mean else r
+    # (the count in t's dtype: a float32 tangent stays float32)
+    return r / _count_as(ok.sum(axis=axes, keepdims=_keep(keepdims)), r) if mean else r
 
 
 def _nan_centered(a, axis):
@@ -153,7 +154,7 @@ def _nan_centered(a, axis):
     axes = norm_axes(axis, a.ndim)
     n = ok.sum(axis=axes, keepdims=True)
     z = m.where(ok, a, 0)
-    mu = z.sum(axis=axes, keepdims=True) / m.maximum(n, 1)
+    mu = z.sum(axis=axes, keepdims=True) / _count_as(m.maximum(n, 1), a)     # (float32 stays)
     return ok, n, m.where(ok, a - mu, 0)
 
 
@@ -176,7 +177,7 @@ def nanvar_tangent(t, a, axis=None, ddof=0, keepdims=False):
     t = asarray(t, like=a_)
     c = (cj(d) * t).real if a_.dtype.kind == "c" or t.dtype.kind == "c" else d * t
     with np.errstate(divide="ignore", invalid="ignore"):
-        c = c * (2.0 / (n - ddof))
+        c = c * _count_as(2.0 / (n - ddof), c)
     return _reduce_tangent(m.where(ok, c, m.zeros_like(c)), a_, axis, keepdims)
 
 
@@ -275,11 +276,12 @@ def quantile_tangent(t, ans, a, q, axis=None, keepdims=False, scale=1.0, which="
         srt = m.take_along_axis(S["flat"], S["order"], axis=-1)
         d = (m.take(srt, S["hi"], axis=-1) - m.take(srt, S["lo"], axis=-1)) * ((n - 1) / scale)
         tq = asarray(t, like=S["a"]).reshape(-1)
-        return m.moveaxis(d * tq, -1, 0).reshape(shape(ans))
+        return tangent_as(m.moveaxis(d * tq, -1, 0).reshape(shape(ans)), ans)
     tt = asarray(t, like=S["a"]).transpose(S["perm"]).reshape(lead + (n,))
     ts = m.take_along_axis(tt, S["order"], axis=-1)
     r = m.tensordot(S["W"].astype(S["a"].real.dtype), ts, axes=([1], [len(lead)]))
-    return r.reshape(shape(ans))
+    # (in the output's dtype: a float64 q makes a float32 array's quantiles float64)
+    return tangent_as(r.reshape(shape(ans)), ans)
 
 
 def _cov_input(m_, y, rowvar, dtype=None):
