@@ -42,6 +42,11 @@ def materialize(g, x):
         # a real input's gradient is real: the real part of a complex adjoint (the rules keep
         # to this where they sum onto a real value; this is the last guard before the user)
         g = g.real
+    if tx is _NDARRAY and type(g) is not _NDARRAY and dt.kind in "fc" and x.ndim == 0 and \
+            isinstance(g, (float, complex, int, np.number)):
+        # a 0-d array's gradient is a 0-d array of its dtype (NumPy's arithmetic on 0-d arrays
+        # gives scalars: the sweep's adjoint is one)
+        return np.array(g, dtype=dt)
     if type(g) is _NDARRAY and not _owned(g):
         return g.copy()
     if type(g).__module__.startswith("cupy") and g.size > 1 and 0 in g.strides:
