@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import ArgumentWriteError
 from . import hooks
-from .arrays import _BuiltinType, _ModuleType, _is_array, _z, add, is_zero
+from .arrays import _BuiltinType, _ModuleType, _is_array, _z, add, array_module, is_zero
 from .iterators import Iter
 from .transformed import Transformed
 from .values import (_DUNDERS, _is_python, differentiable, kind_of, numba_function,
@@ -277,13 +277,61 @@ def call(fn, *args, **kwargs):
             _is_python(getattr(type(fn).__call__, "__func__", type(fn).__call__)):
         # a callable object (a model with __call__)
         return _call_derived(type(fn).__call__, args, kwargs, self_=fn)
-    ans = fn(*args, **kwargs)
     # (a method's own object is one of its inputs)
     recv = () if self_ is None or isinstance(self_, (type, _ModuleType)) else (self_,)
-    if may_carry(ans) and any(differentiable(a) for a in recv + args + tuple(kwargs.values())):
+    inputs = recv + args + tuple(kwargs.values())
+    kept = opaque_snapshot(inputs)
+    ans = fn(*args, **kwargs)
+    if may_carry(ans) and any(differentiable(a) for a in inputs):
         from ..errors import OpaqueCalleeError
         raise OpaqueCalleeError(_opaque_message(fn), fix=_rule_skeleton(fn))
+    refuse_if_changed(fn, kept)
     return ans, None
+
+
+def opaque_snapshot(inputs):
+    """Before an opaque callee (no rule, no Python source) runs on ``inputs``: a copy of each
+    that carries a derivative and that the callee could change in place (a writable NumPy or
+    CuPy array of floats, a list or dict holding values that carry one), for
+    :func:`refuse_if_changed`.  Empty, and free, when none does."""
+    kept = []
+    for a in inputs:
+        t = type(a)
+        if t is list or t is dict:
+            if differentiable(a):
+                kept.append((a, list(a.items()) if t is dict else list(a)))
+        elif _is_array(a) and getattr(a.dtype, "kind", "") in "fc" and \
+                getattr(getattr(a, "flags", None), "writeable", False):
+            kept.append((a, a.copy()))
+    return kept
+
+
+def refuse_if_changed(fn, kept):
+    """After the opaque callee ``fn`` ran: refuse when it changed one of the inputs
+    :func:`opaque_snapshot` kept (``rng.shuffle(a)``, a C routine filling a buffer): s2sad cannot
+    know how the values moved, and going on would give a wrong derivative without an error."""
+    for obj, before in kept:
+        if isinstance(before, list):
+            now = list(obj.items()) if type(obj) is dict else list(obj)
+            same = len(now) == len(before) and all(
+                (x[0] is y[0] and x[1] is y[1]) if type(obj) is dict else x is y
+                for x, y in zip(now, before))
+            what = f"the {type(obj).__name__} it was given"
+        else:
+            xp = array_module(obj)
+            same = obj.shape == before.shape and bool(xp.array_equal(obj, before, equal_nan=True))
+            what = "an array it was given"
+        if not same:
+            from ..errors import OpaqueCalleeError
+            from .refusals import _callee_ref
+            name = _callee_ref(fn, None) or getattr(fn, "__qualname__", None) or repr(fn)
+            raise OpaqueCalleeError(
+                f"{name} changed {what} in place, a value that carries a derivative, and s2sad "
+                f"has no derivative rule for it and does not differentiate its code, so it cannot "
+                f"follow how the values moved",
+                fix="compute the new value with an expression and assign it (for a shuffle: "
+                    "`p = rng.permutation(len(a)); a = a[p]`), or declare a rule with "
+                    "s2sad.defrule")
 
 
 def may_carry(value):

@@ -344,7 +344,11 @@ def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None, _bound=False
             trecv.clear()
             trecv.update(tself)
         return value, tv
+    kept = runtime.opaque_snapshot(tuple(args) + tuple(kwargs.values()) + (
+        (fn.__self__,) if _bound else ())) if rule is None else ()
     value = fn(*args, **kwargs)
+    if kept:
+        runtime.refuse_if_changed(fn, kept)
     if rule is not None and not rule.zero:
         bound = rule.bind(args, kwargs)
         return value, _rule_tangent(rule, bound, value, _param_tangents(rule, args, targs, kwargs, tkwargs))
