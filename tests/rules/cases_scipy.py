@@ -32,6 +32,23 @@ for ax in (None, 0, -1, (0, 1)):
     add(C(sp.softmax, Arr(3, 4, lo=-2, hi=2), kw={"axis": ax}, id=f"ax{ax}"))
     add(C(sp.log_softmax, Arr(3, 4, lo=-2, hi=2), kw={"axis": ax}, id=f"ax{ax}"))
 
+# factorial, comb, perm with exact=False: through the gamma function (a zero derivative before)
+add(C(sp.factorial, Arr(3, 4, lo=0.2, hi=4), id="3x4"))
+add(C(sp.factorial, Arr(lo=0.2, hi=4, scalar=True), id="pyfloat", f32=False))
+# SciPy's 0 for n < 0 (away from the jump at 0)
+add(C(sp.factorial, Arr(6, lo=-2, hi=2, f=lambda x: x + 0.3 * np.sign(x.real)), id="negative"))
+add(C(sp.factorial, Arr(3, 4, lo=-0.9, hi=3), kw={"extend": "complex"}, id="complex", cplx=True))
+add(C(sp.factorial2, Arr(3, 4, lo=0.2, hi=4), kw={"extend": "complex"}, id="complex", cplx=True))
+add(C(sp.factorialk, Arr(5, lo=0.2, hi=4), 3, kw={"extend": "complex"}, id="k3", cplx=True))
+_NK = (np.array([1.3, 4.2, -0.7, 3.1, 2.5, 5.0]), np.array([2.6, 1.4, 0.3, -0.8, 1.1, 2.2]))
+for _fn in (sp.comb, sp.perm):
+    add(C(_fn, Arr(3, 4, lo=3, hi=6), Arr(4, lo=0.2, hi=2.8), id="bcast"))
+    add(C(_fn, Arr(lo=3, hi=6, scalar=True), Arr(lo=0.2, hi=2.8, scalar=True), id="pyfloat",
+          f32=False))
+    # k > N, N < 0, k < 0: SciPy's 0 (entries 0, 2 and 3)
+    add(C(_fn, Arr(6, lo=-0.05, hi=0.05, f=lambda x: x + _NK[0]),
+          Arr(6, lo=-0.05, hi=0.05, f=lambda x: x + _NK[1]), kw={"exact": False}, id="outside"))
+
 tri_l = lambda x: np.tril(x) + 3 * np.eye(x.shape[-1])  # noqa: E731
 for lower in (True, False):
     for trans in (0, 1, 2, "T"):

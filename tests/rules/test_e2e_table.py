@@ -87,6 +87,9 @@ FWD_RULES = {np.average, np.nansum, np.nanmean, np.nanmax, np.nanmin, np.nanvar,
              np.linalg.matrix_power, np.linalg.multi_dot, np.fft.fft, np.fft.ifft, np.fft.rfft,
              np.fft.irfft, np.fft.fft2, np.fft.ifft2, np.cumulative_sum, np.cumulative_prod, np.pad,
              np.prod}
+if SCIPY:
+    import scipy.special as _sp
+    FWD_RULES |= {_sp.factorial, _sp.factorial2, _sp.factorialk, _sp.comb, _sp.perm}
 
 PARAMS = []
 for (table, case), cid in zip(ALL, IDS):

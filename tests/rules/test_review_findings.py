@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import s2sad
+from s2sad.errors import RuleError
 from s2sad.testing import check_grads
 
 RNG = np.random.default_rng(11)
@@ -68,3 +69,60 @@ def test_float32_tangents(name, f):
     value, tangent = s2sad.jvp(f, (X32,), (np.ones_like(X32),))
     assert np.result_type(tangent) == np.result_type(value), (name, tangent.dtype, value.dtype)
     check_grads(f, (X,), modes=("fwd",))
+
+
+# -- scipy.special.factorial / comb / perm ----------------------------------------------------------
+sp = pytest.importorskip("scipy.special")
+N5 = RNG.uniform(3.0, 6.0, 5)
+K5 = RNG.uniform(0.2, 2.8, 5)
+
+
+def factorials(x):
+    return (np.sum(sp.factorial(x) ** 2) + np.sum(sp.factorial2(x, extend="complex"))
+            + np.sum(np.log(sp.factorialk(x, 3, extend="complex"))))
+
+
+def binomials(n, k):
+    return np.sum(np.sin(sp.comb(n, k))) + np.sum(np.log(sp.perm(n, k, exact=False)))
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_factorial_comb_perm(mode):
+    check_grads(factorials, (X.ravel() * 2,), modes=(mode,))
+    check_grads(binomials, (N5, K5), wrt=(0, 1), modes=(mode,))
+
+
+def test_factorial_comb_perm_values():
+    psi, gamma = sp.digamma, sp.gamma
+    assert s2sad.grad(sp.factorial)(2.5) == pytest.approx(gamma(3.5) * psi(3.5))
+    # SciPy's 0 for n < 0 (extend='zero'): a zero derivative there
+    g = s2sad.grad(lambda x: np.sum(sp.factorial(x)))(np.array([-1.5, -1.0, 0.5, 2.0]))
+    assert np.allclose(g, [0.0, 0.0, gamma(1.5) * psi(1.5), 2.0 * psi(3.0)])
+    gn, gk = s2sad.grad(lambda n, k: sp.comb(n, k), (0, 1))(5.5, 2.0)
+    c = sp.comb(5.5, 2.0)
+    assert (gn, gk) == (pytest.approx(c * (psi(6.5) - psi(4.5))), pytest.approx(c * (psi(4.5) - psi(3.0))))
+    gn, gk = s2sad.grad(lambda n, k: sp.perm(n, k), (0, 1))(5.5, 2.0)
+    p = sp.perm(5.5, 2.0)
+    assert (gn, gk) == (pytest.approx(p * (psi(6.5) - psi(4.5))), pytest.approx(p * psi(4.5)))
+    # outside 0 <= k <= N SciPy returns 0
+    gn, gk = s2sad.grad(lambda n, k: np.sum(sp.comb(n, k)), (0, 1))(np.array([1.0, -1.0, 3.0]),
+                                                                     np.array([2.0, 0.5, -0.5]))
+    assert not gn.any() and not gk.any()
+    # exact=True: integers, no derivative
+    assert s2sad.grad(lambda n: sp.comb(n, 2.0, exact=True) * 1.0 + n)(5.0) == 1.0
+    assert s2sad.grad(lambda x: np.sum(sp.factorial(x)))(np.float32([1.5, 2.5])).dtype == np.float32
+
+
+def comb_with_repetition(n):
+    return sp.comb(n, 2.0, repetition=True)
+
+
+def test_comb_with_repetition_is_refused():
+    with pytest.raises(RuleError, match="repetition") as e:
+        s2sad.grad(comb_with_repetition)(4.5)
+    assert "test_review_findings.py" in str(e.value)
+
+
+def test_factorial_comb_perm_second_order():
+    check_grads(s2sad.grad(factorials), (X.ravel() * 2,), modes=("fwd",))
+    check_grads(s2sad.grad(binomials, (0, 1)), (N5, K5), wrt=(0, 1), modes=("fwd",))

@@ -172,8 +172,35 @@ defrule(_sp.softmax, "x, axis=None", vjp={"x": "_adj.softmax(g, ans, x, axis)"},
         jvp={"x": "ans * (t - np.sum(ans * t, axis=axis, keepdims=True))"}, ns=A)
 defrule(_sp.log_softmax, "x, axis=None", vjp={"x": "_adj.log_softmax(g, ans, x, axis)"},
         jvp={"x": "t - np.sum(np.exp(ans) * t, axis=axis, keepdims=True)"}, ns=A)
-defzero(*[f for f in (_fn(_sp, n) for n in ("comb", "perm", "factorial", "factorial2"))
-          if f is not None])
+
+# factorial, factorial2, factorialk, comb, perm: with exact=False, real (or complex) functions
+# through the gamma function; 0 where SciPy returns 0 (a negative n for extend='zero', k outside
+# [0, N] for comb and perm), and 0 for exact=True (integers).  comb(repetition=True) is refused.
+def _params(fn):
+    import inspect
+    return str(inspect.signature(fn))[1:-1]
+
+
+def _factorial_rule(fn, k):
+    params = _params(fn)
+    ext = "extend" if "extend" in params else "'zero'"
+    d = f"_adj.factorialx_d(ans, n, exact, {ext}, {k})"
+    defrule(fn, params, vjp={"n": f"_adj.like(g * _rt.cj({d}), n)"},
+            jvp={"n": f"_adj.tangent_as(t * {d}, ans)"}, ns=A, name=f"scipy.special.{fn.__name__}")
+
+
+for _name, _k in (("factorial", "1"), ("factorial2", "2"), ("factorialk", "k")):
+    if _fn(_sp, _name) is not None:
+        _factorial_rule(_fn(_sp, _name), _k)
+for _name in ("comb", "perm"):
+    _f = _fn(_sp, _name)
+    if _f is not None:
+        _d = "_adj.{}_d(ans, N, k, exact, {!r})".format
+        defrule(_f, _params(_f),
+                vjp={p: f"_rt.unbroadcast(g * _rt.cj({_d(_name, p)}), {p})" for p in ("N", "k")},
+                jvp={p: f"_adj.tangent_as(t * {_d(_name, p)}, ans)" for p in ("N", "k")},
+                forbid={"repetition": False} if "repetition" in _params(_f) else None, ns=A,
+                name=f"scipy.special.{_name}")
 
 
 
@@ -292,6 +319,81 @@ def ive_adjoint(g, ans, v, x):
 def ive_tangent(t, ans, v, x):
     h, s = _ive_parts(ans, v, x)
     return t * h - s * asarray(t).real * ans
+
+
+def factorialx_d(out, n, exact=False, extend="zero", k=1):
+    """d/dn of ``factorial`` (k=1), ``factorial2`` (k=2) or ``factorialk`` with value ``out``.
+    With exact=False they are Gamma(n + 1) (k=1) and, for extend='complex', k^(n/k) Gamma(1 + n/k)
+    times a constant: d = out (psi(1 + n/k) + log k) / k.  0 where SciPy returns 0 (extend='zero'
+    and n < 0), for exact=True (integers), and for k > 1 with extend='zero' (integers only)."""
+    return _factorialx_parts(out, n, exact, extend, k, "d")
+
+
+def _factorialx_parts(out, n, exact, extend, k, part):
+    """``factorialx_d``'s value (part='d'), or its partial derivatives in ``out`` ('out') and
+    ``n`` ('n'), for second derivatives."""
+    if _flag(exact) or (k != 1 and extend != "complex"):
+        return 0.0 * asarray(out)
+    n_ = asarray(n)
+    m = xp(n_)
+    S = _special_of(m)
+    out_ = asarray(out, like=n_)
+    z = 1 + n_ / k
+    with np.errstate(all="ignore"):
+        if part == "n":
+            r = out_ * S.polygamma(1, z) / (k * k)
+        else:
+            c = S.psi(z) + (np.log(k) if k != 1 else 0.0)
+            c = c / k if k != 1 else c
+            r = c if part == "out" else out_ * c
+    if extend != "complex":
+        r = m.where(n_ < 0, m.zeros_like(r), r)   # SciPy's 0 for n < 0 (nan stays nan)
+    return r
+
+
+def _binomial_parts(out, N, k, exact, which, part, kind):
+    """d/dN, d/dk of ``comb`` (kind 'comb': Gamma(N+1) / (Gamma(k+1) Gamma(N-k+1))) or ``perm``
+    ('perm': Gamma(N+1) / Gamma(N-k+1)) with value ``out``, 0 outside 0 <= k <= N, where SciPy
+    returns 0 (part='d'); their partial derivatives in ``out``, ``N``, ``k`` (second order)."""
+    if _flag(exact):
+        return 0.0 * asarray(out)
+    m = xp(N, k)
+    S = _special_of(m)
+    N_ = asarray(N)
+    k_ = asarray(k, like=N_)
+    out_ = asarray(out, like=N_)
+    ok = (k_ <= N_) & (N_ >= 0) & (k_ >= 0)
+    a, b, c = N_ + 1, N_ - k_ + 1, k_ + 1
+    with np.errstate(all="ignore"):
+        if part in ("d", "out"):
+            if which == "N":
+                r = S.psi(a) - S.psi(b)
+            else:
+                r = S.psi(b) - (S.psi(c) if kind == "comb" else 0)
+            if part == "d":
+                r = out_ * r
+        else:                  # the derivative in N or k of r above (times out)
+            p1 = S.polygamma(1, b)
+            if which == "N":
+                r = S.polygamma(1, a) - p1 if part == "N" else p1
+            elif part == "N":
+                r = p1
+            else:
+                r = -p1 - (S.polygamma(1, c) if kind == "comb" else 0)
+            r = out_ * r
+    return m.where(ok, r, m.zeros_like(r))
+
+
+def comb_d(out, N, k, exact=False, which="N"):
+    """d/dN (which='N') or d/dk of ``scipy.special.comb(N, k, exact=False)`` with value ``out``:
+    out (psi(N+1) - psi(N-k+1)), out (psi(N-k+1) - psi(k+1)); 0 outside 0 <= k <= N."""
+    return _binomial_parts(out, N, k, exact, which, "d", "comb")
+
+
+def perm_d(out, N, k, exact=False, which="N"):
+    """d/dN, d/dk of ``scipy.special.perm(N, k, exact=False)``: out (psi(N+1) - psi(N-k+1)),
+    out psi(N-k+1); 0 outside 0 <= k <= N."""
+    return _binomial_parts(out, N, k, exact, which, "d", "perm")
 
 
 def multigammaln_d(a, d):
@@ -565,7 +667,7 @@ def log_softmax_d(grad, out, x, axis, t):
     return like(-m.exp(out) * t * asarray(grad).sum(axis=ax, keepdims=True), x)
 
 
-export(globals())
+export(globals(), also=("_factorialx_parts", "_binomial_parts"))
 
 # the adjoints above are themselves differentiable (forward over reverse: hessian, hvp): linear
 # in their first argument, and depending on the values they read
@@ -577,6 +679,15 @@ defrule(logsumexp, _LSE,
              "a": f"_adj.logsumexp_d({_LSE_ARGS}, 'a', t)",
              "b": f"_adj.logsumexp_d({_LSE_ARGS}, 'b', t) if which == 0 else 0.0 * ans"},
         kind="any", ns=A)
+# factorial's, comb's and perm's derivatives, in the values they read (the partials have no rules:
+# a third derivative is refused)
+defrule(factorialx_d, "out, n, exact=False, extend='zero', k=1, /",
+        jvp={"out": "t * _adj._factorialx_parts(out, n, exact, extend, k, 'out')",
+             "n": "t * _adj._factorialx_parts(out, n, exact, extend, k, 'n')"}, kind="any", ns=A)
+for _kind, _f in (("comb", comb_d), ("perm", perm_d)):
+    defrule(_f, "out, N, k, exact=False, which='N', /",
+            jvp={p: f"t * _adj._binomial_parts(out, N, k, exact, which, {p!r}, {_kind!r})"
+                 for p in ("out", "N", "k")}, kind="any", ns=A)
 defrule(softmax, "grad, out, x, axis=None, /",
         jvp={"grad": "_adj.softmax(t, out, x, axis)",
              "out": "_adj.softmax_d(grad, out, x, axis, t)"}, kind="any", ns=A)
