@@ -226,7 +226,9 @@ def zeros_for(x, dtype=None):
 def tangent_as(t, ans):
     """A tangent in the floating dtype of the primal output ``ans`` (a float32 output gets a
     float32 tangent, a float64 one a float64 tangent), when both are of the same kind; anything
-    else (Python numbers, a zero, other kinds) as it is."""
+    else (Python numbers, a zero, other kinds) as it is.  A tuple of outputs: each of its own."""
+    if type(t) in (tuple, list) and type(ans) in (tuple, list) and len(t) == len(ans):
+        return type(t)(tangent_as(a, b) for a, b in zip(t, ans))
     dt, tdt = getattr(ans, "dtype", None), getattr(t, "dtype", None)
     if dt is None or tdt is None or dt == tdt or not hasattr(t, "astype") or \
             dt.kind not in "fc" or tdt.kind not in "fc" or (tdt.kind == "c" and dt.kind == "f"):

@@ -64,7 +64,8 @@ defrule(np.gradient, "f, *varargs, axis=None, edge_order=1",
         vjp={"f": "_adj.gradient(g, f, varargs, axis, edge_order)",
              "varargs": "_adj.gradient_spacing(g, f, varargs, axis, edge_order)"},
         jvp={"f": "_adj.gradient_tangent(t, f, varargs, axis, edge_order)",
-             "varargs": "_adj.gradient_spacing_tangent(t, f, varargs, axis, edge_order)"},
+             "varargs": "_adj.tangent_as(_adj.gradient_spacing_tangent(t, f, varargs, axis, "
+                        "edge_order), ans)"},
         kind="any", ns=A)
 _PLAIN = "prepend is None and append is None"
 defrule(np.diff, "a, n=1, axis=-1, prepend=None, append=None",

@@ -138,7 +138,7 @@ defrule(_sp.gammaincc, GAMMA2,
         vjp={"a": f"{UB}(-g * _adj.gammainc_da(a, x), a)", "x": f"{UB}(-g * {_DGAMMA_DX}, x)"},
         jvp={"a": "-t * _adj.gammainc_da(a, x)", "x": f"-t * {_DGAMMA_DX}"}, forbid=UFUNC, ns=A)
 defrule(_sp.multigammaln, "a, d", vjp={"a": "_adj.like(g * _adj.multigammaln_d(a, d), a)"},
-        jvp={"a": "t * _adj.multigammaln_d(a, d)"}, ns=A)
+        jvp={"a": "_adj.tangent_as(t * _adj.multigammaln_d(a, d), ans)"}, ns=A)
 defzero(_sp.gammasgn)
 
 # relative entropies
