@@ -273,6 +273,7 @@ def classify_call(call, kinds, origin):
             except TypeError as e:
                 raise RuleError(f"the call to {obj.__qualname__} does not match its signature: {e}",
                                 origin=origin, fix="fix the call's arguments")
+            given = set(ba.arguments)
             ba.apply_defaults()
             callargs = []
             if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values()) \
@@ -283,7 +284,10 @@ def classify_call(call, kinds, origin):
                 return
             for name, p in sig.parameters.items():
                 v = ba.arguments[name]
-                callargs.append(v if isinstance(v, (str, ir.Const, ir.Index)) else ir.Const(v))
+                # an argument of the call is an operand (a variable's name, a constant); a
+                # default is a value, a string default included (not a variable's name)
+                given_operand = name in given and isinstance(v, (str, ir.Const, ir.Index))
+                callargs.append(v if given_operand else ir.Const(v))
             call.info["callee"] = obj
             call.info["callargs"] = callargs
             call.info["diff_vars"] = [v for a in callargs for v in ir.operand_vars(a)]
