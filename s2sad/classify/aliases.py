@@ -1,8 +1,10 @@
-"""Names of one object: plain copies (``b = a``), the call that binds a name, and calls that
-return a view (memory shared with an operand)."""
+"""Names of one object: plain copies (``b = a``), the call that binds a name, calls that
+return a view (memory shared with an operand), and calls that may return their operand itself
+(:func:`returned_operand`, from frontend.analysis, whose written_arrays asks it too)."""
 import operator
 
 from .. import ir
+from ..frontend.analysis import returned_operand  # noqa: F401 (one table for every analysis)
 
 
 def _copy_aliases(fn, before=None, pos=None):

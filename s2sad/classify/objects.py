@@ -19,6 +19,7 @@ import copy
 import operator
 
 from .. import ir, runtime
+from .aliases import returned_operand
 
 _ITER_MAKERS = {runtime.izip, runtime.ienumerate, runtime.ireversed, runtime.iiter,
                 zip, enumerate, reversed, iter}
@@ -81,8 +82,13 @@ class Objects:
         self.iters = set()
         self.sources = {}
         self.not_arrays = set()         # objects that are certainly lists, tuples, dicts...
+        # objects that arrays may be: an array's items (its rows: ``list(m)``, ``zip(m, ...)``,
+        # ``for r in m``) are views of it, so an array counts as holding itself (items_of)
+        self.arrays = set()
         for p in fn.params:
             self.pts[p] = {("p", p)}
+            if self.kinds.get(p) == "a":
+                self.arrays.add(("p", p))
             if self.kinds.get(p) == "c":
                 self.not_arrays.add(("p", p))
             self.contents[("p", p)] = {("pc", p)}
@@ -121,7 +127,7 @@ class Objects:
         out = set()
         for o in objs:
             out |= self.contents.get(o, set())
-        return out
+        return out | (set(objs) & self.arrays)     # (a row of an array: a view of it)
 
     def reach(self, objs):
         """``objs`` and everything they hold, at any depth."""
@@ -147,6 +153,8 @@ class Objects:
         if new:
             cur |= new
             self._changed = True
+            if table is self.pts and self.kinds.get(key) == "a":
+                self.arrays |= new
 
     def _put_in(self, holders, objs):
         for h in list(holders):
@@ -274,6 +282,10 @@ class Objects:
             recv = self.of(call.info["mutates"])
             self._method_adds(fn.name if isinstance(fn, ir.Method) else "", recv,
                               call.args[1:] + [v for _, v in call.kwargs])
+        src = returned_operand(call)
+        if src is not None and call.cls != "zero":
+            # a.astype(t, copy=False), a.conj(), np.array(a, copy=None)...: a itself at times
+            return {me} | (self.of(src) - self.iters)
         if call.cls in ("primitive", "zero") and call.rule is not None:
             if call.cls == "zero":
                 return {me}

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import ir, runtime
 from ..errors import UnsupportedSyntaxError
-from .aliases import _copy_aliases, _is_view_call, _read_via_copies
+from .aliases import _copy_aliases, _is_view_call, _read_via_copies, returned_operand
 from .common import _block_chains, _opname_of
 
 _NUMBER_KINDS = ("f", "i", "z")
@@ -280,9 +280,12 @@ def check_writes_shared(fn, pos, varied, guards, objs=None):
                     _made_again_before(chains, b, s, t) for b in binders.get(u, ())))
         flagged = []
         for u in sorted(later):
-            if u == w or u in redone or u in fn.params or kinds.get(u) in _NUMBER_KINDS:
+            if u == w or u in redone or kinds.get(u) in _NUMBER_KINDS:
                 continue
-            if not any(may_run_after(pos, b, s) for b in binders.get(u, ())):
+            if u in fn.params and ("p", u) not in targets:
+                continue            # (a parameter counts when the write may go into its object)
+            if u not in fn.params and not any(may_run_after(pos, b, s)
+                                              for b in binders.get(u, ())):
                 continue                        # (bound only after the write)
             if not (objs.reach(objs.of(u)) & targets):
                 continue
@@ -410,10 +413,9 @@ def _check_augmented_shared(fn, s, pos, guards):
                           else names):
                     # x[i] of an array: a row (a view) or a number
                     link(t.target, a, "sym", not getitem or sliced)
-            elif f is np.array:
-                if any(k == "copy" for k, _ in c.kwargs):     # copy=False/None: maybe the same
-                    for a in names[:1]:
-                        link(t.target, a, "sym")
+            elif (src := returned_operand(c)) is not None:
+                # a.astype(t, copy=False), a.conj(), np.array(a, copy=None)...: a, at times
+                link(t.target, src, "sym")
             elif f in (runtime.build_list, runtime.build_tuple, runtime.build_dict):
                 for a in names:
                     link(a, t.target, "part")
@@ -484,5 +486,6 @@ def _check_augmented_shared(fn, s, pos, guards):
              ir.Const(fix), ir.Const(s.origin), ir.Const(arrays_only)] + seen), s.origin)))
 
 
-# functions that may return their argument's memory
+# functions whose result is taken for a view of their argument (which it is for an array, or the
+# array itself); calls that return their argument only at times: aliases.returned_operand
 _MAY_RETURN_ARGUMENT = {np.real, np.imag, np.asarray, np.asanyarray}

@@ -60,7 +60,38 @@ def bind_namespace(fn, namespace, forward=False):
     unbound = dict(namespace)
     _bind_helpers(namespace, forward)
     texts = jit_substitutes.bind(fn, namespace)
-    return unbound, {"forward": bool(forward), "texts": texts}
+    binding = {"forward": bool(forward), "texts": texts}
+    python = _numpy_aliasing(fn)
+    if python is not None:
+        binding["python"] = python
+    return unbound, binding
+
+
+def _numpy_aliasing(fn):
+    """[why, the user's line] when ``fn`` binds a name to a call that returns its operand itself
+    only at times (frontend.analysis.returned_operand: ``a.conj()`` of a real array, ``np.diag`` of
+    a matrix, ``a.astype(t, copy=False)``...) and that object is changed in place: NumPy's result
+    is then the operand, which sees the change, and numba's version of the call a copy, which does
+    not; the compiled derivative would differ from the function.  It runs as Python (which checks
+    the sharing when it runs: classify.writes)."""
+    import numpy as np
+    from .. import ir
+    from ..frontend.analysis import returned_operand, written_arrays
+    written = None
+    for s in ir.walk(fn.body):
+        if not isinstance(s, ir.Assign) or returned_operand(s.value) is None or \
+                isinstance(s.value.fn, ir.Static) and s.value.fn.obj in (np.real, np.imag):
+            continue                    # (numba's np.real and np.imag return views, as NumPy's)
+        if written is None:
+            written = written_arrays(fn)
+        if s.target in written:
+            src = s.value.args[0]
+            text = s.origin.text.strip() if s.origin is not None and s.origin.text else "this call"
+            line = s.origin.line if s.origin is not None else None
+            return [f"`{text}` may return `{src}` itself (as NumPy does when nothing needs "
+                    f"converting), and that array is changed in place; numba's version makes a "
+                    f"copy, which would not see the change", line]
+    return None
 
 
 def rebind(namespace, binding):
@@ -136,6 +167,13 @@ class CompiledDerivative:
         tangents, ``(value, tangent)``), or ``None`` as :meth:`run`; ``args`` are checked for
         types the compiled mode takes."""
         if self.failed is not None:
+            return None
+        binding = getattr(self.d, "jit_binding", None)
+        python = binding[1].get("python") if binding is not None else None
+        if python is not None:
+            why, user_line = python
+            self.fail(why, next((k for k, o in sorted(self.d.module.line_origins.items())
+                                 if o is not None and o.line == user_line), None))
             return None
         args = _drop_statics(self.py, args)
         bad = _untypeable(args)

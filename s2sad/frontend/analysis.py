@@ -136,6 +136,78 @@ def changed_in_place(fn):
     return found
 
 
+# -- calls that may return their operand's object ------------------------------------------------
+# NumPy returns the operand itself (or a view of it) from these when there is nothing to convert:
+# ``a.astype(a.dtype, copy=False)`` is ``a``, ``a.conj()`` of a real array is ``a``,
+# ``np.array(a, copy=None)`` is ``a``, ``np.real_if_close(a)`` is ``a`` unless ``a`` is complex,
+# ``np.diag`` of a matrix is a view of its diagonal.  Their rules do not say ``view`` (the result is
+# a new array as often as not), so an analysis that asks only ``rule.view`` takes the result for a
+# new object and a write into one name is not seen through the other.  Every analysis of which
+# names share an object asks :func:`returned_operand` (classify.objects: the run-time checks of
+# writes; classify.writes: ``a op= v``; written_arrays below: what the reverse sweep saves by
+# copy; codegen.jit: numba's versions copy).
+#
+# name -> None (always may), or (keyword, index in call.args) of a ``copy=`` parameter: then only
+# when it is given and is not a constant true value (``copy=False``, ``copy=None``, a variable)
+_MAY_RETURN_SELF = {                 # methods: the receiver (call.args[0])
+    "astype": ("copy", 5),           # a.astype(dtype, order, casting, subok, copy)
+    "conj": None,                    # a real or integer array's conj() is the array itself
+    "conjugate": None,
+    "__array__": None,
+}
+_MAY_RETURN_FIRST = {                # NumPy / CuPy functions: the first argument
+    "array": ("copy", None),         # np.array(a, copy=False / None): a, if no conversion
+    "real": None,                    # np.real(a) of a real array: a itself
+    "imag": None,                    # np.imag(z) of a complex array: a view
+    "real_if_close": None,           # a itself unless complex
+    "diag": None,                    # np.diag of a 2-D array: a view of its diagonal
+    "diagonal": None,                # np.linalg.diagonal: a view
+}
+
+
+def _array_library_function(obj):
+    """The name of a NumPy or CuPy function (np.array, cupy.real...), else None."""
+    mod = getattr(obj, "__module__", None)
+    name = getattr(obj, "__name__", None)
+    if not isinstance(mod, str) or not isinstance(name, str) or \
+            mod.split(".")[0] not in ("numpy", "cupy"):
+        return None
+    return name
+
+
+def _may_not_copy(call, how):
+    if how is None:
+        return True
+    key, index = how
+    given = [v for k, v in call.kwargs if k == key]
+    if not given and index is not None and len(call.args) > index:
+        given = [call.args[index]]
+    if not given:
+        return False                                     # (copy=True by default)
+    v = given[0]
+    return not (isinstance(v, ir.Const) and v.value is not None and bool(v.value))
+
+
+def returned_operand(call):
+    """The name of the operand whose object (or memory) ``call``'s result may be, for the calls
+    that return their operand itself only sometimes (see the table above); else None.  (Calls
+    that always return a view, ``rule.view`` and classify.aliases._is_view_call, are not
+    answered here.)"""
+    if not isinstance(call, ir.Call) or not call.args or not isinstance(call.args[0], str):
+        return None
+    fn = call.fn
+    if isinstance(fn, ir.Method):
+        how = _MAY_RETURN_SELF.get(fn.name, False)
+    elif isinstance(fn, ir.Static):
+        name = _array_library_function(fn.obj)
+        how = _MAY_RETURN_FIRST.get(name, False) if name is not None else False
+    else:
+        return None
+    if how is False or not _may_not_copy(call, how):
+        return None
+    return call.args[0]
+
+
 def written_arrays(fn, classes=False):
     """Variables that may share memory with an array or container changed in place (``x[i] = v``,
     ``l.append(v)``, ``l.reverse()``); with
@@ -165,6 +237,8 @@ def written_arrays(fn, classes=False):
             elif isinstance(s.value, ir.Call) and s.value.info is not None and s.value.info.get("view"):
                 for v in s.value.reads():
                     union(s.target, v)
+            elif isinstance(s.value, ir.Call) and returned_operand(s.value) is not None:
+                union(s.target, s.value.args[0])      # (a.astype(t, copy=False): a, at times)
     roots = {find(w) for w in written}
     allvars = set(parent) | written
     for s in ir.walk(fn.body):

@@ -116,7 +116,39 @@ def abs_adjoint(g, x):
     raise NotImplementedError
 
 
+def inexact(a):
+    raise NotImplementedError
+
+
+def keep_if(keep, g):
+    raise NotImplementedError
+
+
 # -- their bodies ---------------------------------------------------------------------------------
+@overload(inexact)
+def _inexact(a):
+    """Whether a value written into ``a`` keeps its derivative: not for an integer or bool array,
+    which truncates it (the Python mode's ``_rt.dtype_of`` and ``_rt.dtype_guard``; see
+    codegen/reverse/shapes.py); known from the type, so a constant."""
+    if isinstance(a, nt.Array):
+        keeps = isinstance(a.dtype, (nt.Float, nt.Complex))
+        return lambda a: keeps
+    return lambda a: True
+
+
+@overload(keep_if)
+def _keep_if(keep, g):
+    """``g`` (an adjoint), or a zero of its type when ``keep`` is false."""
+    if isinstance(g, nt.Array):
+        def impl(keep, g):
+            return g if keep else np.zeros_like(g)
+        return impl
+    if isinstance(g, nt.Complex):
+        return lambda keep, g: g if keep else 0j
+    if _is_scalar(g):
+        return lambda keep, g: g if keep else 0.0 * g
+
+
 @overload(zero_of)
 def _zero_of(x):
     if isinstance(x, nt.Array):
@@ -588,7 +620,8 @@ def namespace():
                  "getitem_adjoint", "acc_getitem", "setitem_adjoint", "setitem_value_adjoint",
                  "add", "snap", "own",
                  "pow_base_adjoint", "pow_exponent_adjoint", "abs_adjoint", "seq", "loop_seq",
-                 "seq_adjoint_of", "unappend", "parts", "extremum_adjoint", "fdiv", "flat"),
+                 "seq_adjoint_of", "unappend", "parts", "extremum_adjoint", "fdiv", "flat",
+                 "inexact", "keep_if"),
                  globals())
 
 
@@ -636,6 +669,14 @@ def _overlaps_impl(a, b):
         return impl
     if isinstance(a, nt.Array) and (_is_scalar(b) or isinstance(b, nt.Complex)):
         return lambda a, b: False
+    if isinstance(a, nt.Array) and isinstance(b, (nt.List, nt.ListType)) and \
+            (_is_scalar(b.dtype) or isinstance(b.dtype, (nt.Complex, nt.Array))):
+        def impl(a, b):             # (a list of numbers, or of arrays: rows of a matrix)
+            for v in b:
+                if _overlaps(a, v):
+                    return True
+            return False
+        return impl
 
 
 @overload(share_guard)

@@ -179,7 +179,11 @@ def _put(out, k, v):
 @overload(seq_tangent)
 def _seq_tangent(t, x, ans):
     """``runtime.tangents.seq_tangent`` of the loop sequence ``_rt.seq(x)`` of an array or a
-    list (compiled, the value itself): the tangent itself."""
+    list (compiled, the value itself): the tangent itself.  ``list(a)`` of an array (a new list,
+    which a later write into ``a`` does not change): a copy of the tangent, which a write into
+    ``a``'s tangent does not change either."""
+    if _jrt._walkable(x) and isinstance(t, nt.Array) and isinstance(ans, nt.List):
+        return lambda t, x, ans: t.copy()
     if _jrt._walkable(x) and isinstance(t, (nt.Array, nt.List)):
         return lambda t, x, ans: t
 

@@ -347,8 +347,10 @@ def share_guard(value, name, others, fix, origin, *seen):
             raise UnsupportedSyntaxError(
                 f"this line writes into {obj} (a {type(value).__module__}."
                 f"{type(value).__qualname__}) while {what} shares its memory or holds it (a view, "
-                f"e.g. a slice, `.T`, `.reshape`, `np.asarray`, a row; a list or object that holds "
-                f"it) and is read afterwards; s2sad does not follow the write into {what}",
+                f"e.g. a slice, `.T`, `.reshape`, `np.asarray`, a row; the same array, e.g. "
+                f"`.astype(t, copy=False)`, `np.array(a, copy=None)`, `.conj()` of a real array; a "
+                f"list or object that holds it) and is read afterwards; s2sad does not follow the "
+                f"write into {what}",
                 origin=origin, fix=fix)
 
 

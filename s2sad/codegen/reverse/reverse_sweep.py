@@ -193,23 +193,43 @@ class ReverseSweep:
         for var in ir.operand_vars(s.index):
             self.read(s, "pre", var)
         out = []
+        keep = self.keeps_written(s) if isinstance(s.value, str) and s.value in self.active \
+            else None
         if obj in self.owned and self.scalar_index(obj, s.index):
             # (an element of a buffer the loop owns: read it and zero it in place)
             it = idx[1:-1] if isinstance(s.index, ir.Index) and len(s.index.parts) > 1 else idx
-            self.contribute(s.value, f"{b(obj)}[{it}]", o, out, st)
+            self.contribute(s.value, self.unless_truncated(keep, f"{b(obj)}[{it}]"), o, out, st)
             out.append(T.Line(f"{b(obj)}[{it}] = 0.0", o))
             return [T.Hook(id(s), "pops", o)] + out
         if isinstance(s.value, str) and s.value in self.active:
             self.read(s, "pre", s.value)
-            may_zero = s.value not in st.defined or s.value in st.zero
-            self.contribute(s.value, f"_rt.setitem_value_adjoint({b(obj)}, {idx}, {s.value})", o,
-                            out, st)
+            may_zero = s.value not in st.defined or s.value in st.zero or keep is not None
+            self.contribute(s.value, self.unless_truncated(
+                keep, f"_rt.setitem_value_adjoint({b(obj)}, {idx}, {s.value})"), o, out, st)
             if may_zero:
                 # (taken from an adjoint that may be 0.0, or from a list/dict adjoint whose
                 # element there may be 0.0: nothing reached it)
                 st.zero.add(s.value)
         out.append(T.Line(f"{b(obj)} = _rt.setitem_adjoint({b(obj)}, {idx})", o))
         return [T.Hook(id(s), "pops", o)] + out
+
+    def keeps_written(self, s):
+        """For ``obj[idx] = v``: None when ``obj`` certainly keeps the derivative of what is
+        written into it (a list or dict, an array its type shows is float or complex), else the
+        name of the value the forward sweep saves to tell when it runs (shapes.dtype_var): an
+        integer or bool array truncates ``v``, whose derivative is then zero."""
+        obj = s.obj
+        if s.attr is not None or not isinstance(obj, str) or self.kinds.get(obj) in ("c", "o"):
+            return None             # (an attribute, a list or dict, an object of yours)
+        t = self.types.get(obj)
+        if t is not None and t[0] == "a" and t[1] in "fc":
+            return None
+        return self.dtype_var(s, obj)
+
+    def unless_truncated(self, keep, expr):
+        if keep is None:
+            return expr
+        return f"_rt.keep_if({keep}, {expr})" if self.jit else f"_rt.dtype_guard({keep}, {expr})"
 
     def rev_if(self, s, st):
         sa, sb = st.copy(), st.copy()

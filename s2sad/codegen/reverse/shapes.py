@@ -18,6 +18,10 @@ needs it.
   a stand-in.
 
 A value saved by name (bound once at the top level) stays as it is in both modes.
+
+The dtype of an array written into (``y[i] = v``), where its type does not show it is a float or
+complex array, is saved the same way (:meth:`ShapeSaves.dtype_var`): an integer or bool array
+truncates what is written into it, and ``v`` then gets no adjoint.
 """
 from ...frontend.analysis import written_arrays
 import ast as _ast
@@ -64,6 +68,23 @@ class ShapeSaves:
         self.read(stmt, "pre", name)
         return name
 
+    def dtype_var(self, stmt, v):
+        """The name the forward sweep binds, just before ``stmt``, to what the reverse sweep must
+        know of the dtype of the array ``v`` that ``stmt`` writes into: whether a value written
+        into it keeps its derivative (an integer or bool array truncates what it is given, so the
+        value's adjoint is zero).  Python mode: ``_rt.dtype_of(None, v)``, the dtype (None for a
+        list), for ``_rt.dtype_guard``; ``jit=True``: ``_rt.inexact(v)``, a bool, for
+        ``_rt.keep_if``.  A dtype or a bool is what is saved, never the array."""
+        key = (id(stmt), v, "dtype")
+        name = self.shape_vars.get(key)
+        if name is None:
+            name = self.shape_vars[key] = self.fresh("dt")
+            form = "_rt.inexact({v})" if self.jit else "_rt.dtype_of(None, {v})"
+            self.shape_binds.setdefault(id(stmt), []).append((name, v, form))
+            self.synthetic[name] = "name" if self.depth == 0 else "stack"
+        self.read(stmt, "pre", name)
+        return name
+
     def written_anywhere(self):
         if self._written is None:
             self._written = written_arrays(self.fn)
@@ -72,5 +93,6 @@ class ShapeSaves:
     def shape_lines(self, s):
         """The forward sweep's bindings of the shapes statement ``s``'s reverse reads."""
         form = "{v}.shape" if self.jit else "({v}.shape, {v}.dtype)"
-        return [T.Line(f"{name} = " + form.format(v=v), s.origin)
-                for name, v in self.shape_binds.get(id(s), ())]
+        return [T.Line(f"{bind[0]} = " + (bind[2] if len(bind) > 2 else form).format(v=bind[1]),
+                       s.origin)
+                for bind in self.shape_binds.get(id(s), ())]
