@@ -850,7 +850,7 @@ def _vg(specs, has_aux=False, jit=None):
                 if jit is None:
                     value, grads = _run(_sweeps, d, s.pyfunc, args)
                 else:
-                    value, grads = _run(d.dispatcher(), *args, 1.0)
+                    value, grads = _run(d.dispatcher(), *args, 1.0, *d.arrays_now())
                     _scalar_seed(value, s.pyfunc)
                     grads = list(grads)
                 g = _finish_grads(grads, args, s.wrt)
@@ -1101,7 +1101,7 @@ def _jvp_again(hit, primals, tangents):
         if m:
             tans.append(t)
     try:
-        return _run(c.dispatcher(), *primals, *tans)
+        return _run(c.dispatcher(), *primals, *tans, *c.arrays_now())
     except ValueError as e:
         from .runtime.jit import REFUSED
         if REFUSED in str(e):

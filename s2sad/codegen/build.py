@@ -137,12 +137,13 @@ def _build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, 
               (0, "", None)]
     binding = None
     if jit:
-        from .jit import bind_namespace
-        binding = bind_namespace(fn, namespace)
+        from .jit import bind_namespace, module_arrays
+        arrays = module_arrays(fn)
+        binding = bind_namespace(fn, namespace, arrays=arrays)
         header[0] = (0, header[0][1] + "; forward and reverse sweeps in one function, for "
-                        "numba.njit (jit=True)", None)
+                        "numba.njit (jit=True)" + _arrays_note(arrays), None)
         fwd_name = bwd_name = f"{name}__vjp"
-        triples = header + em.emit_fused(fwd_name)
+        triples = header + em.emit_fused(fwd_name, arrays)
         from .jit_fuse import fuse      # (runs of elementwise statements: one loop each)
         triples = fuse(triples, fn.params, param_types, namespace)
     else:
@@ -154,3 +155,12 @@ def _build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, 
     d = Derivative(fn, mod, mod[fwd_name], mod[bwd_name], wrt, _sites(fn))
     d.jit_binding = binding
     return d
+
+
+def _arrays_note(arrays):
+    """The header's words for the module-level arrays a jit derivative takes as parameters."""
+    if not arrays:
+        return ""
+    return (f"; the module-level array{'s' if len(arrays) > 1 else ''} {', '.join(arrays)} "
+            f"{'are' if len(arrays) > 1 else 'is'} passed in at each call (numba would compile "
+            f"{'their' if len(arrays) > 1 else 'its'} values in)")

@@ -83,15 +83,20 @@ def build_forward(pyfunc, mask, param_kinds, init=False, mut=False, jit=False):
     jvp_name = f"{name}__jvp"
     namer = _namer(namespace, (pyfunc, tuple(mask)), jvp_name)
     em = ForwardEmitter(fn, kinds, active, wrt, namespace, namer, jit=jit)
-    triples = em.emit(jvp_name)
+    arrays = ()
+    if jit:
+        from .jit import module_arrays
+        arrays = module_arrays(fn)
+    triples = em.emit(jvp_name, arrays)
     header = [(0, f"# s2sad forward-mode derivative of {pyfunc.__qualname__} "
                   f"({fn.origin.short()}), with respect to {', '.join(wrt) or 'nothing'}", None),
               (0, "", None)]
     binding = None
     if jit:
         from .jit import bind_namespace
-        binding = bind_namespace(fn, namespace, forward=True)
-        header[0] = (0, header[0][1] + "; for numba.njit (jit=True)", None)
+        from .build import _arrays_note
+        binding = bind_namespace(fn, namespace, forward=True, arrays=arrays)
+        header[0] = (0, header[0][1] + "; for numba.njit (jit=True)" + _arrays_note(arrays), None)
     triples = header + triples
     lines = T.format_lines(triples)
     line_origins = {i + 1: t[2] for i, t in enumerate(triples) if t[2] is not None}

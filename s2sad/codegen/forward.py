@@ -569,9 +569,11 @@ class ForwardEmitter:
         return [T.Line(T.call_text(call, self.consts), o)]
 
     # -- driver -----------------------------------------------------------------------------
-    def emit(self, name):
+    def emit(self, name, module_arrays=()):
+        """``name(*params, *tangents, *module_arrays)``; ``module_arrays`` (jit mode): the
+        module-level arrays the code reads, taken as parameters (codegen/jit.module_arrays)."""
         fn = self.fn
-        params = list(fn.params) + [self.d(p) for p in self.wrt]
+        params = list(fn.params) + [self.d(p) for p in self.wrt] + list(module_arrays)
         body = self.block(fn.body)
         # a parameter that is not differentiated but gets a tangent later (an object a method
         # updates with values that carry one) starts with none

@@ -48,7 +48,63 @@ def njit():
     return numba.njit
 
 
-def bind_namespace(fn, namespace, forward=False):
+def module_arrays(fn):
+    """The module-level NumPy arrays the IR function ``fn`` reads (its own and those of callees
+    inlined into it), by name.  numba compiles a global array's values into the machine code,
+    so a change made in place after the first call (``W[0] = 10.0``) would not be seen; the jit
+    derivative takes them as parameters instead, passed in at each call (rebinding the name
+    builds a new derivative, as in Python mode: Derivative.fresh)."""
+    _, refs = getattr(fn, "global_refs", (None, ()))
+    params = set(fn.params)
+    return tuple(sorted({n for n, v in refs if _holds_array(v, tuple) and n not in params}))
+
+
+def _holds_array(v, containers):
+    """``v`` is a NumPy array, or a container of one of the types ``containers`` (nested) that
+    holds one."""
+    import numpy as np
+    if type(v) is np.ndarray:
+        return True
+    return isinstance(v, containers) and any(_holds_array(x, containers) for x in v)
+
+
+def frozen_reads(py, namespace):
+    """(what, generated line) of the first read in the generated function ``py`` of an array
+    numba would compile in as a constant and that :func:`module_arrays` does not pass in: an
+    attribute of a module (``cfg.W``), or a module-level list that holds arrays; else None.
+    (A change made in place after the first call would not be seen.)"""
+    import dis
+    import types
+    code = getattr(py, "__code__", None)
+    if code is None:
+        return None
+    value, path, line = None, None, None
+    for ins in dis.get_instructions(code):
+        if ins.positions is not None and ins.positions.lineno is not None:
+            if ins.opname == "LOAD_GLOBAL":
+                line = ins.positions.lineno
+        if ins.opname == "LOAD_GLOBAL":
+            name = ins.argval
+            value = namespace.get(name)
+            path = name
+            if isinstance(value, list) and _holds_array(value, (list, tuple)):
+                return f"the module-level list {name}, which holds arrays", line
+            if not isinstance(value, types.ModuleType):
+                value = None
+            continue
+        if ins.opname == "LOAD_ATTR" and value is not None:
+            value = getattr(value, ins.argval, None)
+            path = f"{path}.{ins.argval}"
+            if _holds_array(value, (list, tuple)):
+                return f"the module attribute {path}, an array (or a container of arrays)", line
+            if not isinstance(value, types.ModuleType):
+                value = None
+            continue
+        value = None
+    return None
+
+
+def bind_namespace(fn, namespace, forward=False, arrays=()):
     """Make a generated module's namespace (``namespace``, for the IR function ``fn``) the one
     ``numba.njit`` compiles against: ``_rt``, ``_adj`` (and, for forward mode, ``_fw``) are the
     numba helpers, SciPy callees their numba versions (rules/jit_substitutes.py), and a run-time
@@ -60,7 +116,7 @@ def bind_namespace(fn, namespace, forward=False):
     unbound = dict(namespace)
     _bind_helpers(namespace, forward)
     texts = jit_substitutes.bind(fn, namespace)
-    binding = {"forward": bool(forward), "texts": texts}
+    binding = {"forward": bool(forward), "texts": texts, "arrays": list(arrays)}
     python = _numpy_aliasing(fn)
     if python is not None:
         binding["python"] = python
@@ -130,6 +186,7 @@ class CompiledDerivative:
         self.compile_time = 0.0                # seconds numba spent, all signatures together
         self._dispatcher = None
         self._refused = set()                  # argument types this one has warned about
+        self._checked = False                  # frozen_reads looked at
 
     @property
     def source(self):
@@ -175,6 +232,15 @@ class CompiledDerivative:
             self.fail(why, next((k for k, o in sorted(self.d.module.line_origins.items())
                                  if o is not None and o.line == user_line), None))
             return None
+        if not self._checked:
+            self._checked = True
+            frozen = frozen_reads(self.py, self.py.__globals__)
+            if frozen is not None:
+                what, line = frozen
+                self.fail(f"it reads {what}, which numba would compile in as constants (a change "
+                          f"made in place later would not be seen); pass it as an argument",
+                          line)
+                return None
         args = _drop_statics(self.py, args)
         bad = _untypeable(args)
         if bad is not None:
@@ -185,6 +251,16 @@ class CompiledDerivative:
                 self._warn(f"argument {bad}: the compiled mode takes floats, integers and NumPy "
                            f"arrays of float64, complex128, int64/int32 or bool", None)
             return None
+        arrays = binding[1].get("arrays") if binding is not None else None
+        if arrays:
+            extra = tuple(extra) + self.arrays_now()
+            for name, v in zip(arrays, extra[-len(arrays):]):
+                bad = _untypeable(_flat(v))
+                if bad is not None:
+                    self.fail(f"the module-level {name} holds {bad.split(' is ', 1)[1]}; the "
+                              f"compiled mode takes arrays of float64, complex128, int64/int32 "
+                              f"or bool", None)
+                    return None
         disp = self.dispatcher()
         n = len(disp.overloads)
         t0 = time.perf_counter()
@@ -226,6 +302,20 @@ class CompiledDerivative:
         if len(disp.overloads) > n:
             self.compile_time += time.perf_counter() - t0
         return out
+
+    def arrays_now(self):
+        """The module-level arrays the compiled function takes after its other parameters
+        (:func:`module_arrays`), as the module holds them now (the objects the derivative was
+        built with: a rebound name makes it stale, Derivative.fresh); () for most functions."""
+        binding = getattr(self.d, "jit_binding", None)
+        names = binding[1].get("arrays") if binding is not None else None
+        if not names:
+            return ()
+        unbound = binding[0]
+        glb = getattr(self.d.ir, "global_refs", (None, ()))[0]
+        if glb is None:
+            glb = unbound
+        return tuple(glb[n] if n in glb else unbound[n] for n in names)
 
     def _line_of(self, text):
         for i, ln in enumerate(self.d.source.splitlines(), 1):
@@ -285,6 +375,13 @@ def _drop_statics(py, args):
     if not unread or not any(i in unread and static_value(a) for i, a in enumerate(args)):
         return args
     return tuple(0 if i in unread and static_value(a) else a for i, a in enumerate(args))
+
+
+def _flat(v):
+    """The leaves of a (nested) tuple, as a tuple; ``(v,)`` for anything else."""
+    if type(v) is not tuple:
+        return (v,)
+    return tuple(x for e in v for x in _flat(e))
 
 
 def _untypeable(args):

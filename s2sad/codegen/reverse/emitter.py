@@ -119,11 +119,13 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
         self._parts = (fwd, rev, grads, out_name, ret)
         return fwd_src, bwd_src
 
-    def emit_fused(self, name):
-        """One function ``name(*params, seed) -> (value, gradients)``: the forward sweep, then
-        the reverse sweep, in one body (after :meth:`emit`).  The tape never leaves the function,
-        so numba keeps its lists native; what the forward sweep returned is kept in a fresh name
-        (the reverse sweep rebinds variables to their saved values)."""
+    def emit_fused(self, name, module_arrays=()):
+        """One function ``name(*params, seed, *module_arrays) -> (value, gradients)``: the forward
+        sweep, then the reverse sweep, in one body (after :meth:`emit`).  The tape never leaves
+        the function, so numba keeps its lists native; what the forward sweep returned is kept in
+        a fresh name (the reverse sweep rebinds variables to their saved values).
+        ``module_arrays``: module-level arrays the code reads, taken as parameters (numba would
+        compile a global array's values in as constants: codegen/jit.module_arrays)."""
         fwd, rev, grads, out_name, ret = self._parts
         assert isinstance(fwd[-1], T.Line) and fwd[-1].text.startswith("return ")
         value = self.fresh("value")
@@ -131,7 +133,7 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
         body = fwd[:-1] + [T.Line(f"{value} = {T.operand_text(ret.value, self.consts)}", ret.origin)]
         body += rev + [T.Line(f"return {value}, (" + ", ".join(grads) +
                               ("," if len(grads) == 1 else "") + ")", None)]
-        params = list(self.fn.params) + [b(out_name)]
+        params = list(self.fn.params) + [b(out_name)] + list(module_arrays)
         return self.render_function(f"def {name}({', '.join(params)}):", body, o)
 
     def expand(self, hook):
