@@ -4,7 +4,7 @@ has no derivative for, and sites with no argument that carries one marked ``inac
 key-read guards (:mod:`.keys`)."""
 import operator
 
-from .. import ir
+from .. import ir, runtime
 from ..errors import RuleError, UnsupportedSyntaxError
 from .keys import _guard_key_reads
 from .mutation import check_mutation
@@ -15,6 +15,7 @@ def finish(fn, active, varied):
     rules support the keywords given on active calls, and refuse writes of values that carry a
     derivative through ``global``/``nonlocal``, into arguments, or through aliases."""
     check_mutation(fn, varied)
+    _augmented_sequences(fn)
     for names, origin in getattr(fn, "nonlocal_writers", ()):
         hot = sorted(n for n in names if n in varied)
         if hot:
@@ -114,6 +115,19 @@ def _check_nondifferentiable(call, varied, origin):
                 f"derivative rule for it" + (f" ({why})" if why else ""), origin=origin,
                 fix=f"pass a constant for `{p}`, or declare the derivative with s2sad.defrule("
                     f"..., vjp={{{p!r}: ...}})")
+
+
+def _augmented_sequences(fn):
+    """``xs += ys`` on a list or tuple, which the lowering made ``xs = xs + ys``: Python's
+    ``+=`` of a list takes any iterable (``xs += (a, b)``), its ``+`` only
+    its own type, so the site calls ``runtime.seq_iadd`` (after the in-place checks, whose guards
+    name the operator)."""
+    for s in ir.walk(fn.body):
+        call = s.value if isinstance(s, ir.Assign) else None
+        if isinstance(call, ir.Call) and call.cls == "primitive" and \
+                call.rule.fn is runtime.seq_add and "augmented" in call.extra and \
+                isinstance(call.fn, ir.Static) and call.fn.obj is operator.add:
+            call.fn = ir.Static(runtime.seq_iadd, "_rt.seq_iadd")
 
 
 def _check_forbid(call, origin):

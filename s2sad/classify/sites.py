@@ -129,6 +129,8 @@ def _result_kind(call, kinds):
         return "o"
     if cls == "primitive":
         k = rule.kind
+        if rule.fn is runtime.seq_add or rule.fn is runtime.seq_mul:
+            return "c"                  # (chosen for a list or tuple operand: one again)
         if k == "same":
             if arg_kinds and all(a in ("f", "i") for a in arg_kinds):
                 return "f" if "f" in arg_kinds else "i"
@@ -164,7 +166,8 @@ _NOT_ITERATORS = {"a", "c", "f", "i", "z"}
 
 
 _SEQ_OPS = {operator.add: runtime.seq_add, operator.iadd: runtime.seq_add,
-            operator.mul: runtime.seq_mul, operator.imul: runtime.seq_mul}
+            operator.mul: runtime.seq_mul, operator.imul: runtime.seq_mul,
+            runtime.seq_iadd: runtime.seq_add}
 
 
 def _callable_object(obj):

@@ -187,7 +187,7 @@ def unappend_owned(g):
 
 
 def unextend(g, seq):
-    n = len(seq)
+    n = len(seq.seen if isinstance(seq, Iter) else seq)     # (an iterator: what it yielded)
     if is_zero(g):
         return 0.0, 0.0
     part = g[len(g) - n:]
@@ -484,6 +484,15 @@ def zip_seq_adjoint(g, xs, ans):
 
 # -- + and * on lists and tuples (concatenation and repetition) -----------------------------------
 def seq_add(a, b):
+    return a + b
+
+
+def seq_iadd(a, b):
+    """``a += b`` of a list or tuple, as a new value (as the lowering makes it, see
+    classify/writes.py for the names that may share ``a``): a list's ``+=`` takes any iterable,
+    where its ``+`` takes only a list."""
+    if type(a) is list and type(b) is not list:
+        b = list(b)
     return a + b
 
 

@@ -155,7 +155,9 @@ class SavePlan:
         inside = () if when != "post" else \
             {id(x) for blk in ir.children(s) for x in ir.walk(blk)}
         around = self.positions[id(s)][1]
+        # (``xs.extend(xs)``: the statement changes what it read itself, after reading it)
         return any((bool(around & self.positions[id(m)][1]) if id(m) in inside else
+                    m is s and when == "pre" and isinstance(s, ir.Mutate) or
                     may_run_after(self.positions, s, m)) for m, obj in self.mutations
                    if not isinstance(obj, str) or self.classes.get(obj, obj) == cls or cls is None)
 
