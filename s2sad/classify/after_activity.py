@@ -2,6 +2,7 @@
 values that carry a derivative through ``global``/``nonlocal``, keywords and parameters a rule
 has no derivative for, and sites with no argument that carries one marked ``inactive``; then the
 key-read guards (:mod:`.keys`)."""
+import collections
 import operator
 
 from .. import ir, runtime
@@ -59,6 +60,9 @@ def finish(fn, active, varied):
                 "__getitem__ in Python, with a key part that carries a derivative",
                 origin=s.origin,
                 fix="build the key as one value first (`key = (a, b)`) and write `obj[key]`")
+        if call.cls == "primitive" and call.rule.fn is collections.deque and \
+                (varied_args or isinstance(s, ir.Assign) and s.target in varied):
+            _check_deque_maxlen(call, s.origin)
         if call.cls == "primitive" and call.rule.forbid and varied_args:
             _check_forbid(call, s.origin)
         if call.cls == "primitive" and varied_args:
@@ -118,8 +122,8 @@ def _check_nondifferentiable(call, varied, origin):
 
 
 def _augmented_sequences(fn):
-    """``xs += ys`` on a list or tuple, which the lowering made ``xs = xs + ys``: Python's
-    ``+=`` of a list takes any iterable (``xs += (a, b)``), its ``+`` only
+    """``xs += ys`` on a list, tuple or deque, which the lowering made ``xs = xs + ys``: Python's
+    ``+=`` of a list or deque takes any iterable (``d += [v]``, ``xs += (a, b)``), its ``+`` only
     its own type, so the site calls ``runtime.seq_iadd`` (after the in-place checks, whose guards
     name the operator)."""
     for s in ir.walk(fn.body):
@@ -128,6 +132,18 @@ def _augmented_sequences(fn):
                 call.rule.fn is runtime.seq_add and "augmented" in call.extra and \
                 isinstance(call.fn, ir.Static) and call.fn.obj is operator.add:
             call.fn = ir.Static(runtime.seq_iadd, "_rt.seq_iadd")
+
+
+def _check_deque_maxlen(call, origin):
+    """``deque(..., maxlen=n)`` that holds values carrying derivatives: when full, it drops an
+    item from its other end on ``append``, which the reverse sweep (that of a list's append)
+    does not see."""
+    v = call.info["bound"].get("maxlen")
+    if v is None or isinstance(v, ir.Const) and v.value is None:
+        return
+    raise UnsupportedSyntaxError(
+        "a deque with maxlen= holds values that carry a derivative; it drops items from its "
+        "other end when full, which s2sad does not follow", origin=origin, fix=runtime.MAXLEN_FIX)
 
 
 def _check_forbid(call, origin):

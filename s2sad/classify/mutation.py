@@ -54,7 +54,7 @@ def check_mutation(fn, varied):
             if group & params and any(v in varied for v in call.reads()):
                 # whether the method changes the caller's object is known only when it runs
                 call.info["argument"] = sorted(group & params)[0]
-        permutes = False
+        permutes = deque_change = False
         _check_augmented(fn, s, pos, reads)
         _check_augmented_shared(fn, s, pos, guards)
         _check_augmented_argument(fn, s, all_aliases, all_params - rb, guards)
@@ -68,6 +68,11 @@ def check_mutation(fn, varied):
             # xs.sort() / xs.reverse(): every other name of xs sees the new order (the caller's
             # too, for an argument)
             hot, obj, permutes = m in varied, m, True
+        elif m is not None and isinstance(call.fn, ir.Method) and _deque_change(fn, call, m):
+            # d.appendleft(v), d.popleft(), d.rotate(n), q[0].append(v) on a deque...: followed on
+            # the deque's own name (rules/deques.py), not through another one
+            hot = m in varied or any(v in varied for v in call.reads()[1:])
+            obj, deque_change = m, True
         else:
             continue
         params = all_params - ({obj} & rb)
@@ -118,8 +123,17 @@ def check_mutation(fn, varied):
                 f"follow such changes back to the caller", origin=s.origin, param=p,
                 fix=f"sort a new list instead (`{p} = sorted({p}, ...)`, `{p} = {p}[::-1]`), and "
                     f"return it if the caller needs it")
-        root = _taken_from_param(fn, obj, set(fn.params)) if permutes else None
-        if root is not None:        # (self.items.sort() in a method: not an update s2sad follows)
+        root = _taken_from_param(fn, obj, set(fn.params)) if permutes or deque_change else None
+        if root is not None and deque_change and hot:
+            # (self.q.appendleft(v) in a method: the deque is changed where s2sad follows its
+            # own name only, not the object that holds it)
+            raise UnsupportedSyntaxError(
+                f"this line changes `{root[1]}`, a deque taken from `{root[0]}` (an argument), in "
+                f"place with `.{call.fn.name}(...)`; s2sad does not follow such changes back to "
+                f"the object that holds it", origin=s.origin,
+                fix=f"build the new deque and store that (`{root[1]} = deque(...)`), or keep "
+                    f"the deque in a local variable of the function being differentiated")
+        if root is not None and permutes:   # (self.items.sort() in a method: not followed)
             raise UnsupportedSyntaxError(
                 f"this line reorders `{root[1]}`, a list taken from `{root[0]}` (an argument), in "
                 f"place; s2sad does not follow such changes back to the caller", origin=s.origin,
@@ -208,6 +222,26 @@ def _captured(fn):
 
 
 _PERMUTING = {"sort", "reverse"}      # in-place list methods s2sad follows (rules.python)
+# in-place methods of collections.deque (rules/deques.py) that lists lack, and those it shares
+# with lists (which, on a list, are Mutate statements or refused when the call runs)
+_DEQUE_ONLY = {"appendleft", "popleft", "extendleft", "rotate"}
+_DEQUE_SHARED = {"append", "pop", "extend", "insert", "remove", "clear"}
+
+
+def _deque_change(fn, call, m):
+    """A method call that may change a deque in place: a name only a deque has, or one it shares
+    with lists on a receiver known to be a container or taken out of one (``q[0].append(v)``;
+    on a local name these are Mutate statements)."""
+    name = call.fn.name
+    if name in _DEQUE_ONLY:
+        return True
+    if name not in _DEQUE_SHARED:
+        return False
+    if call.info.get("recv_kind") == "c":
+        return True
+    made = defining_call(fn, m)
+    return made is not None and (isinstance(made.fn, ir.Attr) or isinstance(made.fn, ir.Static)
+                                 and made.fn.obj is operator.getitem)
 
 
 def _taken_from_param(fn, var, params):

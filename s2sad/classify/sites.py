@@ -130,7 +130,7 @@ def _result_kind(call, kinds):
     if cls == "primitive":
         k = rule.kind
         if rule.fn is runtime.seq_add or rule.fn is runtime.seq_mul:
-            return "c"                  # (chosen for a list or tuple operand: one again)
+            return "c"                  # (chosen for a list, tuple or deque operand: one again)
         if k == "same":
             if arg_kinds and all(a in ("f", "i") for a in arg_kinds):
                 return "f" if "f" in arg_kinds else "i"
@@ -346,6 +346,7 @@ def classify_call(call, kinds, origin):
                 (recv_kind in ("?", "o") or recv_kind == "c" and name in runtime._IN_PLACE_METHODS):
             # a method of an object may update the object: the call also redefines it
             call.info["mutates"] = call.args[0]
+            call.info["recv_kind"] = recv_kind
         return
     call.cls = "dynamic"
     call.info["diff_vars"] = call.reads()

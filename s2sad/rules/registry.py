@@ -526,7 +526,7 @@ def _hashable(fn):
 # The table modules of this package, imported by name (they import this module, not the reverse).
 # SciPy rules are loaded only once SciPy is imported (by the user's code); CuPy callees map to the
 # NumPy rules (see :mod:`.cupy`).
-_TABLES = ["python", "numpy", "runtime_helpers", "transforms"]
+_TABLES = ["python", "deques", "numpy", "runtime_helpers", "transforms"]
 _OPTIONAL = {"scipy": "scipy", "cupy": "cupy"}
 _optional_loaded = set()
 

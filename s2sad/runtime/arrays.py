@@ -7,6 +7,7 @@ Generated sweeps use ``0.0`` as the zero adjoint of a value whose adjoint has no
 its dtype); containers use tuples/lists/dicts of adjoints with ``None`` for leaves that carry none.
 """
 import functools as _functools
+from collections import deque as _deque
 import types as _types
 
 import numpy as np
@@ -113,7 +114,8 @@ def unbroadcast(g, x):
         else:
             s = g.sum() if hasattr(g, "sum") else g
         return real_like(s, x)
-    if (tx is list or tx is tuple) and type(g) in (list, tuple) and len(g) != len(x):
+    if (tx is list or tx is tuple or tx is _deque) and type(g) in (list, tuple) and \
+            len(g) != len(x):
         _refuse_sequence_arithmetic()
     shape = getattr(x, "shape", None)
     xdt = getattr(x, "dtype", None)
@@ -219,6 +221,22 @@ def _refuse_sequence_arithmetic():
         fix="make the operands visibly lists: `list(a) + list(b)`, `[*a, *b]`, or `list(a) * 3`")
 
 
+def refuse_maxlen(d):
+    """A deque with ``maxlen`` drops items from its other end when it is full, which the reverse
+    sweep of ``d.append(v)`` (followed as a list's) does not see: refused when it holds, or is
+    given, values that carry a derivative."""
+    if type(d) is _deque and d.maxlen is not None:
+        from ..errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            f"a deque with maxlen={d.maxlen} holds values that carry a derivative; it drops "
+            f"items from its other end when full, which s2sad does not follow",
+            fix=MAXLEN_FIX)
+
+
+MAXLEN_FIX = ("use a list and keep its last n items yourself (`xs.append(v)` then "
+              "`xs = xs[-n:]`), or a deque without maxlen")
+
+
 def add(a, b):
     """Adjoint accumulation that understands zeros (None / 0.0) and containers."""
     if a is None or (type(a) is float and a == 0.0 and not _is_leaf_value(b)):
@@ -226,13 +244,13 @@ def add(a, b):
     if b is None:
         return a
     ta = type(a)
-    if ta is tuple or ta is list or isinstance(a, tuple):
+    if ta is tuple or ta is list or isinstance(a, tuple) or ta is _deque:
         if type(b) is float and b == 0.0:
             return a
         vals = [add(x, y) for x, y in zip(a, b)]
         if hasattr(a, "_fields"):
             return ta(*vals)
-        return ta(vals)
+        return ta(vals) if ta is not _deque else _deque(vals, a.maxlen)
     if ta is dict:
         if type(b) is float and b == 0.0:
             return a
@@ -244,7 +262,7 @@ def add(a, b):
 
 
 def _is_leaf_value(b):
-    return not isinstance(b, (tuple, list, dict)) and b is not None
+    return not isinstance(b, (tuple, list, dict, _deque)) and b is not None
 
 
 def part_or_zero(g, i):
@@ -264,6 +282,8 @@ def zeros_like(x):
         return 0j
     if isinstance(x, (tuple, list)):
         return type(x)(zeros_like(v) for v in x)
+    if isinstance(x, _deque):                   # (a deque's adjoint is a list)
+        return [zeros_like(v) for v in x]
     if isinstance(x, dict):
         return {k: zeros_like(v) for k, v in x.items()}
     dt = getattr(x, "dtype", None) if _is_array(x) else None

@@ -4,11 +4,14 @@ the adjoints of ``zip``/``enumerate``/``reversed``/``sorted``/``min``/``max``/``
 on lists and tuples.
 """
 
+from collections import deque
+
 import numpy as np
 
-from .arrays import _is_array, _z, add, array_module, cj, is_zero, unbroadcast
+from .arrays import (_is_array, _z, add, array_module, cj, is_zero, refuse_maxlen,
+                     unbroadcast)
 from .iterators import Iter, _mark_loop, listed
-from .values import _object_differentiable
+from .values import _object_differentiable, differentiable
 from .indexing import getitem_adjoint
 
 
@@ -163,6 +166,8 @@ def identity(x):
 # on local containers; forward mode mirrors them on the tangent container).
 IN_PLACE_METHODS = {"append", "extend", "insert", "pop", "update", "setdefault", "sort", "remove",
                     "clear", "popitem", "reverse"}
+# ... and those of collections.deque besides (rules/deques.py)
+DEQUE_IN_PLACE_METHODS = IN_PLACE_METHODS | {"appendleft", "popleft", "extendleft", "rotate"}
 
 
 def unappend(g):
@@ -428,6 +433,8 @@ def seq(x):
         return x
     if t is dict:
         return list(x)
+    if t is deque and x.maxlen is not None and differentiable(x):
+        refuse_maxlen(x)
     if hasattr(x, "__dict__") and not isinstance(x, type) and _object_differentiable(x):
         import inspect
         from ..errors import UnsupportedSyntaxError
@@ -488,11 +495,12 @@ def seq_add(a, b):
 
 
 def seq_iadd(a, b):
-    """``a += b`` of a list or tuple, as a new value (as the lowering makes it, see
-    classify/writes.py for the names that may share ``a``): a list's ``+=`` takes any iterable,
-    where its ``+`` takes only a list."""
-    if type(a) is list and type(b) is not list:
-        b = list(b)
+    """``a += b`` of a list, tuple or deque, as a new value (as the lowering makes it, see
+    classify/writes.py for the names that may share ``a``): a list's or deque's ``+=`` takes any
+    iterable, where its ``+`` takes only its own type."""
+    ta = type(a)
+    if ta is not type(b) and (ta is list or ta is deque):
+        b = list(b) if ta is list else deque(b)
     return a + b
 
 
@@ -501,7 +509,12 @@ def seq_mul(a, b):
 
 
 def _is_seq(x):
-    return isinstance(x, (list, tuple))
+    return isinstance(x, (list, tuple, deque))
+
+
+def _seq_as(x, items):
+    """Adjoints ``items`` in the structure of the sequence ``x`` (a deque's adjoint is a list)."""
+    return list(items) if isinstance(x, deque) else type(x)(items)
 
 
 def add_part(g, a, b, which):
@@ -512,7 +525,7 @@ def add_part(g, a, b, which):
         if is_zero(g):
             return 0.0
         g = list(g)
-        return type(x)(_z(v) for v in (g[:len(a)] if which == 0 else g[len(a):]))
+        return _seq_as(x, (_z(v) for v in (g[:len(a)] if which == 0 else g[len(a):])))
     return unbroadcast(g, x)
 
 
@@ -538,7 +551,7 @@ def mul_part(g, a, b, which):
         out = [0.0] * n
         for k, v in enumerate(g):
             out[k % n] = add(out[k % n], _z(v))
-        return type(x)(out)
+        return _seq_as(x, out)
     return unbroadcast(g * cj(other), x)
 
 

@@ -4,6 +4,8 @@ and s2sad's own transforms called inside differentiated code.  Derivatives are b
 :mod:`.hooks` (the builder registers itself there); the runtime imports nothing above it.
 """
 
+from collections import deque as _deque
+
 import numpy as np
 
 from ..errors import ArgumentWriteError
@@ -97,7 +99,9 @@ _IN_PLACE_METHODS = {"sort", "reverse", "popitem", "update", "setdefault", "remo
                      "__setitem__", "__delitem__", "__iadd__",
                      # followed as statements on local lists; reached here only on other lists
                      # (module-level, inside a dict...), which s2sad does not follow
-                     "append", "extend", "insert", "pop"}
+                     "append", "extend", "insert", "pop",
+                     # collections.deque's own (rules/deques.py)
+                     "appendleft", "popleft", "extendleft", "rotate"}
 # (type, method name) -> handler(obj, args, kwargs) -> (value, ("custom", pull_fn)) for in-place
 # methods s2sad does follow (list.sort, list.reverse); filled by rules.python.  pull_fn(g,
 # g_self) gives (adjoint of the object before, adjoints of args, of kwargs).
@@ -137,6 +141,30 @@ def _call_operator(fn, args):
     return None
 
 
+def _deque_method(d, fn, args, kwargs):
+    """A method of a ``collections.deque`` that holds, or is given, values carrying derivatives:
+    the in-place ones by their handlers (rules/deques.py), the others by the list's
+    container-method rules (``copy``, ``count``, ``index``); None for a deque that carries none."""
+    name = fn.__name__
+    if not (differentiable(d) or any(differentiable(a) for a in args + tuple(kwargs.values()))):
+        return None
+    handler = IN_PLACE_RULES.get((_deque, name))
+    if handler is not None:
+        return handler(d, args, kwargs)
+    rule = hooks.lookup_container_method(name)
+    if rule is not None and name in ("copy", "count", "index"):
+        ans = fn(*args, **kwargs)
+        if rule.zero:
+            return ans, None
+        bound = rule.bind((d,) + args, kwargs)
+        return ans, ("rule", rule, bound, ans, True, len(args), list(kwargs))
+    from ..errors import UnsupportedSyntaxError
+    raise UnsupportedSyntaxError(
+        f"`.{name}(...)` on a deque that holds values carrying derivatives is not supported",
+        fix="use the deque methods s2sad follows (append, appendleft, pop, popleft, extend, "
+            "extendleft, insert, remove, rotate, reverse, clear, copy), or a list")
+
+
 def call(fn, *args, **kwargs):
     """Run a call whose callee is only known now; returns (value, record for :func:`pull`)."""
     import functools
@@ -147,6 +175,10 @@ def call(fn, *args, **kwargs):
         if done is not None:
             return done
     self_ = getattr(fn, "__self__", None)
+    if type(self_) is _deque and hasattr(fn, "__name__"):
+        done = _deque_method(self_, fn, args, kwargs)
+        if done is not None:
+            return done
     if type(self_) in (list, dict) and getattr(fn, "__name__", None) in _IN_PLACE_METHODS and \
             (differentiable(self_) or any(differentiable(a) for a in args + tuple(kwargs.values()))):
         handler = IN_PLACE_RULES.get((type(self_), fn.__name__))

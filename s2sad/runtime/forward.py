@@ -5,6 +5,7 @@ sites (:func:`jvp_call`, :func:`jvp_method`, :func:`jvp_attr`) and the lazy deri
 built through :mod:`.hooks`.
 """
 import functools
+from collections import deque
 import inspect
 import sys
 import types
@@ -17,7 +18,7 @@ from . import hooks
 from .arrays import _is_array
 from .tangents import (_elems, copy_tangent, get_tangent, items_tangent, materialize,
                       values_tangent, zeros_like)
-from .containers import IN_PLACE_METHODS
+from .containers import DEQUE_IN_PLACE_METHODS, refuse_maxlen
 from .dispatch import data_cell_values
 from .tangents import *  # noqa: F401,F403 (_fw.zeros_like, _fw.bcast, _fw.sum_tangent...)
 
@@ -461,14 +462,48 @@ def _no_tangent(t):
     return t is None or (type(t) is float and t == 0.0)
 
 
+def _deque_method(recv, trecv, name, method, args, targs):
+    """The methods of a deque that lists lack (and ``extend``, which slices a list): the same
+    method on its tangent, a deque of tangents.  None for the others, which lists share."""
+    if name in ("append", "appendleft"):
+        value = method(*args)
+        getattr(trecv, name)(materialize(targs[0], args[0]))
+        return value, None
+    if name in ("pop", "popleft"):
+        value = method(*args)
+        return value, materialize(getattr(trecv, name)(), value)
+    if name in ("extend", "extendleft"):
+        n0 = len(recv)
+        ta = targs[0] if targs else None
+        items = None if _no_tangent(ta) else list(_elems(ta, args[0]))
+        value = method(*args)
+        k = len(recv) - n0
+        added = list(recv)[n0:] if name == "extend" else list(recv)[:k][::-1]
+        getattr(trecv, name)([zeros_like(v) for v in added] if items is None else
+                             [materialize(t, v) for t, v in zip(items, added)])
+        return value, None
+    if name == "rotate":
+        value = method(*args)
+        trecv.rotate(*args)
+        return value, None
+    return None
+
+
 def _container_method(recv, trecv, name, args, targs, kwargs, tkwargs):
     """A method of a list or dict (in place or read-only), its tangent container mirrored."""
     method = getattr(recv, name)
     targs = tuple(targs) + (None,) * (len(args) - len(targs))
     active_args = any(not _no_tangent(t) for t in targs) or \
         any(not _no_tangent(tkwargs.get(k)) for k in kwargs)
+    if type(recv) is deque:
+        if name in DEQUE_IN_PLACE_METHODS and (active_args or not _no_tangent(trecv)):
+            refuse_maxlen(recv)
+        if not _no_tangent(trecv):
+            done = _deque_method(recv, trecv, name, method, args, targs)
+            if done is not None:
+                return done
     if _no_tangent(trecv):
-        if name in IN_PLACE_METHODS and active_args and runtime.differentiable(list(args) + list(kwargs.values())):
+        if name in DEQUE_IN_PLACE_METHODS and active_args and runtime.differentiable(list(args) + list(kwargs.values())):
             raise UnsupportedSyntaxError(
                 f"forward mode: `.{name}(...)` puts values that carry a derivative into a "
                 f"{type(recv).__name__} that carries none here",
@@ -583,7 +618,7 @@ def jvp_method(recv, trecv, name, args, targs, kwargs=None, tkwargs=None):
     tangent container, array methods use their rules, methods of user classes are differentiated."""
     kwargs = kwargs or {}
     tkwargs = tkwargs or {}
-    if type(recv) in (list, dict, tuple):
+    if type(recv) in (list, dict, tuple, deque):
         return _container_method(recv, trecv, name, args, targs, kwargs, tkwargs)
     method = getattr(recv, name)
     if _is_array(recv) or type(recv) in (float, complex):      # (z.conjugate() of a Python complex)

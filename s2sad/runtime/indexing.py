@@ -3,11 +3,13 @@ known only at run time (np.r_/np.c_ held in a variable), and :func:`snap` (a cop
 in-place change).
 """
 import numbers
+from collections import deque
 
 import numpy as np
 
 from . import hooks
-from .arrays import _NDARRAY, _is_array, _z, add, array_module, is_zero, real_like, unbroadcast
+from .arrays import (_NDARRAY, _is_array, _z, add, array_module, is_zero, real_like,
+                     refuse_maxlen, unbroadcast)
 from .values import differentiable
 
 
@@ -42,7 +44,9 @@ def getitem_adjoint(g, x, idx):
         dt = x.dtype
         if dt.kind in "fc" and g.shape == x[idx].shape:
             return (g if dt.kind == "c" else real_like(g, x)).reshape(x.shape).astype(dt)
-    if isinstance(x, (tuple, list)):
+    if isinstance(x, (tuple, list, deque)):
+        if type(x) is deque:
+            refuse_maxlen(x)            # (its items may have been pushed out by an append)
         if isinstance(idx, slice) and is_zero(g):
             return 0.0                  # (a zero adjoint of a slice: of a list, of any length)
         out = [0.0] * len(x)
@@ -83,7 +87,7 @@ def acc_getitem(acc, x, idx, g, _owned=False):
         if kind in "fc" and x.dtype.kind in "fc":
             acc[idx] += g if kind == "c" else real_like(g, x)
             return acc
-    if isinstance(x, (tuple, list, dict)):
+    if isinstance(x, (tuple, list, dict, deque)):
         return add(acc, getitem_adjoint(g, x, idx))
     if x.dtype.kind not in "fcO":
         return acc
@@ -311,6 +315,8 @@ def snap(v):
         return list(v)
     if isinstance(v, dict):
         return dict(v)
+    if isinstance(v, deque):
+        return deque(v, v.maxlen)
     view = _VIEW_OF.get(type(v))
     if view is not None:            # d.items() and d.values() are live: a view of a copy of d
         return getattr(dict(v.mapping), view)()

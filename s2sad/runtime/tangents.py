@@ -3,6 +3,8 @@ tangents shaped like a value, broadcasting, and the tangents of Python's builtin
 (the ``jvp=`` templates of the Python rule table).
 """
 
+from collections import deque
+
 import numpy as np
 
 from ..errors import RuleError
@@ -25,6 +27,8 @@ def zeros_like(x):
         return t(zeros_like(v) for v in x)
     if t is dict:
         return {k: zeros_like(v) for k, v in x.items()}
+    if t is deque:                  # a deque of tangents, which forward mode mirrors methods on
+        return deque((zeros_like(v) for v in x), x.maxlen)
     if _is_array(x):
         dt = x.dtype
         xp = array_module(x)
@@ -42,6 +46,8 @@ def materialize(t, x):
         return type(x)(materialize(a, b) for a, b in zip(t, x))
     if type(t) is dict and type(x) is dict:
         return {k: materialize(t.get(k), v) for k, v in x.items()}
+    if type(x) is deque and type(t) is not deque:
+        return deque((materialize(a, b) for a, b in zip(t, x)), x.maxlen)
     return t
 
 
@@ -54,7 +60,8 @@ def into(t, dest):
 
 def bcast(t, ans):
     """The tangent ``t`` broadcast to the shape of ``ans`` (a broadcasting op's single term)."""
-    if type(ans) in (list, tuple) and type(t) in (list, tuple) and len(t) != len(ans):
+    if type(ans) in (list, tuple, deque) and type(t) in (list, tuple, deque) and \
+            len(t) != len(ans):
         _refuse_sequence_arithmetic()
     shape = getattr(ans, "shape", None)
     if shape is None or getattr(t, "shape", None) == shape:
@@ -206,4 +213,5 @@ def items_tangent(t, d):
 
 def copy_tangent(t, x):
     t = materialize(t, x)
-    return type(t)(t) if isinstance(t, (list, dict)) else t
+    return type(t)(t) if isinstance(t, (list, dict)) else \
+        deque(t, t.maxlen) if isinstance(t, deque) else t

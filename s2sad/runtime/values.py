@@ -4,6 +4,7 @@ letter a build is specialised on (:func:`kind_of`) and the finer type (:func:`ty
 adjoints shaped like a value (:func:`materialize`).
 """
 import operator as _operator
+from collections import deque as _deque
 import threading as _threading
 import types as _types
 import weakref as _weakref
@@ -29,6 +30,9 @@ def materialize(g, x):
     dt = getattr(x, "dtype", None)
     if dt is not None and dt.kind not in "fcO":
         return None
+    if tx is _deque:                # a deque's adjoint is a list; its gradient a deque
+        g = [None] * len(x) if is_zero(g) else g
+        return _deque((materialize(a, b) for a, b in zip(g, x)), x.maxlen)
     if is_zero(g):
         return zeros_like(x)
     if type(g) in (tuple, list) and type(x) in (tuple, list):
@@ -162,7 +166,7 @@ def kind_of(v):
         return "c"
     if _is_array(v):
         return _array_kind(t)
-    if isinstance(v, (tuple, list, dict)):
+    if isinstance(v, (tuple, list, dict, _deque)):
         return "c"
     if class_has_operators(t):
         return "o"                      # an object whose class defines __add__... in Python
@@ -180,7 +184,7 @@ def differentiable(v):
         return k in "fc" or k == "O" and _object_array_differentiable(v)
     if t is float or t is complex:
         return True
-    if t is tuple or t is list or isinstance(v, (tuple, list)):
+    if t is tuple or t is list or isinstance(v, (tuple, list, _deque)):
         return any(differentiable(x) for x in v)
     if t is dict or isinstance(v, dict):
         return any(differentiable(x) for x in v.values())
