@@ -24,7 +24,17 @@ def finish(fn, active, varied):
                 f"a nested function writes `nonlocal {', '.join(hot)}`, a value that carries a "
                 f"derivative", origin=origin,
                 fix="return the new value from the nested function instead of assigning it")
+    flat = {s.target: s.value for s in ir.walk(fn.body) if isinstance(s, ir.Assign) and
+            isinstance(s.value, ir.Call) and isinstance(s.value.fn, ir.Attr) and
+            s.value.fn.name == "flat"}
     for s in ir.walk(fn.body):
+        if isinstance(s, ir.SetItem) and isinstance(s.obj, str) and s.obj in flat and \
+                any(v in varied for v in ir.operand_vars(s.value)):
+            _refuse_flat(flat[s.obj], s.origin)        # z.flat[i] = v, into a constant array too
+        if isinstance(s, ir.SetItem) and s.attr is not None and isinstance(s.obj, str) and \
+                getattr(fn, "kinds", {}).get(s.obj) == "a" and \
+                (s.obj in varied or any(v in varied for v in ir.operand_vars(s.value))):
+            _refuse_array_attribute(s)
         if isinstance(s, ir.SetItem) and isinstance(s.obj, ir.Const) and \
                 any(v in varied for v in ir.operand_vars(s.value)):
             text = s.obj.text or ""
@@ -60,6 +70,9 @@ def finish(fn, active, varied):
                 "__getitem__ in Python, with a key part that carries a derivative",
                 origin=s.origin,
                 fix="build the key as one value first (`key = (a, b)`) and write `obj[key]`")
+        if call.cls == "opaque" and varied_args and isinstance(call.fn, ir.Attr) and \
+                call.fn.name == "flat":
+            _refuse_flat(call, s.origin)
         if call.cls == "primitive" and call.rule.fn is collections.deque and \
                 (varied_args or isinstance(s, ir.Assign) and s.target in varied):
             _check_deque_maxlen(call, s.origin)
@@ -132,6 +145,44 @@ def _augmented_sequences(fn):
                 call.rule.fn is runtime.seq_add and "augmented" in call.extra and \
                 isinstance(call.fn, ir.Static) and call.fn.obj is operator.add:
             call.fn = ir.Static(runtime.seq_iadd, "_rt.seq_iadd")
+
+
+def _refuse_flat(call, origin):
+    """``x.flat`` of an array that carries a derivative: a numpy.flatiter, an iterator (and an
+    object indexed and written through) with no Python source, whose values s2sad cannot
+    follow.  (Before, the run-time check named no callee: 'None returned an iterator'.)"""
+    recv = call.args[0]
+    name = recv if isinstance(recv, str) and not recv.startswith("_") else None
+    x = name or "a"
+    raise UnsupportedSyntaxError(
+        f"`{name + '.flat' if name else '.flat'}` of an array, with values that carry a derivative, "
+        f"is a NumPy flat iterator (numpy.flatiter), whose values s2sad cannot follow",
+        origin=origin,
+        fix=f"use `{x}.ravel()` (the same elements in the same order): `for v in {x}.ravel():`, "
+            f"`{x}.ravel()[i]`, `sum({x}.ravel())`; to write one element, "
+            f"`{x}[np.unravel_index(i, {x}.shape)] = v`")
+
+
+_ARRAY_ATTR_FIX = {
+    "flat": "write the elements with an index: `{a}[...] = v` (all of them), "
+            "`{a}[np.unravel_index(i, {a}.shape)] = v` (one)",
+    "shape": "make a new array: `{a} = {a}.reshape(...)`",
+    "real": "make a new array: `{a} = v + 1j * {a}.imag`",
+    "imag": "make a new array: `{a} = {a}.real + 1j * v`",
+}
+
+
+def _refuse_array_attribute(s):
+    """``a.flat = v``, ``a.shape = ...``, ``a.real = v``, ``a.imag = v`` on an array that carries
+    a derivative or is given one: they change the array in place, which s2sad does not follow
+    (before, the reverse sweep crashed inside s2sad taking the attribute for an index)."""
+    a = s.obj if not s.obj.startswith("_") else "a"
+    fix = _ARRAY_ATTR_FIX.get(s.attr, "compute the new array with an expression and assign it "
+                                       "to the name").format(a=a)
+    raise UnsupportedSyntaxError(
+        f"`{a}.{s.attr} = ...` changes an array in place through its attribute `{s.attr}`, with "
+        f"values that carry a derivative; s2sad does not follow such writes", origin=s.origin,
+        fix=fix)
 
 
 def _check_deque_maxlen(call, origin):

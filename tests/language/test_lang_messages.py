@@ -1,0 +1,111 @@
+"""Refusals name the user's line and what is unsupported, never s2sad's internals (generated names
+such as ``_8`` or ``_s_ret``, ``_rt.`` helpers, 'None returned an iterator').
+"""
+import numpy as np
+import pytest
+
+import s2sad
+from s2sad.errors import S2SADError
+from lang_helpers import check_grads, line_of
+
+X2 = np.arange(6.0).reshape(2, 3) / 3 + 0.2
+MODES = ("rev", "fwd")
+
+
+def _run(f, x, mode):
+    if mode == "rev":
+        return s2sad.grad(f)(x)
+    return s2sad.jvp(f, (x,), (np.ones_like(x),))
+
+
+def _no_internals(msg):
+    import re
+    assert "None returned" not in msg
+    assert "_rt." not in msg and "_b_" not in msg and "_s_" not in msg
+    assert not re.search(r"`_\d+", msg), msg
+
+
+# -- x.flat (a numpy.flatiter) ----------------------------------------------------------------
+def flat_loop(x):
+    s = 0.0
+    for v in x.flat:
+        s = s + v * v
+    return s
+
+
+def flat_sum(x):
+    return sum(x.flat)
+
+
+def flat_index(x):
+    it = x.flat
+    return it[1] * 3.0
+
+
+def flat_write_into_constant(x):
+    z = np.zeros(6)
+    z.flat[1] = x[0, 0] * 2.0        # before: a silently zero gradient
+    return np.sum(z * z)
+
+
+@pytest.mark.parametrize("f, needle", [(flat_loop, "for v in x.flat"), (flat_sum, "sum(x.flat)"),
+                                       (flat_index, "it = x.flat"),
+                                       (flat_write_into_constant, "z.flat[1] =")])
+@pytest.mark.parametrize("mode", MODES)
+def test_flat_is_refused_with_a_fix(f, needle, mode):
+    with pytest.raises(S2SADError) as e:
+        _run(f, X2, mode)
+    msg = str(e.value)
+    assert f":{line_of(f, needle)}:" in msg
+    assert ".flat" in msg and "flatiter" in msg and ".ravel()" in msg
+    _no_internals(msg)
+
+
+def ravel_loop(x):                    # the fix the message gives
+    s = 0.0
+    for v in x.ravel():
+        s = s + v * v
+    y = x * 1.0
+    y[np.unravel_index(4, y.shape)] = x[0, 0] * 7.0
+    return s + x.ravel()[1] * 3.0 + np.sum(y ** 2)
+
+
+def test_the_fix_works():
+    check_grads(ravel_loop, (X2,), modes=MODES)
+
+
+# -- attribute writes on arrays (crashed inside s2sad: the attribute taken for an index) ---------
+def set_flat(x):
+    y = x * 1.0
+    y.flat = x[0, 0] * 2.0
+    return np.sum(y * y)
+
+
+def set_shape(x):
+    y = x * 1.0
+    y.shape = (3, 2)
+    return np.sum(y[0] * y[2])
+
+
+def set_real(x):
+    y = x * (1.0 + 0j)
+    y.real = x[0, 0] * 2.0
+    return np.sum(np.abs(y) ** 2)
+
+
+def set_imag(x):
+    y = x * (1.0 + 0j)
+    y.imag = x * 2.0
+    return np.sum(np.abs(y) ** 2)
+
+
+@pytest.mark.parametrize("f, attr", [(set_flat, "flat"), (set_shape, "shape"), (set_real, "real"),
+                                     (set_imag, "imag")])
+@pytest.mark.parametrize("mode", MODES)
+def test_array_attribute_writes_are_refused(f, attr, mode):
+    with pytest.raises(S2SADError) as e:
+        _run(f, X2, mode)
+    msg = str(e.value)
+    assert f":{line_of(f, f'y.{attr} =')}:" in msg
+    assert f"`y.{attr} = ...`" in msg
+    _no_internals(msg)
