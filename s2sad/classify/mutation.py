@@ -43,6 +43,9 @@ def check_mutation(fn, varied):
         (getattr(getattr(fn, "pyfunc", None), "__module__", None) or "").startswith("s2sad_generated")
     from .writes import check_writes_shared
     check_writes_shared(fn, pos, varied, guards)
+    if generated:
+        guards[:] = [(i, g) for i, g in ((i, _without_own_stacks(g)) for i, g in guards)
+                     if g is not None]
     for s in ir.walk(fn.body):
         # a parameter rebound to a new object (``args = list(args)``) is no longer the caller's
         rb = rebound.get(id(s), set())
@@ -226,6 +229,36 @@ _PERMUTING = {"sort", "reverse"}      # in-place list methods s2sad follows (rul
 # with lists (which, on a list, are Mutate statements or refused when the call runs)
 _DEQUE_ONLY = {"appendleft", "popleft", "extendleft", "rotate"}
 _DEQUE_SHARED = {"append", "pop", "extend", "insert", "remove", "clear"}
+
+
+def _without_own_stacks(g):
+    """A run-time sharing check (``runtime.share_guard``) of a derivative's code differentiated
+    again (hessian, grad of grad), without its own stacks (names ``_s_...``): None for a push or
+    pop on one (the objects are the tape's lists, which the nested tapes of a recursive function
+    make deeper than the check looks), and a stack that holds a value read by the write's reverse
+    sweep is no reader of the user's: the first derivative's code copies what it needs the
+    values of (``_rt.snap``) and keeps the rest for their shapes.  Other guards as they are."""
+    call = getattr(g, "call", None)
+    if not isinstance(call, ir.Call) or not isinstance(call.fn, ir.Static) or \
+            call.fn.obj is not runtime.share_guard or len(call.args) < 5:
+        return g
+
+    def stack(c):
+        return isinstance(c, ir.Const) and isinstance(c.value, str) and c.value.startswith("_s_")
+    value, name, others, fix, origin, *seen = call.args
+    if stack(name):
+        return None
+    names = list(others.value)
+    keep = [k for k, n in enumerate(names) if not n.startswith("_s_")]
+    if len(keep) == len(names):
+        return g
+    if not keep:
+        return None
+    # (``seen`` holds the values of the first names, those surely bound at the write: the kept
+    # ones stay first)
+    args = [value, name, ir.Const(tuple(names[k] for k in keep)), fix, origin] + \
+        [seen[k] for k in keep if k < len(seen)]
+    return ir.ExprStmt(ir.Call(call.fn, args), g.origin)
 
 
 def _deque_change(fn, call, m):
