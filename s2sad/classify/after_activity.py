@@ -127,9 +127,13 @@ def _check_nondifferentiable(call, varied, origin):
         hot = [v for o in ops for v in ir.operand_vars(o) if v in varied]
         if hot:
             why = getattr(rule, "why", {}).get(p)
-            raise RuleError(
-                f"`{hot[0]}` carries a derivative into parameter `{p}` of {rule.name}, which has no "
-                f"derivative rule for it" + (f" ({why})" if why else ""), origin=origin,
+            named = [v for v in hot if not v.startswith("_")]
+            # (a value the line computes has a generated name: `x * 2.0`, a lambda)
+            msg = f"`{named[0]}` carries a derivative into parameter `{p}` of {rule.name}, which " \
+                f"has no derivative rule for it" if named else \
+                f"the value passed to parameter `{p}` of {rule.name} carries a derivative, and " \
+                f"{rule.name} has no derivative rule for `{p}`"
+            raise RuleError(msg + (f" ({why})" if why else ""), origin=origin,
                 fix=f"pass a constant for `{p}`, or declare the derivative with s2sad.defrule("
                     f"..., vjp={{{p!r}: ...}})")
 

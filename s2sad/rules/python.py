@@ -133,15 +133,19 @@ defrule(builtins.list, "iterable=(), /", vjp={"iterable": "_rt.seq_adjoint(g, it
         jvp={"iterable": "_fw.seq_tangent(t, iterable, ans)"}, kind="container")
 defrule(builtins.tuple, "iterable=(), /", vjp={"iterable": "_rt.seq_adjoint(g, iterable)"},
         jvp={"iterable": "_fw.seq_tangent(t, iterable, ans)"}, kind="container")
+# (a key only orders the items, which stay in place where the order does not change: a key that
+# carries a derivative, a closure over x, gives none, ``constant``)
 defrule(builtins.sorted, "iterable, /, *, key=None, reverse=False",
         vjp={"iterable": "_rt.sorted_adjoint(g, iterable, key, reverse, ans)"},
-        jvp={"iterable": "_fw.sorted_tangent(t, iterable, key, reverse)"}, kind="container")
+        jvp={"iterable": "_fw.sorted_tangent(t, iterable, key, reverse)"}, kind="container",
+        constant=("key",))
 for _pick in (builtins.min, builtins.max):
     defrule(_pick, "*args, key=None, default=None",
             vjp={"args": f"_rt.extremum_adjoint(g, args, key, {_pick.__name__}, ans)",
                  "default": "_rt.extremum_default_adjoint(g, args)"},
             jvp={"args": f"_fw.extremum_tangent(t, args, key, {_pick.__name__})",
-                 "default": "_rt.extremum_default_adjoint(t, args)"}, kind="any")
+                 "default": "_rt.extremum_default_adjoint(t, args)"}, kind="any",
+            constant=("key",))
 defrule(_r.identity, "x, /", vjp={"x": "g"}, jvp={"x": "t"}, kind="any")
 # complex(re, im) == re + 1j * im, for complex re and im too (complex(z) is z)
 defrule(builtins.complex, "real=0.0, imag=0.0, /",
@@ -520,10 +524,12 @@ def firsts_tangent(t, n, iterable, key, reverse):
 
 defrule(_heapq.nsmallest, "n, iterable, key=None",
         vjp={"iterable": "_pr.firsts_adjoint(g, n, iterable, key, False, ans)"},
-        jvp={"iterable": "_pr.firsts_tangent(t, n, iterable, key, False)"}, kind="container", ns=PR)
+        jvp={"iterable": "_pr.firsts_tangent(t, n, iterable, key, False)"}, kind="container", ns=PR,
+        constant=("key",))
 defrule(_heapq.nlargest, "n, iterable, key=None",
         vjp={"iterable": "_pr.firsts_adjoint(g, n, iterable, key, True, ans)"},
-        jvp={"iterable": "_pr.firsts_tangent(t, n, iterable, key, True)"}, kind="container", ns=PR)
+        jvp={"iterable": "_pr.firsts_tangent(t, n, iterable, key, True)"}, kind="container", ns=PR,
+        constant=("key",))
 # (the adjoint places the first n adjoints where their items were; the tangent takes them back)
 defrule(firsts_adjoint, "grad, n, iterable, key, reverse, result=None, /",
         vjp={"grad": "_pr.firsts_tangent(g, n, iterable, key, reverse)"},

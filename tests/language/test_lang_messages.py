@@ -1,6 +1,8 @@
 """Refusals name the user's line and what is unsupported, never s2sad's internals (generated names
 such as ``_8`` or ``_s_ret``, ``_rt.`` helpers, 'None returned an iterator').
 """
+import heapq
+
 import numpy as np
 import pytest
 
@@ -167,3 +169,41 @@ def test_second_derivatives(f):
 def test_hessian_closed_forms():
     np.testing.assert_allclose(s2sad.hessian(rec_loss)(X), np.diag(6 * X * np.arange(1.0, 4.0)))
     np.testing.assert_allclose(s2sad.hessian(rev_assign)(X), np.diag([4.0, 2.0, 0.0]))
+
+
+# -- a key that carries a derivative (a closure over x) ---------------------------------------------
+# Before: refused with "`_15` carries a derivative into parameter `key` of sorted" (the lambda's
+# generated name).  A key only orders the items (locally constant): it gets no derivative, and the
+# items keep theirs.
+def key_closures(x):
+    xs = [x[0], x[1] * 2.0, x[2] - 1.0]
+    a = sorted(xs, key=lambda t: np.sin(t) + x[0])
+    b = max(xs, key=lambda t: (t - x[1]) ** 2)
+    c = min(enumerate(xs), key=lambda p: p[1] * x[2])[1]
+    d = heapq.nsmallest(2, xs, key=lambda t: abs(t - x[0]))
+    return a[0] * 2.0 + a[2] + b * c + d[1] * 3.0
+
+
+def test_key_closure_gives_no_derivative_and_is_not_refused():
+    check_grads(key_closures, (np.array([1.3, 0.7, 2.1]),), modes=MODES)
+
+
+def scaled(x, s):
+    return x * np.floor(s)
+
+
+s2sad.defrule(scaled, "x, s, /", vjp={"x": "g * np.floor(s)"}, jvp={"x": "t * np.floor(s)"})
+
+
+def rule_param_from_an_expression(x):
+    return np.sum(scaled(x, x[0] * 2.0))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_value_into_a_parameter_without_a_rule_is_described_not_named(mode):
+    with pytest.raises(S2SADError) as e:
+        _run(rule_param_from_an_expression, np.array([1.3, 0.7, 2.1]), mode)
+    msg = str(e.value)
+    assert f":{line_of(rule_param_from_an_expression, 'scaled(x, x[0]')}:" in msg
+    assert "parameter `s`" in msg
+    _no_internals(msg)
