@@ -148,3 +148,15 @@ class GraphFallbackWarning(S2SADWarning):
 class JitFallbackWarning(UserWarning):
     """``jit=True`` could not compile a derivative with numba; it runs as Python instead (the same
     numbers).  The message names the user's line and the construct numba refused."""
+
+
+#: The refusal of a second derivative (hessian, hvp, jacrev/jacfwd of grad, grad of grad) through
+#: a call the first derivative resolves only at run time (transforms.hvp, classify/after_activity).
+RUNTIME_CALL_SECOND_ORDER = (
+    "second derivatives through a call s2sad resolves only at run time (a function defined inside "
+    "the function and called there, a method of a local object, an in-place method of a deque or "
+    "list such as `d.appendleft(v)` or `xs.sort()`, a function passed in as an argument) are not "
+    "supported yet",
+    "define the called function at module level and pass it what it reads as arguments; for an "
+    "in-place method of a deque or list, build a new one instead (`d = deque([v, *d])`, "
+    "`xs = sorted(xs)`); first derivatives (grad, jvp, vjp, jacobian) of this function work")

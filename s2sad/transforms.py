@@ -19,7 +19,8 @@ import numpy as np
 from .api import _scalar_seed, forward_source, jvp, vjp  # jvp, forward_source: re-exported
 from .callables import _concrete, _per_call, _wrt, grad_function  # grad_function: re-exported
 from .runtime.forward import zeros_like
-from .errors import OpaqueCalleeError, UnsupportedSyntaxError, WrtError, caller_origin
+from .errors import (RUNTIME_CALL_SECOND_ORDER, OpaqueCalleeError, UnsupportedSyntaxError, WrtError,
+                     caller_origin)
 from .frontend.source import get_function
 
 __all__ = ["jvp", "forward_source", "jacfwd", "jacrev", "jacobian", "hessian", "hvp",
@@ -156,13 +157,8 @@ def hvp(f, wrt=0):
             if not any(f"s2sad.runtime.{h} has no" in e.message for h in ("call", "pull")):
                 raise
             # forward mode over the reverse sweep meets a call resolved at run time
-            raise UnsupportedSyntaxError(
-                "second derivatives through a call s2sad resolves only at run time (a function "
-                "defined inside the function and called there, a method of a local object, a "
-                "function passed in as an argument) are not supported yet",
-                origin=e.origin, fix="define the called function at module level and pass it "
-                "what it reads as arguments; first derivatives (grad, jvp, vjp, jacobian) of "
-                "this function work") from None
+            message, fix = RUNTIME_CALL_SECOND_ORDER
+            raise UnsupportedSyntaxError(message, origin=e.origin, fix=fix) from None
     return hv
 
 

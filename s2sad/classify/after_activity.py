@@ -6,7 +6,7 @@ import collections
 import operator
 
 from .. import ir, runtime
-from ..errors import RuleError, UnsupportedSyntaxError
+from ..errors import RUNTIME_CALL_SECOND_ORDER, RuleError, UnsupportedSyntaxError
 from .keys import _guard_key_reads
 from .mutation import check_mutation
 
@@ -80,6 +80,12 @@ def finish(fn, active, varied):
             _check_forbid(call, s.origin)
         if call.cls == "primitive" and varied_args:
             _check_nondifferentiable(call, varied, s.origin)
+        if isinstance(s, ir.ExprStmt) and call.cls == "opaque" and varied_args and \
+                isinstance(call.fn, ir.Static) and call.fn.obj is runtime.call:
+            # a derivative differentiated again (hessian, grad of grad): its call resolved at run
+            # time, made for its effect (a helper that changes an argument, a method)
+            message, fix = RUNTIME_CALL_SECOND_ORDER
+            raise UnsupportedSyntaxError(message, origin=s.origin, fix=fix)
         if isinstance(s, ir.ExprStmt) and call.cls == "opaque" and varied_args:
             name = call.fn.text if isinstance(call.fn, ir.Static) else f".{call.fn.name}" \
                 if isinstance(call.fn, (ir.Method, ir.Attr)) else "this call"

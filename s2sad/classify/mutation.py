@@ -188,6 +188,18 @@ def check_mutation(fn, varied):
         if is_view and not getattr(s, "attr", None) and any(isinstance(a, str) for a in made.args):
             src = next(a for a in made.args if isinstance(a, str))
             how = made.rule.name if made.rule is not None else f".{made.fn.name}"
+            if src.startswith("_") and not obj.startswith("_"):
+                # a view of a value its own line computes (``a = (m @ v)[::-1]``): no name to give
+                at = next((t.origin for t in ir.walk(fn.body) if isinstance(t, ir.Assign) and
+                           t.value is made), None)
+                line = f" on line {at.line}" if at is not None and getattr(at, "line", None) \
+                    else ""
+                raise UnsupportedSyntaxError(
+                    f"this line writes into `{obj}`, a view (made by {how}{line}) of a value "
+                    f"computed there; s2sad does not follow writes through views",
+                    origin=s.origin,
+                    fix=f"make `{obj}` a copy where it is made, the copy last (`{obj} = "
+                        f"(...)[...].copy()`)")
             what = f"`{obj}`, a view of `{src}` (made by {how})" if not obj.startswith("_") else \
                 f"a value taken from `{src}` (by {how}) that shares memory with it"
             raise UnsupportedSyntaxError(

@@ -60,9 +60,10 @@ defrule(_deque, "iterable=(), maxlen=None", vjp={"iterable": "_dq.deque_adjoint(
 
 # -- methods that change a deque in place ---------------------------------------------------------
 def _custom(back, d):
-    """The record of a deque method's call (``runtime.pull`` calls ``pull``).  It holds the deque,
-    which carries a derivative: forward mode over generated code (a second derivative) meets
-    ``runtime.call`` with a result that does, and refuses it, rather than drop the change."""
+    """The record of a deque method's call (``runtime.pull`` calls ``pull``).  It holds a float,
+    as if it carried a derivative: forward mode over generated code (a second derivative) meets
+    ``runtime.call`` with a result that does, and refuses it, rather than drop the change.  (Not
+    the deque itself: the record is kept on the tape, which would then hold the deque.)"""
     def pull(g, g_self=_r._NOTHING):
         if g_self is _r._NOTHING:
             raise _Unsupported("a deque holding values that carry a derivative is changed in "
@@ -70,7 +71,7 @@ def _custom(back, d):
                                fix="keep the deque in a local variable of the function being "
                                    "differentiated, or use a list")
         return back(g, g_self)
-    return ("custom", pull, d)
+    return ("custom", pull, 0.0)
 
 
 def _arity(name, args, kwargs, lo, hi):

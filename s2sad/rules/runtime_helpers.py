@@ -12,6 +12,7 @@ gets its own entry: those entries are what second derivatives are made of.
 
 Helpers in this module are reached from templates as ``_rr.*``.
 """
+import collections
 import sys
 
 import numpy as np
@@ -306,6 +307,49 @@ defrule(_r.unappend, "grad, /", vjp={"grad": "_rr.reappend(g, grad)"},
 defrule(_r.digamma, "x, /", vjp={"x": "g * _rr.trigamma(x)"}, jvp={"x": "t * _rr.trigamma(x)"},
         kind="float", ns=NS)
 defzero(_r.zeros_like, _r.is_zero, _r.kind_of, _r.differentiable, _r.check_opaque)
+# the checks generated code runs before a step (they raise or return nothing of use): the code
+# differentiated again runs them as they are
+defzero(_r.keys_read, _r.not_receiver, _r.not_alias, _r.inplace_guard, _r.argument_inplace_guard,
+        _r.share_guard, _r.no_update)
+# The adjoints of the Python table's containers (lists, tuples, dicts, iterators, ``xs.extend``,
+# ``del xs[i]``, ``sorted``, ``min``/``max``...) are linear in the adjoint they take and read
+# their other arguments only for structure (lengths, keys, the order the items took): forward
+# mode over a reverse sweep (hessian, hvp) takes the same helper of the tangent.
+for _h, _rest in [(_r.seq_adjoint, "seq"), (_r.seq_adjoint_of, "x"), (_r.own_list, ""),
+                  (_r.unappend_owned, ""), (_r.unextend, "seq"), (_r.uninsert, "i"),
+                  (_r.undel, "obj, idx"), (_r.unupdate, "other"),
+                  (_r.star_args_adjoint, "segments"), (_r.extremum_default_adjoint, "args"),
+                  (_r.extremum_adjoint, "args, key, pick, /, *found"),
+                  (_r.sorted_adjoint, "iterable, key, reverse, result=None"),
+                  (_r.dict_get_adjoint, "d, key"), (_r.dict_default_adjoint, "d, key"),
+                  (_r.values_adjoint, "d"), (_r.items_adjoint, "d"),
+                  (_r.partial_args_adjoint, "n"), (_r.cell_adjoint, "name"),
+                  (_r.partial_keywords_adjoint, ""), (_r.zip_adjoint, "iterables"),
+                  (_r.enumerate_adjoint, "iterable"), (_r.reversed_adjoint, "seq"),
+                  (_r.iter_adjoint, "obj, result"), (_r.zip_seq_adjoint, "xs, result"),
+                  (_r.add_part, "a, b, which"), (_r.here_adjoint, "x, result"),
+                  (_r.next_adjoint, "it"), (_r.next_default_adjoint, "it")]:
+    _params = "grad" + (", " + _rest if _rest else "") + ("" if "/" in _rest else ", /")
+    _names = [p.split("=")[0].strip() for p in _rest.split(",") if p.strip() and p.strip() != "/"]
+    _args = ", ".join(["t"] + [n.lstrip("*") if not n.startswith("*") else n for n in _names])
+    defrule(_h, _params, jvp={"grad": f"_rt.{_h.__name__}({_args})"}, **_any)
+
+
+def mul_part_operand(grad, t, a, b, which, wrt):
+    """Tangent of ``mul_part(grad, a, b, which)`` in operand ``wrt`` (0: a, 1: b): a repeated
+    sequence's adjoint reads the count only; a product's, ``grad * conj(other)``, the other
+    operand."""
+    x, other = (a, b) if which == 0 else (b, a)
+    if _r.is_zero(grad) or _r.is_zero(t) or wrt == which or \
+            isinstance(x, (list, tuple, collections.deque)) and isinstance(other, int):
+        return 0.0
+    return _r.unbroadcast(grad * _r.cj(t), x)
+
+
+defrule(_r.mul_part, "grad, a, b, which, /",
+        jvp={"grad": "_rt.mul_part(t, a, b, which)",
+             "a": "_rr.mul_part_operand(grad, t, a, b, which, 0)",
+             "b": "_rr.mul_part_operand(grad, t, a, b, which, 1)"}, **_any)
 
 # -- NumPy adjoints (``_adj``) ---------------------------------------------------------------------
 A = _adjoints
@@ -357,6 +401,7 @@ defrule(A.power_exponent, "grad, out, x1, x2, /",
 defrule(A.inv, "grad, out, /", jvp={"grad": "_adj.inv(t, out)", "out": "_rr.inv_out(grad, out, t)"},
         **_any)
 defrule(A.array_adjoint, "grad, obj, /", jvp={"grad": "_adj.array_adjoint(t, obj)"}, **_any)
+defrule(A.array_adjoint_of, "grad, obj, /", jvp={"grad": "_adj.array_adjoint_of(t, obj)"}, **_any)
 defrule(A.item, "grad, a, args, /", jvp={"grad": "_adj.item(t, a, args)"}, **_any)
 for _k in ("take", "take_along_axis", "diagonal", "trace", "diag", "triu", "tril", "tile", "repeat",
            "roll", "sort", "pad", "split"):

@@ -181,7 +181,13 @@ def check_opaque(value, site):
         fn = getattr(call.fn, "obj", None)
         text = getattr(call.fn, "text", None)
         mod = getattr(fn, "__module__", None) or ""
-        if mod.startswith("s2sad.rules.") or mod.startswith("s2sad.runtime."):
+        if mod == "s2sad.runtime" and getattr(fn, "__name__", None) in ("call", "pull"):
+            # a derivative differentiated again through its call resolved at run time
+            from ..errors import RUNTIME_CALL_SECOND_ORDER, UnsupportedSyntaxError
+            message, fix = RUNTIME_CALL_SECOND_ORDER
+            raise UnsupportedSyntaxError(message, origin=site.origin, fix=fix)
+        if mod.startswith("s2sad.rules.") or mod == "s2sad.runtime" or \
+                mod.startswith("s2sad.runtime."):
             # a helper of s2sad's own generated code: a derivative of a derivative (hessian,
             # hvp, grad of grad) through a rule whose adjoint has no rule of its own
             table = mod.split(".")[-1] if mod.startswith("s2sad.rules.") else "runtime"

@@ -2,6 +2,7 @@
 such as ``_8`` or ``_s_ret``, ``_rt.`` helpers, 'None returned an iterator').
 """
 import heapq
+from collections import deque
 
 import numpy as np
 import pytest
@@ -207,3 +208,90 @@ def test_value_into_a_parameter_without_a_rule_is_described_not_named(mode):
     assert f":{line_of(rule_param_from_an_expression, 'scaled(x, x[0]')}:" in msg
     assert "parameter `s`" in msg
     _no_internals(msg)
+
+
+# -- second derivatives through lists and deques -----------------------------------------------------
+# Before: refused with "s2sad.runtime.seq_adjoint has no Python source and no derivative rule ...
+# Fix: s2sad.defrule(s2sad.runtime.seq_adjoint, ...)" (the helpers of the first derivative's
+# reverse sweep for lists, extend, del, +=, *, max, np.array(list)...); they are linear in the
+# adjoint they map and now have tangent rules, so forward mode over the gradient goes through.
+def list_loop(x):
+    d = [x[0], x[1] * 2.0]
+    s = 0.0
+    for v in d:
+        s = s + v * v * x[2]
+    return s
+
+
+def list_methods(x):
+    d = [x[0]]
+    d.extend([x[1], x[2] * x[0]])
+    e = list(d)
+    del e[0]
+    e += [x[1] ** 2]
+    f = e * 2
+    return f[3] * f[0] + max(d) ** 2 + sorted(d)[0] * x[1]
+
+
+def list_to_array(x):
+    d = (x[0], x[1] * x[2])
+    return np.sum(np.array(list(d)) ** 2) + np.sum(np.stack(d) * x[0])
+
+
+def deque_reads(x):
+    d = deque([x[0] * x[1], x[2]])
+    s = 0.0
+    for v in d:
+        s = s + v ** 3
+    return s + np.sum(np.array(d) ** 2) + sum(d) * d[0]
+
+
+@pytest.mark.parametrize("f", [list_loop, list_methods, list_to_array, deque_reads])
+def test_hessian_through_containers(f):
+    np.testing.assert_allclose(s2sad.hessian(f)(X), _fd_hessian(f, X), atol=1e-5)
+    np.testing.assert_allclose(s2sad.jacfwd(s2sad.grad(f))(X), _fd_hessian(f, X), atol=1e-5)
+
+
+def deque_method(x):
+    d = deque([x[0], x[1]])
+    d.appendleft(x[2] * x[0])
+    return d[0] * d[1]
+
+
+@pytest.mark.parametrize("how", ["hessian", "jacfwd", "jacrev"])
+def test_second_derivative_through_a_call_resolved_at_run_time(how):
+    f = s2sad.hessian(deque_method) if how == "hessian" else \
+        getattr(s2sad, how)(s2sad.grad(deque_method))
+    with pytest.raises(S2SADError) as e:
+        f(X)
+    msg = str(e.value)
+    assert f":{line_of(deque_method, 'd.appendleft(')}:" in msg
+    assert "second derivatives" in msg and "d = deque([v, *d])" in msg
+    assert "s2sad.runtime" not in msg
+    _no_internals(msg)
+
+
+# -- a write into a view of a value its own line computes (fuzzer, seed 1802) ------------------------
+# Before: "this line writes into `a4`, a view of `_54` (made by operator.getitem)", with a fix
+# naming `_54`.
+def view_of_computed(x):
+    a4 = (np.outer(x, x) @ np.array([np.sin(x[0]), x[1], 1.0]))[::-1]
+    a4[1] += x[2]
+    return np.sum(a4)
+
+
+def view_of_computed_copied(x):       # the fix the message gives
+    a4 = (np.outer(x, x) @ np.array([np.sin(x[0]), x[1], 1.0]))[::-1].copy()
+    a4[1] += x[2]
+    return np.sum(a4)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_write_into_a_view_of_a_computed_value(mode):
+    with pytest.raises(S2SADError) as e:
+        _run(view_of_computed, X, mode)
+    msg = str(e.value)
+    assert f":{line_of(view_of_computed, 'a4[1] += x[2]')}:" in msg
+    assert f"line {line_of(view_of_computed, 'a4 = (')}" in msg and ".copy()" in msg
+    _no_internals(msg)
+    check_grads(view_of_computed_copied, (X,), modes=MODES)
