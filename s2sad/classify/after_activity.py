@@ -86,6 +86,13 @@ def finish(fn, active, varied):
             # time, made for its effect (a helper that changes an argument, a method)
             message, fix = RUNTIME_CALL_SECOND_ORDER
             raise UnsupportedSyntaxError(message, origin=s.origin, fix=fix)
+        if isinstance(s, ir.ExprStmt) and call.cls == "opaque" and varied_args and \
+                isinstance(call.fn, ir.Static) and call.fn.obj is setattr:
+            raise UnsupportedSyntaxError(
+                "`setattr(obj, name, value)` with a name known only when it runs, and a value "
+                "that carries a derivative (or an object that does): s2sad follows attributes "
+                "written by name", origin=s.origin,
+                fix="write the attribute by name (`obj.w = value`), one line per attribute")
         if isinstance(s, ir.ExprStmt) and call.cls == "opaque" and varied_args:
             name = call.fn.text if isinstance(call.fn, ir.Static) else f".{call.fn.name}" \
                 if isinstance(call.fn, (ir.Method, ir.Attr)) else "this call"

@@ -295,3 +295,27 @@ def test_write_into_a_view_of_a_computed_value(mode):
     assert f"line {line_of(view_of_computed, 'a4 = (')}" in msg and ".copy()" in msg
     _no_internals(msg)
     check_grads(view_of_computed_copied, (X,), modes=MODES)
+
+
+# -- setattr with a name known only at run time (fuzzer, seed 1801) -----------------------------------
+# Before: "`setattr(...)` is called for its effect ... (it may change an array in place ...)",
+# with a fix about np.where and item writes.
+class Bag:
+    def __init__(self, **kw):
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+def setattr_by_variable(x):
+    b = Bag(w=x[0] * 2.0)
+    return b.w * x[1]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_setattr_with_a_variable_name(mode):
+    with pytest.raises(S2SADError) as e:
+        _run(setattr_by_variable, X, mode)
+    msg = str(e.value)
+    assert f":{line_of(Bag.__init__, 'setattr(self, k, v)')}:" in msg
+    assert "obj.w = value" in msg and "np.where" not in msg
+    _no_internals(msg)
