@@ -319,3 +319,38 @@ def test_setattr_with_a_variable_name(mode):
     assert f":{line_of(Bag.__init__, 'setattr(self, k, v)')}:" in msg
     assert "obj.w = value" in msg and "np.where" not in msg
     _no_internals(msg)
+
+
+# -- an array a call keeps, read through map's loop sequence (fuzzer, seed 1803) ----------------------
+# Before: "`_4` is read by a call whose derivative keeps it ..." (the generated loop sequence of
+# map), with a fix naming `_4`.
+class Scale:
+    def __init__(self, c):
+        self.c = c
+
+    def __call__(self, t):
+        return self.c * t
+
+
+def kept_then_changed(x):
+    a3 = x * 2.0
+    lst = list(map(Scale(x[0]), a3))
+    a3[1] = lst[2]
+    return sum(lst) + np.sum(a3 * a3)
+
+
+def kept_copy(x):                     # the fix the message gives
+    a3 = x * 2.0
+    lst = list(map(Scale(x[0]), a3.copy()))
+    a3[1] = lst[2]
+    return sum(lst) + np.sum(a3 * a3)
+
+
+def test_kept_array_is_named_by_the_users_name():
+    with pytest.raises(S2SADError) as e:
+        s2sad.grad(kept_then_changed)(X)
+    msg = str(e.value)
+    assert f":{line_of(kept_then_changed, 'lst = list(map(')}:" in msg
+    assert "`a3` is read by a call" in msg and "`a3.copy()`" in msg
+    _no_internals(msg)
+    check_grads(kept_copy, (X,), modes=MODES)

@@ -129,13 +129,22 @@ class SavePlan:
                     via = "" if w == v else (" (through a closure that reads it)" if
                                              v.startswith("_") else
                                              f" (through the closure `{v}`, which reads it)")
+                    # (a generated name, the loop sequence of ``map(f, a)``...: the user's name
+                    # for the same object)
+                    user = w if not w.startswith("_") else next(
+                        (u for u in sorted(self.classes) if not u.startswith("_") and
+                         self.classes[u] == self.classes[w] and u in self.kinds), None)
+                    what, it = (f"`{user}`", f"`{user}`") if user else \
+                        ("an array or list", "it")
                     raise UnsupportedSyntaxError(
-                        f"`{w}` is read by a call{via} whose derivative keeps it for its reverse "
-                        f"sweep, and `{w}` is changed in place afterwards; that sweep would read "
+                        f"{what} is read by a call{via} whose derivative keeps it for its reverse "
+                        f"sweep, and {it} is changed in place afterwards; that sweep would read "
                         f"the changed value",
                         origin=o,
-                        fix=f"pass a copy to the call (`{w}.copy()`, `list({w})`), or make the later "
-                            f"change on a copy (`{w} = {w}.copy()` before it)")
+                        fix=f"pass a copy to the call (`{user}.copy()`, `list({user})`), or make the "
+                            f"later change on a copy (`{user} = {user}.copy()` before it)" if user
+                        else "pass a copy to the call (`a.copy()`, `list(a)`), or make the later "
+                             "change on a copy")
 
     def _closure_cells(self, v):
         """The variables a local closure bound to ``v`` captured (none when ``v`` is not one)."""
