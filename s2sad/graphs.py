@@ -162,6 +162,9 @@ class _Products(_SweepPass):
             if callee is _RT_ATTR:
                 node.func = ast.copy_location(ast.Name("_s2sad_rt_attr", ast.Load()), f)
                 return node
+            if callee is _RT_CALL_METHOD:
+                node.func = ast.copy_location(ast.Name("_s2sad_rt_call_method", ast.Load()), f)
+                return node
             routed = contract.route(callee)
             if routed is not None:
                 name = self.routes.get(routed)
@@ -194,6 +197,7 @@ def sweeps(d):
     ns["_s2sad_attr"] = _attr
     ns["_s2sad_guard"] = _guard
     ns["_s2sad_rt_attr"] = _rt_attr
+    ns["_s2sad_rt_call_method"] = _rt_call_method
     ns.update({name: routed for routed, name in rewrite.routes.items()})
     return _rebuilt(d, tree, ns, _SWEEPS)
 
@@ -571,6 +575,7 @@ hooks.register(graph_sweeps=_graph_sweeps, graph_callee=_graph_callee)   # (runt
 
 _state = threading.local()
 _RT_ATTR = _runtime.attr
+_RT_CALL_METHOD = _runtime.call_method
 _SCALARS = (int, float, complex, bool, str, bytes, type(None), np.generic, frozenset, range)
 
 
@@ -623,6 +628,12 @@ def _rt_attr(obj, name):
     out = _RT_ATTR(obj, name)
     _note(obj, name, out[0])
     return out
+
+
+def _rt_call_method(obj, name, /, *args, **kwargs):
+    prop = isinstance(getattr(type(obj), name, None), property)
+    _note(obj, name, None if prop else getattr(obj, name))
+    return _RT_CALL_METHOD(obj, name, *args, **kwargs)
 
 
 def _opaque(x):

@@ -154,7 +154,7 @@ def hvp(f, wrt=0):
         try:
             return jvp(g, tuple(primal), tuple(tans))[1]
         except OpaqueCalleeError as e:
-            if not any(f"s2sad.runtime.{h} has no" in e.message for h in ("call", "pull")):
+            if not any(f"s2sad.runtime.{h} has no" in e.message for h in ("call", "call_method", "pull")):
                 raise
             # forward mode over the reverse sweep meets a call resolved at run time
             message, fix = RUNTIME_CALL_SECOND_ORDER

@@ -81,7 +81,7 @@ def finish(fn, active, varied):
         if call.cls == "primitive" and varied_args:
             _check_nondifferentiable(call, varied, s.origin)
         if isinstance(s, ir.ExprStmt) and call.cls == "opaque" and varied_args and \
-                isinstance(call.fn, ir.Static) and call.fn.obj is runtime.call:
+                isinstance(call.fn, ir.Static) and call.fn.obj in (runtime.call, runtime.call_method):
             # a derivative differentiated again (hessian, grad of grad): its call resolved at run
             # time, made for its effect (a helper that changes an argument, a method)
             message, fix = RUNTIME_CALL_SECOND_ORDER

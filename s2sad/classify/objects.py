@@ -281,7 +281,8 @@ class Objects:
         if call.info and call.info.get("mutates"):
             recv = self.of(call.info["mutates"])
             self._method_adds(fn.name if isinstance(fn, ir.Method) else "", recv,
-                              call.args[1:] + [v for _, v in call.kwargs])
+                              (call.args[1:] if isinstance(fn, ir.Method) else list(call.args)) +
+                              [v for _, v in call.kwargs])
         src = returned_operand(call)
         if src is not None and call.cls != "zero":
             # a.astype(t, copy=False), a.conj(), np.array(a, copy=None)...: a itself at times

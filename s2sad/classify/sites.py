@@ -396,10 +396,45 @@ def classify(fn, param_kinds):
         # (the consumers read x itself now, an array or a list: kinds again from the start, as
         # they only widen: ``for v in x.ravel()`` walks an array)
         return classify(fn, param_kinds)
+    _called_objects(fn, kinds)
     fn.kinds = kinds
     from .writes import rederive_views
     rederive_views(fn, kinds)        # (views of an array bound again after writes into it)
     return kinds
+
+
+def _called_objects(fn, kinds):
+    """``model(x)`` where ``model`` is only ever an object of a user class with a Python
+    ``__call__`` (made here by its constructor): the call may update the object, as a method
+    call may (``__call__`` writing ``self.n_calls``, ``self.state``), so it also redefines it."""
+    made = {}
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign):
+            v = s.value
+            obj = v.fn.obj if isinstance(v, ir.Call) and isinstance(v.fn, ir.Static) else None
+            call = getattr(obj, "__call__", None) if isinstance(obj, type) else None
+            ok = call is not None and runtime.constructible(obj) and \
+                runtime._is_python(getattr(call, "__func__", call))
+            made[s.target] = made.get(s.target, True) and ok
+        else:
+            bound = [s.target] if isinstance(s, (ir.For, ir.Mutate)) and s.target else \
+                [v for _, v in s.items if v] if isinstance(s, ir.With) else \
+                [v for _, v, _ in s.handlers if v] if isinstance(s, ir.Try) else []
+            for t in bound:
+                made[t] = False
+    for p in fn.params:
+        made[p] = False
+    objects = {v for v, ok in made.items() if ok}
+    if not objects:
+        return
+    for s in ir.walk(fn.body):
+        call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) \
+            else None
+        if isinstance(call, ir.Call) and call.cls == "dynamic" and \
+                isinstance(call.fn, ir.Dynamic) and call.fn.var in objects and \
+                call.extra.get("captured") is None:
+            call.info["mutates"] = call.fn.var
+            call.info["recv_kind"] = operand_kind(call.fn.var, kinds)
 
 
 def _drop_heres(block, kinds):

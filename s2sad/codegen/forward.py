@@ -367,6 +367,11 @@ class ForwardEmitter:
         mirror = self.mirror_site(call)
         if mirror is not None:
             return self.mirrored(call, mirror, t, o)
+        updated = self.updated_receiver(call) if call.cls == "dynamic" else None
+        if t not in self.active and updated is not None:
+            # (a method, or a called object, that updates an object carrying a tangent: its
+            # result carries none here, the object's tangent after the call does)
+            return [T.Line(f"{t}, _, {self.d(updated)} = {self.dynamic_text(call, True)}", o)]
         if t not in self.active or call.cls not in ("primitive", "derived", "dynamic"):
             lines = [T.Line(f"{t} = {T.call_text(call, c)}", o)]
             if call.cls == "opaque" and call.info.get("varied_args"):
@@ -454,7 +459,9 @@ class ForwardEmitter:
             if not kw:
                 kw = ", None, None"
             kw += f", {ftan}"
-        return f"_fw.jvp_call({callee}, {argt}, {tant}{kw})"
+        # (updates: a called object whose __call__ may update it; its tangent after comes back)
+        helper = "jvp_call_update" if updates and isinstance(fn, ir.Dynamic) else "jvp_call"
+        return f"_fw.{helper}({callee}, {argt}, {tant}{kw})"
 
     def closure_tangent(self, call):
         """Text of the tangent of a called closure: its captured variables' tangents *now* (a

@@ -321,6 +321,50 @@ def call(fn, *args, **kwargs):
     return ans, None
 
 
+def call_method(obj, name, /, *args, **kwargs):
+    """``obj.name(*args, **kwargs)`` at a method-call site whose object's type is known only now.
+    The record's callee adjoint is the adjoint of ``obj``: for a method of ``obj`` that is the
+    bound method's; for a callable stored on the object (a layer object, a closure, a partial, a
+    property that returns one) the callee's adjoint goes back through the attribute read
+    (``{name: adjoint}``, or the property's derivative)."""
+    if type(obj) in _PLAIN_RECEIVERS or _is_array(obj) or \
+            isinstance(obj, (_ModuleType, type, super, _deque)):
+        return call(getattr(obj, name), *args, **kwargs)
+    fn, ra = attr(obj, name)
+    value, rc = call(fn, *args, **kwargs)
+    if ra is None or ra == ("self",) or rc is None:
+        return value, rc
+    return value, ("member", ra, rc)
+
+
+_PLAIN_RECEIVERS = (list, dict, tuple, set, frozenset, str, bytes, int, float, complex, bool)
+
+
+def _pull_member(rec, g, g_self):
+    """Adjoints of ``obj.name(...)`` where the callee is a value stored on ``obj`` (a
+    ``"member"`` record of :func:`call_method`); ``g_self`` as in :func:`pull`."""
+    _, ra, rc = rec
+    if g_self is _NOTHING:
+        c, a, k = pull(rc, g)
+        return (0.0 if is_zero(c) else pull(ra, c)[0]), a, k
+    if ra[0] == "attr":
+        # a callee that may update itself (its own attributes): its adjoint after the call is
+        # the object's for that attribute
+        name = ra[1]
+        after = g_self.get(name, 0.0) if isinstance(g_self, dict) else 0.0
+        c, a, k = pull(rc, g, after)
+        obj = dict(g_self) if isinstance(g_self, dict) else {}
+        if is_zero(c):
+            obj.pop(name, None)
+        else:
+            obj[name] = c
+        return (obj or 0.0), a, k
+    c, a, k = pull(rc, g)
+    if not is_zero(c):
+        c = pull(ra, c)[0]
+    return add(g_self, c) if not is_zero(g_self) else c, a, k
+
+
 def opaque_snapshot(inputs):
     """Before an opaque callee (no rule, no Python source) runs on ``inputs``: a copy of each
     that carries a derivative and that the callee could change in place (a writable NumPy or
@@ -469,6 +513,8 @@ def pull(rec, g, g_self=_NOTHING):
     before the call)."""
     if rec is not None and rec[0] == "custom":
         return rec[1](g, g_self)
+    if rec is not None and rec[0] == "member":
+        return _pull_member(rec, g, g_self)
     if g_self is not _NOTHING:
         return _pull_mut(rec, g, g_self)
     if rec is None or is_zero(g):
@@ -648,6 +694,8 @@ _ZERO_PULL = _ZeroPull()
 def _zero_pull(rec):
     """Zero adjoints of a call; the positional ones as a real tuple of zeros where the record
     tells how many (a call with ``*args`` reads that tuple whole)."""
+    if rec is not None and rec[0] == "member":
+        return _zero_pull(rec[2])
     at = {"rule": 5, "derived": 9, "partial": 4}.get(rec[0]) if rec is not None else None
     if at is None:
         return _ZERO_PULL

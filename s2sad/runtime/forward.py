@@ -277,7 +277,7 @@ def _jvp_stub(fn, args, targs):
     return (value, (d.bwd, tape)), (tv, (None, ttape))
 
 
-def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None, _bound=False):
+def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None, _bound=False, _updates=None):
     """A call whose callee is only known at run time: returns (value, tangent).
 
     ``targs``/``tkwargs`` hold the arguments' tangents, None for arguments that carry none;
@@ -344,6 +344,8 @@ def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None, _bound=False
         if isinstance(trecv, dict) and isinstance(tself, dict) and tself is not trecv:
             trecv.clear()
             trecv.update(tself)
+        if _updates is not None:                # (jvp_call_update: the object's tangent after)
+            _updates.append(tself)
         return value, tv
     kept = runtime.opaque_snapshot(tuple(args) + tuple(kwargs.values()) + (
         (fn.__self__,) if _bound else ())) if rule is None else ()
@@ -358,6 +360,14 @@ def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None, _bound=False
             [(tkwargs.get(k), v) for k, v in kwargs.items()]):
         raise OpaqueCalleeError(runtime._opaque_message(fn), fix=runtime._rule_skeleton(fn))
     return value, zeros_like(value)
+
+
+def jvp_call_update(fn, args, targs, kwargs=None, tkwargs=None, ftan=None):
+    """:func:`jvp_call` of a value that may be an object whose Python ``__call__`` updates it
+    (``model(x)``): (value, tangent, the object's tangent after the call)."""
+    box = []
+    value, tv = jvp_call(fn, args, targs, kwargs, tkwargs, ftan=ftan, _updates=box)
+    return value, tv, (box[0] if box else ftan)
 
 
 def _jvp_operator(fn, args, targs):
@@ -647,6 +657,12 @@ def jvp_method(recv, trecv, name, args, targs, kwargs=None, tkwargs=None):
         tans = _param_tangents(rule, args, targs, kwargs, tkwargs, self_=recv if self_ else None,
                                tself=trecv)
         return value, _rule_tangent(rule, bound, value, tans)
+    if getattr(method, "__self__", None) is not recv and \
+            not isinstance(recv, (types.ModuleType, type, super)):
+        # a callable stored on the object (a layer object, a closure, a partial, a property that
+        # returns one), not one of its methods: called with its own tangent, the attribute's
+        fn, tfn = jvp_attr(recv, trecv, name)
+        return jvp_call(fn, args, targs, kwargs, tkwargs, ftan=tfn)
     if func is not None and _is_python(func):
         self_ = method.__self__          # the object itself, also through super()
         if isinstance(self_, type):      # a classmethod: the class carries no tangent
@@ -670,7 +686,10 @@ def jvp_method_update(recv, trecv, name, args, targs, kwargs=None, tkwargs=None)
     method = getattr(recv, name)
     func = getattr(method, "__func__", None)
     if func is None or not _is_python(func) or isinstance(method.__self__, type) or \
-            _bound_method_rule(method) is not None:
+            _bound_method_rule(method) is not None or \
+            (method.__self__ is not recv and not isinstance(recv, super)):
+        # (a method of another object, stored on this one: jvp_method calls it with the
+        # attribute's tangent)
         value, tv = jvp_method(recv, trecv, name, args, targs, kwargs, tkwargs)
         return value, tv, trecv
     recv = method.__self__                           # the object itself, also through super()

@@ -181,7 +181,8 @@ def check_opaque(value, site):
         fn = getattr(call.fn, "obj", None)
         text = getattr(call.fn, "text", None)
         mod = getattr(fn, "__module__", None) or ""
-        if mod == "s2sad.runtime" and getattr(fn, "__name__", None) in ("call", "pull"):
+        if mod == "s2sad.runtime" and getattr(fn, "__name__", None) in ("call", "call_method",
+                                                                       "pull"):
             # a derivative differentiated again through its call resolved at run time
             from ..errors import RUNTIME_CALL_SECOND_ORDER, UnsupportedSyntaxError
             message, fix = RUNTIME_CALL_SECOND_ORDER

@@ -413,3 +413,96 @@ def test_operators_through_functions_and_unpacking():
     g = s2sad.grad(midpoint_energy)(s0, 0.7)
     assert isinstance(g, PhaseState) and g.q.shape == (2,)
     check_grads(objects_in_a_dict, (s0,))
+
+
+# == case: callables_stored_on_objects
+# `h.layer(x)` where `layer` is a value stored on the object (a callable object, a closure, a
+# functools.partial, another object's bound method, a property returning a closure), not one of
+# its methods: the callee's adjoint is the attribute's, not the object's.  Reverse mode gave a
+# zero gradient without an error; forward mode refused ("a Layer object has no Python source")
+# or gave a wrong tangent (another object's bound method).
+class _Dense:
+    def __init__(self, W):
+        self.W = W
+
+    def __call__(self, x):
+        return np.tanh(self.W @ x)
+
+
+class _Scale:
+    def __init__(self, s):
+        self.s = s
+
+    def apply(self, x):
+        return self.s * x
+
+
+class _Holder:
+    def __init__(self, p):
+        import functools
+        self.layer = _Dense(p[:4].reshape(2, 2))
+        self.f = lambda z: p[4] * z ** 2
+        self.pf = functools.partial(np.multiply, p[5])
+        self.other = _Scale(p[6])
+        self.g = self.other.apply
+        self._s = p[7]
+
+    @property
+    def scaler(self):
+        s = self._s
+        return lambda z: s * z
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+def _held_callables(p, x):
+    h = _Holder(p)
+    y = h.layer(h.layer(x))
+    return (y.sum() + h.forward(x).sum() + h.f(x).sum() + h.pf(x).sum() + h.g(x).sum()
+            + h.scaler(x).sum())
+
+
+def test_callables_stored_on_objects():
+    r = rng(91)
+    p, x = r.standard_normal(8), r.standard_normal(2)
+    check_grads(_held_callables, (p, x), wrt=0, modes=("rev", "fwd"))
+    g = s2sad.grad(_held_callables)(p, x)
+    assert np.abs(g[:4]).min() > 0 and np.all(g[4:] != 0)
+
+
+# == case: called_object_updates_itself
+# `c = Counter(w); y = c(x)` where Counter.__call__ writes `self.acc`: the call redefines `c`, as
+# a method call that updates its object does.  Before: reverse mode dropped the derivative through
+# `c.acc` (a zero gradient, no error); forward mode did too when the call's result was unused.
+class _Accumulating:
+    def __init__(self, w):
+        self.w = w
+        self.acc = 0.0
+        self.calls = 0
+
+    def __call__(self, x):
+        self.calls += 1
+        self.acc = self.acc + np.sum(self.w * x)
+        return self.w * x
+
+
+def _called_object_used(p, x):
+    c = _Accumulating(p[0])
+    y = c(x)
+    return y.sum() + c.acc * p[1]
+
+
+def _called_object_result_unused(p, x):
+    c = _Accumulating(p[0])
+    y = c(x * p[1])
+    c(x)
+    return c.acc ** 2
+
+
+def test_called_object_updates_itself():
+    r = rng(92)
+    p, x = r.standard_normal(2), r.standard_normal(3)
+    for f in (_called_object_used, _called_object_result_unused):
+        check_grads(f, (p, x), wrt=0, modes=("rev", "fwd"))
+        assert np.all(s2sad.grad(f)(p, x) != 0)

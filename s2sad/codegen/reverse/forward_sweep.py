@@ -194,8 +194,12 @@ class ForwardSweep:
             if isinstance(fn, ir.Attr):
                 return [T.Line(f"{target}, {rec} = _rt.attr({T.operand_text(call.args[0], c)}, "
                                f"{fn.name!r})", o)]
+            helper = "_rt.call"
             if isinstance(fn, ir.Method):
-                callee = f"{T.operand_text(call.args[0], c)}.{fn.name}"
+                # (the object and the name: the callee may be a value stored on the object,
+                # whose adjoint is not the object's)
+                helper = "_rt.call_method"
+                callee = f"{T.operand_text(call.args[0], c)}, {fn.name!r}"
                 args = call.args[1:]
             elif isinstance(fn, ir.Static):
                 callee = T.static_callee_text(fn, c)
@@ -207,7 +211,7 @@ class ForwardSweep:
             arg = call.info.get("argument")
             if arg and rec == "_":
                 rec = self.fresh("rec")            # only for the check below
-            line = [T.Line(f"{target}, {rec} = _rt.call({', '.join(parts)})", o)]
+            line = [T.Line(f"{target}, {rec} = {helper}({', '.join(parts)})", o)]
             if arg:
                 site = self.consts.name_for(o)
                 line.append(T.Line(f"_rt.no_update({rec}, {arg!r}, {site})", o))

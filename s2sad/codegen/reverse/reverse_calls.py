@@ -33,7 +33,7 @@ class ReverseCalls:
         g = self.fresh("g")
         lines = [T.Line(f"{g} = _rt.pull({rec}, {gt}, {go})", o)]
         self.contribute(recv, f"{g}[0]", o, lines, st)
-        for i, a in enumerate(call.args[1:]):
+        for i, a in enumerate(call.args[1:] if isinstance(call.fn, ir.Method) else call.args):
             self.contribute(a, f"{g}[1][{i}]", o, lines, st)
         for k, a in call.kwargs:
             self.contribute(a, f"{g}[2][{k!r}]", o, lines, st)
