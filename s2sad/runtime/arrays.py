@@ -247,6 +247,8 @@ def add(a, b):
     if ta is tuple or ta is list or isinstance(a, tuple) or ta is _deque:
         if type(b) is float and b == 0.0:
             return a
+        if hasattr(b, "__len__") and len(a) != len(b):
+            _refuse_length_mismatch(a, b)
         vals = [add(x, y) for x, y in zip(a, b)]
         if hasattr(a, "_fields"):
             return ta(*vals)
@@ -259,6 +261,19 @@ def add(a, b):
             out[k] = add(out.get(k), v)
         return out
     return a + b
+
+
+def _refuse_length_mismatch(a, b):
+    """Two adjoints of one list, tuple or deque (or a tangent and its value) that differ in length:
+    zip would drop the longer one's tail (a silently wrong derivative), and which items line up is
+    not known.  Refused, never truncated."""
+    from ..errors import UnsupportedSyntaxError
+    raise UnsupportedSyntaxError(
+        f"s2sad met two parts of the derivative of one {type(a).__name__} with different "
+        f"lengths ({len(a)} and {len(b)}) and cannot tell which of their items belong together "
+        "(a list that grows or shrinks while a value read from it earlier is still used)",
+        fix="give the list each length its own name (`ys = xs + [v]` instead of "
+            "`xs.append(v)`), or build a new list with `list(xs)` before changing it")
 
 
 def _is_leaf_value(b):

@@ -8,7 +8,7 @@ from collections import deque
 import numpy as np
 
 from ..errors import RuleError
-from .arrays import _is_array, _refuse_sequence_arithmetic, array_module
+from .arrays import _is_array, _refuse_length_mismatch, _refuse_sequence_arithmetic, array_module
 from .iterators import Iter, LazyList, listed, resolve
 
 
@@ -43,10 +43,14 @@ def materialize(t, x):
     if t is None or (type(t) is float and t == 0.0 and not isinstance(x, (float, int))):
         return zeros_like(x)
     if type(t) in (tuple, list) and type(x) in (tuple, list):
+        if len(t) != len(x):
+            _refuse_length_mismatch(t, x)
         return type(x)(materialize(a, b) for a, b in zip(t, x))
     if type(t) is dict and type(x) is dict:
         return {k: materialize(t.get(k), v) for k, v in x.items()}
     if type(x) is deque and type(t) is not deque:
+        if hasattr(t, "__len__") and len(t) != len(x):
+            _refuse_length_mismatch(t, x)
         return deque((materialize(a, b) for a, b in zip(t, x)), x.maxlen)
     return t
 
