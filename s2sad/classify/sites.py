@@ -13,6 +13,7 @@
 :func:`classify` runs :func:`classify_call` over the function until the value kinds it infers
 stop widening.
 """
+import collections
 import inspect
 import operator
 
@@ -355,6 +356,7 @@ def classify_call(call, kinds, origin):
 def classify(fn, param_kinds):
     """Classify every call site of ``fn`` and infer value kinds; returns ``kinds`` (var -> kind)."""
     kinds = dict(param_kinds)
+    _object_methods(fn, param_kinds)
     for _ in range(4):
         before = dict(kinds)
         for s in ir.walk(fn.body):
@@ -403,18 +405,16 @@ def classify(fn, param_kinds):
     return kinds
 
 
-def _called_objects(fn, kinds):
-    """``model(x)`` where ``model`` is only ever an object of a user class with a Python
-    ``__call__`` (made here by its constructor): the call may update the object, as a method
-    call may (``__call__`` writing ``self.n_calls``, ``self.state``), so it also redefines it."""
+def _object_vars(fn, test):
+    """Variables only ever bound, in ``fn``, to what a constructor of a class ``test(cls)``
+    accepts returns (a user class, not a list, dict or deque)."""
     made = {}
     for s in ir.walk(fn.body):
         if isinstance(s, ir.Assign):
             v = s.value
             obj = v.fn.obj if isinstance(v, ir.Call) and isinstance(v.fn, ir.Static) else None
-            call = getattr(obj, "__call__", None) if isinstance(obj, type) else None
-            ok = call is not None and runtime.constructible(obj) and \
-                runtime._is_python(getattr(call, "__func__", call))
+            ok = isinstance(obj, type) and not issubclass(obj, _CONTAINER_TYPES) and \
+                runtime.constructible(obj) and test(obj)
             made[s.target] = made.get(s.target, True) and ok
         else:
             bound = [s.target] if isinstance(s, (ir.For, ir.Mutate)) and s.target else \
@@ -424,7 +424,42 @@ def _called_objects(fn, kinds):
                 made[t] = False
     for p in fn.params:
         made[p] = False
-    objects = {v for v, ok in made.items() if ok}
+    return {v for v, ok in made.items() if ok}
+
+
+_CONTAINER_TYPES = (list, dict, tuple, set, frozenset, collections.deque)
+
+
+def _python_call(cls):
+    call = getattr(cls, "__call__", None)
+    return call is not None and runtime._is_python(getattr(call, "__func__", call))
+
+
+def _object_methods(fn, param_kinds):
+    """``kf.update(z)``, ``buf.append(v)``, ``h.pop()`` on an object of a user class (made here
+    by its constructor, or a parameter that is not a list, dict or deque): the lowering took these
+    names for the list/dict methods (a Mutate statement); they are the object's own methods, a
+    method call that may update the object."""
+    objects = _object_vars(fn, lambda cls: True) | \
+        {p for p in fn.params if param_kinds.get(p) in ("?", "o")}
+    if objects:
+        _unmutate(fn.body, objects)
+
+
+def _unmutate(block, objects):
+    for k, s in enumerate(block):
+        if isinstance(s, ir.Mutate) and isinstance(s.obj, str) and s.obj in objects:
+            block[k] = ir.Assign(s.target, s.call, s.origin) if s.target else \
+                ir.ExprStmt(s.call, s.origin)
+        for b in ir.children(s):
+            _unmutate(b, objects)
+
+
+def _called_objects(fn, kinds):
+    """``model(x)`` where ``model`` is only ever an object of a user class with a Python
+    ``__call__`` (made here by its constructor): the call may update the object, as a method
+    call may (``__call__`` writing ``self.n_calls``, ``self.state``), so it also redefines it."""
+    objects = _object_vars(fn, _python_call)
     if not objects:
         return
     for s in ir.walk(fn.body):

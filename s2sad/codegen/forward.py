@@ -532,7 +532,8 @@ class ForwardEmitter:
         """``[t =] obj.append(v)`` and friends: the tangent container changes the same way."""
         t, obj, call, o = s.target, s.obj, s.call, s.origin
         primal = T.call_text(call, self.consts)
-        lines = [T.Line(f"{t} = {primal}" if t else primal, o)]
+        lines = T.container_guard(s, self.kinds, self.consts) + \
+            [T.Line(f"{t} = {primal}" if t else primal, o)]
         if not self.is_active(obj):
             if t and t in self.active:
                 lines.append(T.Line(f"{self.d(t)} = {self.zero_text(t)}", o))
@@ -547,9 +548,10 @@ class ForwardEmitter:
             # extend by any iterable, update from a dict or pairs, pop with a default: the
             # tangent container changes at run time, next to the primal one
             text = self.dynamic_text(call)
+            guard = lines[:-1]
             if t and t in self.active:
-                return [T.Line(f"{t}, {self.d(t)} = {text}", o)]
-            return [T.Line(f"{t}, _ = {text}" if t else text, o)]
+                return guard + [T.Line(f"{t}, {self.d(t)} = {text}", o)]
+            return guard + [T.Line(f"{t}, _ = {text}" if t else text, o)]
         tline = f"{self.d(obj)}.{name}({', '.join(targs)})"
         if t and t in self.active:
             tline = f"{self.d(t)} = {tline}"

@@ -41,6 +41,15 @@ class Consts:
         return self.by_id[key]
 
 
+def container_guard(s, kinds, consts):
+    """Before a Mutate statement (``obj.append(v)``, ``obj.update(d)``...) on a name not known to
+    be a list, dict or deque: the check that it is one (``_rt.container_receiver``)."""
+    if not isinstance(s.obj, str) or kinds.get(s.obj) == "c":
+        return []
+    site = consts.name_for(s.origin)
+    return [Line(f"_rt.container_receiver({s.obj}, {s.call.fn.name!r}, {site})", s.origin)]
+
+
 def static_callee_text(fn, consts):
     """How generated code names a static callee it passes as a value (``_rt.call(f, ...)``): its
     own text when that is a dotted name, ``operator.add`` for an operator, else a constant."""

@@ -310,7 +310,7 @@ defzero(_r.zeros_like, _r.is_zero, _r.kind_of, _r.differentiable, _r.check_opaqu
 # the checks generated code runs before a step (they raise or return nothing of use): the code
 # differentiated again runs them as they are
 defzero(_r.keys_read, _r.not_receiver, _r.not_alias, _r.inplace_guard, _r.argument_inplace_guard,
-        _r.share_guard, _r.no_update)
+        _r.share_guard, _r.no_update, _r.container_receiver)
 # The adjoints of the Python table's containers (lists, tuples, dicts, iterators, ``xs.extend``,
 # ``del xs[i]``, ``sorted``, ``min``/``max``...) are linear in the adjoint they take and read
 # their other arguments only for structure (lengths, keys, the order the items took): forward

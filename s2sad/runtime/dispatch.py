@@ -365,6 +365,23 @@ def _pull_member(rec, g, g_self):
     return add(g_self, c) if not is_zero(g_self) else c, a, k
 
 
+def container_receiver(obj, name, origin):
+    """Before ``obj.name(...)`` (append, extend, insert, pop, update) on a name whose type s2sad
+    could not tell when it built the derivative, which differentiates it as the list/dict/deque
+    method: refuse an object of another class (its own method of that name)."""
+    if isinstance(obj, (list, dict, _deque, set)):
+        return
+    from ..errors import UnsupportedSyntaxError
+    cls = type(obj).__name__
+    raise UnsupportedSyntaxError(
+        f"`.{name}(...)` is called on a {cls} object here, and s2sad took it for the list/dict "
+        f"method of that name (it could not tell the object's type when it built the derivative)",
+        origin=origin,
+        fix=f"make the object in this function with its class (`obj = {cls}(...)`), where s2sad "
+            f"knows it is one and differentiates its own `.{name}`, or give the method another "
+            f"name")
+
+
 def opaque_snapshot(inputs):
     """Before an opaque callee (no rule, no Python source) runs on ``inputs``: a copy of each
     that carries a derivative and that the callee could change in place (a writable NumPy or

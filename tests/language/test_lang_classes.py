@@ -506,3 +506,66 @@ def test_called_object_updates_itself():
     for f in (_called_object_used, _called_object_result_unused):
         check_grads(f, (p, x), wrt=0, modes=("rev", "fwd"))
         assert np.all(s2sad.grad(f)(p, x) != 0)
+
+
+# == case: methods_named_like_list_methods
+# `kf.update(z)`, `buf.append(v)`: s2sad lowers these names on a local to the list/dict methods.
+# Before: on a Kalman filter object made in the function, reverse mode crashed inside s2sad
+# ("cannot unpack non-iterable numpy.float64 object", runtime.unupdate) and forward mode said
+# the method writes into "an object the caller passed in".  Now an object made by its class's
+# constructor here has its own method differentiated, and one s2sad cannot tell the type of is
+# refused naming the line and the class.
+class _Kalman:
+    def __init__(self, q, r):
+        self.x = np.zeros(2)
+        self.P = np.eye(2)
+        self.F = np.array([[1.0, 1.0], [0.0, 1.0]])
+        self.H = np.array([[1.0, 0.0]])
+        self.Q = q * np.eye(2)
+        self.R = np.array([[r]])
+        self.ll = 0.0
+
+    def predict(self):
+        self.x = self.F @ self.x
+        self.P = self.F @ self.P @ self.F.T + self.Q
+
+    def update(self, z):
+        S = self.H @ self.P @ self.H.T + self.R
+        K = self.P @ self.H.T @ np.linalg.inv(S)
+        v = z - self.H @ self.x
+        self.ll = self.ll - 0.5 * (v @ np.linalg.solve(S, v) + np.log(np.linalg.det(S)))
+        self.x = self.x + K @ v
+        self.P = (np.eye(2) - K @ self.H) @ self.P
+        return v
+
+
+def _kalman_loglik(theta, zs):
+    kf = _Kalman(np.exp(theta[0]), np.exp(theta[1]))
+    for z in zs:
+        kf.predict()
+        kf.update(z)
+    return kf.ll
+
+
+def _make_kalman(theta):
+    return _Kalman(np.exp(theta[0]), np.exp(theta[1]))
+
+
+def _kalman_of_unknown_type(theta, zs):
+    kf = _make_kalman(theta)
+    kf.predict()
+    kf.update(zs[0])
+    return kf.ll
+
+
+def test_methods_named_like_list_methods():
+    import pytest
+    theta, zs = np.array([-1.0, 0.3]), rng(93).standard_normal((5, 1))
+    check_grads(_kalman_loglik, (theta, zs), wrt=0, modes=("rev", "fwd"))
+    for run in (lambda: s2sad.grad(_kalman_of_unknown_type)(theta, zs),
+                lambda: s2sad.jvp(_kalman_of_unknown_type, (theta, zs), (theta, 0 * zs))):
+        with pytest.raises(s2sad.errors.UnsupportedSyntaxError) as e:
+            run()
+        msg = str(e.value)
+        assert "test_lang_classes.py:" in msg and "kf.update(zs[0])" in msg
+        assert "_Kalman object" in msg and "Fix:" in msg

@@ -56,7 +56,8 @@ class ForwardSweep:
             return [T.Line(f"del {T.operand_text(s.obj, c)}[{T.index_subscript_text(s.index, c)}]", o)]
         if isinstance(s, ir.Mutate):
             text = T.call_text(s.call, c)
-            return [T.Line(f"{s.target} = {text}" if s.target else text, o)]
+            return T.container_guard(s, self.kinds, c) + \
+                [T.Line(f"{s.target} = {text}" if s.target else text, o)]
         if isinstance(s, ir.With):
             items = ", ".join(T.operand_text(x, c) + (f" as {v}" if v else "") for x, v in s.items)
             prog = self.site_names.get(("p", id(s)))
