@@ -590,6 +590,18 @@ add(C(np.fft.irfft, Arr(6), kw={"n": 6}, id="cut", cplx=True))
 add(C(np.fft.irfft, Arr(3), kw={"n": 10}, id="pad", cplx=True))
 add(C(np.fft.fft2, Arr(4, 5), kw={"s": (6, 3)}, id="s", cplx=True))
 add(C(np.fft.ifft2, Arr(3, 4, 5), kw={"axes": (0, 2)}, id="axes02", cplx=True))
+# fftn/ifftn, fftshift/ifftshift (had no rule: "numpy.fft.fftshift has no Python source and no
+# derivative rule")
+for norm in (None, "ortho", "forward"):
+    for fn in (np.fft.fftn, np.fft.ifftn):
+        add(C(fn, Arr(2, 3, 4), kw={"norm": norm}, id=f"{norm}", cplx=True))
+for fn in (np.fft.fftn, np.fft.ifftn):
+    add(C(fn, Arr(3, 4, 5), kw={"s": (5, 2), "axes": (2, 0)}, id="s-axes", cplx=True))
+for fn in (np.fft.fftshift, np.fft.ifftshift):
+    add(C(fn, Arr(5), id="odd", cplx=True))
+    add(C(fn, Arr(3, 4), id="all", cplx=True))
+    add(C(fn, Arr(3, 5), kw={"axes": 1}, id="ax1"))
+    add(C(fn, Arr(3, 5, 2), kw={"axes": (0, 1)}, id="ax01", cplx=True))
 
 # -- ndarray methods ------------------------------------------------------------------------------
 for name in ("sum", "mean", "prod", "max", "min", "var", "std"):

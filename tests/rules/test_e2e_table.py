@@ -85,7 +85,8 @@ FWD_RULES = {np.average, np.nansum, np.nanmean, np.nanmax, np.nanmin, np.nanvar,
              np.percentile, np.ptp, np.cov, np.corrcoef, np.cross, np.convolve, np.correlate,
              np.interp, np.trapezoid, np.polyval, np.nan_to_num, np.linalg.pinv, np.linalg.lstsq,
              np.linalg.matrix_power, np.linalg.multi_dot, np.fft.fft, np.fft.ifft, np.fft.rfft,
-             np.fft.irfft, np.fft.fft2, np.fft.ifft2, np.cumulative_sum, np.cumulative_prod, np.pad,
+             np.fft.irfft, np.fft.fft2, np.fft.ifft2, np.fft.fftn, np.fft.ifftn, np.fft.fftshift,
+             np.fft.ifftshift, np.cumulative_sum, np.cumulative_prod, np.pad,
              np.prod}
 if SCIPY:
     import scipy.special as _sp

@@ -21,6 +21,17 @@ defrule(np.fft.fft2, _FFT2, vjp={"a": "_adj.fftn(g, a, s, axes, norm)"},
 defrule(np.fft.ifft2, _FFT2, vjp={"a": "_adj.fftn(g, a, s, axes, norm, True)"},
         jvp={"a": "np.fft.ifft2(t, s, axes, norm)"}, forbid={"out": None}, ns=A)
 
+_FFTN = "a, s=None, axes=None, norm=None, out=None"
+defrule(np.fft.fftn, _FFTN, vjp={"a": "_adj.fftn(g, a, s, axes, norm)"},
+        jvp={"a": "np.fft.fftn(t, s, axes, norm)"}, forbid={"out": None}, ns=A)
+defrule(np.fft.ifftn, _FFTN, vjp={"a": "_adj.fftn(g, a, s, axes, norm, True)"},
+        jvp={"a": "np.fft.ifftn(t, s, axes, norm)"}, forbid={"out": None}, ns=A)
+# the shifts permute the entries: each one's adjoint is the other
+defrule(np.fft.fftshift, "x, axes=None", vjp={"x": "np.fft.ifftshift(g, axes)"},
+        jvp={"x": "np.fft.fftshift(t, axes)"}, ns=A)
+defrule(np.fft.ifftshift, "x, axes=None", vjp={"x": "np.fft.fftshift(g, axes)"},
+        jvp={"x": "np.fft.ifftshift(t, axes)"}, ns=A)
+
 
 # -- helpers the templates call --------------------------------------------------------------------
 _DUAL_NORM = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
