@@ -48,6 +48,13 @@ for _fn in (sp.comb, sp.perm):
     # k > N, N < 0, k < 0: SciPy's 0 (entries 0, 2 and 3)
     add(C(_fn, Arr(6, lo=-0.05, hi=0.05, f=lambda x: x + _NK[0]),
           Arr(6, lo=-0.05, hi=0.05, f=lambda x: x + _NK[1]), kw={"exact": False}, id="outside"))
+# binom, poch: through gamma/digamma (refused before: no rule)
+for _fn in (sp.binom, sp.poch):
+    add(C(_fn, Arr(3, 4, lo=0.3, hi=5), Arr(4, lo=0.2, hi=2.8), id="bcast"))
+    add(C(_fn, Arr(lo=0.3, hi=5, scalar=True), Arr(lo=0.2, hi=2.8, scalar=True), id="pyfloat",
+          f32=False))
+add(C(sp.binom, Arr(5, lo=-2.8, hi=-2.2), Arr(5, lo=-1.7, hi=2.4), id="negative"))
+add(C(sp.poch, Arr(5, lo=-2.8, hi=-2.2), Arr(5, lo=0.2, hi=1.6), id="negative"))
 
 tri_l = lambda x: np.tril(x) + 3 * np.eye(x.shape[-1])  # noqa: E731
 for lower in (True, False):

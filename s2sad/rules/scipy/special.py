@@ -203,6 +203,19 @@ for _name in ("comb", "perm"):
                 name=f"scipy.special.{_name}")
 
 
+# binom(n, k) = Gamma(n+1) / (Gamma(k+1) Gamma(n-k+1)) and poch(z, m) = Gamma(z+m) / Gamma(z):
+# analytic functions (SciPy's binom is nan at a negative integer n), so where SciPy returns 0 at a
+# pole of a denominator Gamma the derivative is that of the analytic function, not 0
+for _name in ("binom", "poch"):
+    _f = _fn(_sp, _name)
+    if _f is not None:
+        _ps = ("x1", "x2")
+        defrule(_f, BINARY,
+                vjp={p: f"{UB}(g * _adj.{_name}_d(ans, x1, x2, {i}), {p})"
+                     for i, p in enumerate(_ps)},
+                jvp={p: f"t * _adj.{_name}_d(ans, x1, x2, {i})" for i, p in enumerate(_ps)},
+                forbid=UFUNC, ns=A)
+
 
 def _scipy_names():
     """Rules of SciPy's ufuncs are named ``scipy.special.<name>`` in messages (not ``numpy.``)."""
@@ -394,6 +407,79 @@ def perm_d(out, N, k, exact=False, which="N"):
     """d/dN, d/dk of ``scipy.special.perm(N, k, exact=False)``: out (psi(N+1) - psi(N-k+1)),
     out psi(N-k+1); 0 outside 0 <= k <= N."""
     return _binomial_parts(out, N, k, exact, which, "d", "perm")
+
+
+def _pole(m, x):
+    """Where Gamma(x) has a pole (x a nonpositive integer)."""
+    return (x <= 0) & (x == m.floor(x))
+
+
+def binom_d(out, n, k, which):
+    """d/dn (which=0) or d/dk (which=1) of ``scipy.special.binom(n, k)`` with value ``out``:
+    out (psi(n+1) - psi(n-k+1)), out (psi(n-k+1) - psi(k+1)).  Where binom is 0 because
+    Gamma(n-k+1) or Gamma(k+1) has a pole, the derivative of 1/Gamma there, (-1)^j j! at -j,
+    gives the (nonzero) derivative: binom(2, 3) = 0, d/dn = 1/3.  nan where binom is nan (n a
+    negative integer)."""
+    m = xp(n, k)
+    S = _special_of(m)
+    n_ = asarray(n)
+    k_ = asarray(k, like=n_)
+    out_ = asarray(out, like=n_)
+    a, b, c = n_ + 1, n_ - k_ + 1, k_ + 1
+    with np.errstate(all="ignore"):
+        pb, pc = _pole(m, b), _pole(m, c)
+        r = out_ * ((S.psi(a) - S.psi(b)) if which == 0 else (S.psi(b) - S.psi(c)))
+        jb, jc = m.where(pb, -b, 0), m.where(pc, -c, 0)
+        sb, sc = 1 - 2 * (jb % 2), 1 - 2 * (jc % 2)
+        # at a pole of Gamma(b) (c not one): Gamma(a) / Gamma(c) (-1)^jb jb!, with signs, in logs
+        at_b = S.gammasgn(a) * S.gammasgn(m.where(pc, 0.5, c)) * sb * \
+            m.exp(S.gammaln(a) - S.gammaln(m.where(pc, 0.5, c)) + S.gammaln(jb + 1))
+        # at a pole of Gamma(c) (b not one): d/dk = Gamma(a) (-1)^jc jc! / Gamma(b); d/dn = 0
+        at_c = S.gammasgn(a) * S.gammasgn(m.where(pb, 0.5, b)) * sc * \
+            m.exp(S.gammaln(a) + S.gammaln(jc + 1) - S.gammaln(m.where(pb, 0.5, b)))
+        if which == 0:
+            r = m.where(pb & ~pc, at_b, m.where(pc, 0.0, r))
+        else:
+            r = m.where(pb & ~pc, -at_b, m.where(pc & ~pb, at_c, m.where(pc, 0.0, r)))
+        r = m.where(m.isnan(out_), np.nan, r)
+    return r.astype(np.result_type(out_, n_, k_), copy=False)
+
+
+def poch_d(out, z, mm, which):
+    """d/dz (which=0) or d/dm (which=1) of ``scipy.special.poch(z, m)`` = Gamma(z+m) / Gamma(z)
+    with value ``out``: out (psi(z+m) - psi(z)), out psi(z+m).  At a pole of Gamma(z) (z = -j)
+    where Gamma(z+m) is finite, poch is 0 and d/dz = Gamma(z+m) (-1)^j j!, d/dm = 0.  Where both
+    z and z+m are nonpositive integers (poch(-3, 2) = 6, a polynomial in z) d/dz is
+    out (psi(1-z-m) - psi(1-z)); d/dm does not exist there (poch(-3, m) is 0 for m near 2 but not
+    2): refused."""
+    m = xp(z, mm)
+    S = _special_of(m)
+    z_ = asarray(z)
+    m_ = asarray(mm, like=z_)
+    out_ = asarray(out, like=z_)
+    s = z_ + m_
+    with np.errstate(all="ignore"):
+        pz, ps = _pole(m, z_), _pole(m, s)
+        both = pz & ps
+        if which == 1:
+            if bool(m.any(both)):
+                from ...errors import UnsupportedSyntaxError
+                raise UnsupportedSyntaxError(
+                    "the derivative of scipy.special.poch(z, m) in m does not exist where z and "
+                    "z + m are both nonpositive integers (poch jumps there: poch(-3, 2) = 6, "
+                    "poch(-3, 2.5) = 0)",
+                    fix="keep z away from nonpositive integers, or pass m as a constant "
+                        "(an int, or a value that carries no derivative)")
+            r = m.where(pz, 0.0, out_ * S.psi(s))
+        else:
+            j = m.where(pz, -z_, 0)
+            sz = 1 - 2 * (j % 2)
+            safe_s = m.where(ps, 0.5, s)
+            at_z = S.gammasgn(safe_s) * sz * m.exp(S.gammaln(safe_s) + S.gammaln(j + 1))
+            refl = out_ * (S.psi(m.where(both, 1 - s, 1.0)) - S.psi(m.where(both, 1 - z_, 1.0)))
+            r = m.where(both, refl, m.where(pz, at_z, out_ * (S.psi(s) - S.psi(z_))))
+        r = m.where(m.isnan(out_), np.nan, r)
+    return r.astype(np.result_type(out_, z_, m_), copy=False)
 
 
 def multigammaln_d(a, d):
