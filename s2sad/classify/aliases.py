@@ -3,7 +3,7 @@ return a view (memory shared with an operand), and calls that may return their o
 (:func:`returned_operand`, from frontend.analysis, whose written_arrays asks it too)."""
 import operator
 
-from .. import ir
+from .. import ir, runtime
 from ..frontend.analysis import returned_operand  # noqa: F401 (one table for every analysis)
 
 
@@ -69,12 +69,63 @@ def _is_view_call(call):
 
 
 def _shares_memory_call(fn, call):
-    """A view call, less a slice of a list or tuple (a new list)."""
+    """A view call, less a slice of a list or tuple (a new list) and an array's advanced
+    indexing (a copy)."""
     return _is_view_call(call) and not (
         isinstance(call.fn, ir.Static) and call.fn.obj is operator.getitem and
         len(call.args) == 2 and isinstance(call.args[0], str) and
         getattr(fn, "kinds", {}).get(call.args[0]) == "c" and isinstance(call.args[1], ir.Index)
-        and any(isinstance(p, ir.Slice) for p in call.args[1].parts))
+        and any(isinstance(p, ir.Slice) for p in call.args[1].parts)) and \
+        not advanced_index(fn, call)
+
+
+def advanced_index(fn, call):
+    """``x[idx]`` of an array with an integer or boolean array, or a list, in the index
+    (``x[idx]``, ``x[x > 0]``, ``x[[0, 2]]``, ``m[1:, idx]``): NumPy's advanced indexing, which
+    returns a copy, never a view."""
+    if not (isinstance(call.fn, ir.Static) and call.fn.obj is operator.getitem and
+            len(call.args) == 2 and isinstance(call.args[0], str)):
+        return False
+    kinds = getattr(fn, "kinds", None) or {}
+    if kinds.get(call.args[0]) != "a":
+        return False
+    idx = call.args[1]
+    parts = idx.parts if isinstance(idx, ir.Index) else [idx]
+    for p in parts:
+        if isinstance(p, ir.Const) and isinstance(p.value, list):
+            return True
+        if _array_valued(fn, p, kinds, 4):
+            return True
+        made = defining_call(fn, p) if isinstance(p, str) else None
+        obj = made.fn.obj if made is not None and isinstance(made.fn, ir.Static) else None
+        if kinds.get(p) == "c" and obj in (runtime.build_list, list):
+            return True
+    return False
+
+
+def _array_valued(fn, p, kinds, depth):
+    """An operand that is an array: of kind ``a``, or a comparison or logical operator of one
+    (a boolean mask: ``x > 0``, ``(x > 0) & (x < 1)``)."""
+    if not isinstance(p, str):
+        return False
+    if kinds.get(p) == "a":
+        return True
+    made = defining_call(fn, p)
+    obj = made.fn.obj if made is not None and isinstance(made.fn, ir.Static) else None
+    return depth > 0 and _hashable_obj(obj) and obj in _MASK_MAKERS and \
+        any(_array_valued(fn, a, kinds, depth - 1) for a in made.args)
+
+
+def _hashable_obj(obj):
+    try:
+        hash(obj)
+        return True
+    except TypeError:
+        return False
+
+
+_MASK_MAKERS = {operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
+                operator.and_, operator.or_, operator.xor, operator.invert}
 
 
 _VIEW_NAMES = {"T", "mT", "real", "imag", "reshape", "view", "transpose", "swapaxes", "squeeze",

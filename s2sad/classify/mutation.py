@@ -9,7 +9,7 @@ from .. import ir, runtime
 from ..errors import ArgumentWriteError, UnsupportedSyntaxError
 from ..frontend.analysis import positions as _positions
 from .aliases import _copy_aliases, _is_view_call, _read_via_copies, _shares_memory_call, \
-    defining_call
+    advanced_index, defining_call
 from .common import _hashable, _insert_guards
 from .iterators import _check_loop_sources, _check_pending_iterators
 from .lazy import _check_bound_methods, _check_lazy
@@ -301,6 +301,8 @@ def _taken_from_param(fn, var, params):
         if isinstance(made.fn, ir.Attr):
             path = f".{made.fn.name}{path}"
         elif isinstance(made.fn, ir.Static) and made.fn.obj is operator.getitem:
+            if advanced_index(fn, made):
+                return None             # (a copy of the array's items)
             path = f"[...]{path}"
         else:
             return None

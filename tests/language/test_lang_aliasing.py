@@ -144,3 +144,46 @@ def test_nested_function_appends_to_enclosing_list():
     else:
         assert_close(g, sum(v * v for v in xs))
         check_grads(collect, (xs, 0.9), wrt=(0, 1))
+
+
+# -- advanced indexing makes a copy ----------------------------------------------------------------
+# `z = x[idx]` with an integer array, a boolean mask or a list in the index is a copy in NumPy;
+# writing into it changes neither x nor an array x came from.  Before: refused as "this line
+# changes `x[...]` in place, an object held by the argument `x`" or "writes into `z`, a view of
+# `y`".  Basic indexing (a slice) is still a view, and still refused.
+def _fancy_copy_of_argument(x, idx):
+    z = x[idx]
+    z[z > 0] = z[z > 0] ** 2
+    return z.sum()
+
+
+def _fancy_copy_of_local(x, idx):
+    y = x * 1.0
+    z = y[idx]
+    z[0] = 5.0 * x[1]
+    return z.sum() + (y ** 2).sum()
+
+
+def _mask_copy(x):
+    z = x[(x > 0) & (x < 10)]
+    z[0] = z[0] ** 3
+    w = x[[0, 2, 2]]
+    w[1] += x[0]
+    return z.sum() + (w ** 2).sum()
+
+
+def _slice_view_of_argument(x):
+    z = x[1:]
+    z[0] = 1.0
+    return z.sum()
+
+
+def test_advanced_indexing_makes_a_copy():
+    import pytest
+    x, idx = np.array([0.3, -0.5, 0.7, 1.1]), np.array([0, 2, 2, 3])
+    for f, args in ((_fancy_copy_of_argument, (x, idx)), (_fancy_copy_of_local, (x, idx)),
+                    (_mask_copy, (x,))):
+        check_grads(f, args, wrt=0, modes=("rev", "fwd"))
+    assert np.array_equal(x, [0.3, -0.5, 0.7, 1.1])
+    with pytest.raises(s2sad.errors.ArgumentWriteError):
+        s2sad.grad(_slice_view_of_argument)(x)
