@@ -135,15 +135,15 @@ _each(_np("ldexp"), BINARY,
 # heaviside(x1, h): h where x1 == 0 (x1 steps: no derivative); nextafter(x1, x2): x1 moved by
 # one ulp (slope 1 in x1)
 defrule(np.heaviside, BINARY, vjp={"x2": "_rt.unbroadcast(g * (x1 == 0), x2)"},
-        jvp={"x2": "np.where(x1 == 0, t, np.zeros_like(t))"}, constant=("x1",), forbid=UFUNC)
+        jvp={"x2": "_adj.as_primal(np.where(x1 == 0, t, _adj.zero_tangent(t)), t, ans)"}, constant=("x1",), forbid=UFUNC)
 defrule(np.nextafter, BINARY, vjp={"x1": "_rt.unbroadcast(g + 0 * ans, x1)"},
         jvp={"x1": "t + 0 * ans"}, constant=("x2",), forbid=UFUNC)
 
 # where / clip
 defrule(np.where, "condition, x=None, y=None",
         vjp={"x": "_adj.where(g, condition, x, True)", "y": "_adj.where(g, condition, y, False)"},
-        jvp={"x": "np.where(condition, t, np.zeros_like(t))",
-             "y": "np.where(condition, np.zeros_like(t), t)"}, ns=A)
+        jvp={"x": "_adj.as_primal(np.where(condition, t, _adj.zero_tangent(t)), t, ans)",
+             "y": "_adj.as_primal(np.where(condition, _adj.zero_tangent(t), t), t, ans)"}, ns=A)
 _CLIP = "a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs"
 defrule(np.clip, _CLIP,
         vjp={"a": "_adj.clip(g, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'a')",
@@ -152,10 +152,10 @@ defrule(np.clip, _CLIP,
              "min": "_adj.clip(g, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'lo')",
              "max": "_adj.clip(g, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'hi')"},
         jvp={"a": "_adj.clip_tangent(t, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'a')",
-             "a_min": "_adj.clip_tangent(t, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'lo')",
-             "a_max": "_adj.clip_tangent(t, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'hi')",
-             "min": "_adj.clip_tangent(t, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'lo')",
-             "max": "_adj.clip_tangent(t, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'hi')"},
+             "a_min": "_adj.as_primal(_adj.clip_tangent(t, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'lo'), t, ans)",
+             "a_max": "_adj.as_primal(_adj.clip_tangent(t, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'hi'), t, ans)",
+             "min": "_adj.as_primal(_adj.clip_tangent(t, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'lo'), t, ans)",
+             "max": "_adj.as_primal(_adj.clip_tangent(t, a, *_adj.clip_bounds(a, a_min, a_max, min, max), 'hi'), t, ans)"},
         forbid={"out": None}, ns=A)
 
 # -- select: each choice where its condition is the first true one ---------------------------------
@@ -163,7 +163,7 @@ defrule(np.select, "condlist, choicelist, default=0",
         vjp={"choicelist": "_adj.select(g, condlist, choicelist, default, 'choices')",
              "default": "_adj.select(g, condlist, choicelist, default, 'default')"},
         jvp={"choicelist": "_adj.select_tangent(t, condlist, choicelist, 'choices')",
-             "default": "_adj.select_tangent(t, condlist, choicelist, 'default')"},
+             "default": "_adj.as_primal(_adj.select_tangent(t, condlist, choicelist, 'default'), t, ans)"},
         constant=("condlist",), ns=A)
 
 # -- nan_to_num ------------------------------------------------------------------------------------
@@ -171,9 +171,10 @@ defrule(np.nan_to_num, "x, copy=True, nan=0.0, posinf=None, neginf=None",
         vjp={"x": "_adj.nan_to_num(g, x)", "nan": "_adj.nan_to_num(g, x, 'nan', nan)",
              "posinf": "_adj.nan_to_num(g, x, 'posinf', posinf)",
              "neginf": "_adj.nan_to_num(g, x, 'neginf', neginf)"},
-        jvp={"x": "_adj.nan_to_num_tangent(t, x)", "nan": "_adj.nan_to_num_tangent(t, x, 'nan')",
-             "posinf": "_adj.nan_to_num_tangent(t, x, 'posinf')",
-             "neginf": "_adj.nan_to_num_tangent(t, x, 'neginf')"},
+        jvp={"x": "_adj.nan_to_num_tangent(t, x)",
+             "nan": "_adj.as_primal(_adj.nan_to_num_tangent(t, x, 'nan'), t, ans)",
+             "posinf": "_adj.as_primal(_adj.nan_to_num_tangent(t, x, 'posinf'), t, ans)",
+             "neginf": "_adj.as_primal(_adj.nan_to_num_tangent(t, x, 'neginf'), t, ans)"},
         forbid={"copy": True}, ns=A)
 
 # -- ndarray methods -------------------------------------------------------------------------------
@@ -295,8 +296,34 @@ def maximum_tangent(t, x1, x2, which, sign=1, nan=False):
     win = (a > b) if sign > 0 else (a < b)
     if nan:
         win = win | (m.isnan(b) & ~m.isnan(a))
-    t = asarray(t, like=a)
-    return m.where(win, t, m.where(a == b, 0.5 * t, m.zeros_like(t)))
+    if type(t) not in (float, int, complex):
+        t = asarray(t, like=a)
+    r = m.where(win, t, m.where(a == b, 0.5 * t, zero_tangent(t)))
+    if type(t) in (float, int, complex):        # (see as_primal)
+        dt = m.result_type(x1, x2)
+        if dt.kind in "fc" and r.dtype != dt:
+            r = r.astype(dt)
+    return r
+
+
+def zero_tangent(t):
+    """A zero of ``t``'s kind: for a Python number a Python number, so that it promotes as
+    weakly as ``t`` does (the tangent of a Python-float ``lo`` of ``clip`` on float32 arrays is
+    float32, as the tangent of ``x * c`` is); else ``zeros_like(t)``."""
+    if type(t) in (float, int, complex):
+        return type(t)(0)
+    return xp(t).zeros_like(t)
+
+
+def as_primal(r, t, ans):
+    """The tangent ``r`` made from the tangent ``t`` of a Python number, in the dtype of the
+    primal result ``ans`` (NumPy makes float64 of a Python float where no array takes part:
+    ``where(c, 1.0, 0.0)``, while the Python float itself promotes weakly in the primal)."""
+    if type(t) in (float, int, complex):
+        dt = getattr(ans, "dtype", None)
+        if dt is not None and dt.kind in "fc" and getattr(r, "dtype", dt) != dt:
+            return r.astype(dt)
+    return r
 
 
 def clip_tangent(t, a, lo, hi, which):
@@ -340,8 +367,7 @@ def nan_to_num(g, x, which="x", value=None):
 
 def nan_to_num_tangent(t, x, which="x"):
     ok = _nan_to_num_mask(x, which)
-    t_ = asarray(t, like=asarray(x))
-    return xp(ok).where(ok, t_, xp(ok).zeros_like(t_))
+    return xp(ok).where(ok, t, zero_tangent(t))
 
 
 def _select_masks(g, condlist):
@@ -370,11 +396,10 @@ def select(g, condlist, choicelist, default, which):
 def select_tangent(t, condlist, choicelist, which):
     """Tangent of ``np.select`` along the choices (``t`` a list) or ``default``."""
     if which == "default":
-        t = asarray(t)
-        m = xp(t)
-        shape = np.broadcast_shapes(t.shape, *[np.shape(c) for c in condlist])
-        _, taken = _select_masks(m.zeros(shape, dtype=t.dtype), condlist)
-        return m.where(taken, m.zeros_like(t), t)
+        m = xp(t, *condlist)
+        shape = np.broadcast_shapes(np.shape(t), *[np.shape(c) for c in condlist])
+        _, taken = _select_masks(m.zeros(shape, dtype=bool), condlist)
+        return m.where(taken, zero_tangent(t), t)
     ts = tangent_list(t, choicelist)
     return xp(*ts).select(list(condlist), ts, default=0)
 
