@@ -526,6 +526,7 @@ def _metadata(d, pyfunc, key):
             "fn": [fn.name, list(fn.params), _origin_out(fn.origin)],
             "globals": [n for n, _ in grefs], "callee_globals": callee_globals,
             "written_params": getattr(d, "written_params", None),
+            "self_writes": getattr(d, "self_writes", None),
             "jit": jit[1] if jit is not None else None, "environment": environment}
 
 
@@ -704,6 +705,7 @@ def _load(path, key, pyfunc):
         d.jvp = fwd
     if meta["written_params"] is not None:
         d.written_params = meta["written_params"]
+    d.self_writes = meta.get("self_writes")
     d.cache_path = path
     if meta.get("jit") is not None:
         d.jit_binding = (unbound, meta["jit"])

@@ -2,7 +2,7 @@
 import numpy as np
 
 from .. import classify as C
-from ..classify import closures, inline
+from ..classify import closures, inline, updates
 from ..errors import S2SADError
 from .. import ir, runtime
 from ..frontend import analysis, jumps, statics
@@ -110,6 +110,9 @@ def _build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, 
     if jit:
         kinds = inline_for_jit(fn, param_kinds, kinds)
     closures.remake(fn, kinds)       # (closures made again after changes of what they read)
+    # an update of its object: the attributes it may change (None: not known), which the
+    # dispatcher reads when the caller does not follow the update (runtime.no_update)
+    writes = updates.self_writes(fn, fn.constructed) if mutating else None
     active, varied = analysis.activity(fn, wrt)
     C.finish(fn, active, varied)
     closures.check(fn, varied)
@@ -154,6 +157,7 @@ def _build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, 
     mod = GeneratedModule(name, source, namespace, line_origins)
     d = Derivative(fn, mod, mod[fwd_name], mod[bwd_name], wrt, _sites(fn))
     d.jit_binding = binding
+    d.self_writes = writes
     return d
 
 

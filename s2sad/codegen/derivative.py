@@ -19,6 +19,9 @@ class Derivative:
         # jit=True: (the namespace before codegen/jit.bind_namespace, what it returned), which
         # the disk cache records to bind a module it reads back the same way
         self.jit_binding = None
+        # mode "mut" (a method that updates its object): the names of the attributes of the
+        # object it may change, None when that is not known (classify/updates.py)
+        self.self_writes = None
 
     @property
     def source(self):

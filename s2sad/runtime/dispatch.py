@@ -90,7 +90,8 @@ class DerivedStub:
 _NOTHING = object()
 # A record says how to pull an output adjoint back to the callee and the arguments:
 #   ("rule", rule, bound, ans, is_method, nargs, kwnames)   a primitive with a rule
-#   ("derived", d, tape, mask, names, kwnames, ncells, cellnames, nself, npos)  a Python function
+#   ("derived", d, tape, mask, names, kwnames, ncells, cellnames, nself, npos, defaulted, mut)
+#                                                      a Python function (mut: False, or an Update)
 #   ("partial", inner record, nargs_partial, partial keyword names, nargs, kwnames)
 #   ("attr", name) / ("self",)                         attribute reads on objects / bound methods
 #   ("dataclass", field names, nargs, kwnames)         a dataclass constructed from fields
@@ -505,13 +506,53 @@ def _call_derived(fn, args, kwargs, self_=None, mode="reverse"):
         mode = "mut"
         d = reverse_derivative(fn, mask, kinds, mode)
     value, tape = _sweeps(d)[0](*full)
+    mut = False
     if mode == "mut":
         value = value[0]
+        mut = Update(_update_carries(d, self_))
     return value, ("derived", d, tape, mask, names, list(kwargs), len(cells), cellnames, nself,
-                   len(args) - nself, defaulted, mode == "mut")
+                   len(args) - nself, defaulted, mut)
 
 
 _MUTATING = set()          # code objects of methods that update their object
+
+
+class Update:
+    """The last field of a record of a method that updated its object (true, where a record of
+    another call has False there).  ``carries``: the attributes of the object the method changed
+    that now hold values carrying a derivative (a tuple of names), or None when s2sad cannot tell
+    which it changed; an empty tuple when none does (``self.calls += 1``), so that a caller that
+    does not follow the update (runtime.no_update) loses nothing."""
+    __slots__ = ("carries",)
+
+    def __init__(self, carries):
+        self.carries = carries
+
+    def __bool__(self):
+        return True
+
+
+def _update_carries(d, obj):
+    """:attr:`Update.carries` of ``obj`` after the method of derivative ``d`` updated it."""
+    names = getattr(d, "self_writes", None)
+    cls = type(obj)
+    if names is None or getattr(cls, "__setattr__", None) is not object.__setattr__:
+        return None                     # (which attributes it changed is not known)
+    import inspect
+    own = getattr(obj, "__dict__", None)
+    out = []
+    for n in names:
+        if own is not None and n in own and \
+                not hasattr(type(inspect.getattr_static(cls, n, None)), "__set__"):
+            v = own[n]
+        else:
+            desc = inspect.getattr_static(cls, n, None)
+            if type(desc).__name__ != "member_descriptor":
+                return None             # (a property, another descriptor: not a plain attribute)
+            v = getattr(obj, n, None)   # (a slot)
+        if differentiable(v):
+            out.append(n)
+    return tuple(out)
 
 
 def _sweeps(d):

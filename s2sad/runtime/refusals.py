@@ -370,9 +370,15 @@ _AUG_TEXT = {_operator.add: "+", _operator.sub: "-", _operator.mul: "*", _operat
 def no_update(rec, name, origin):
     """Refuse a method call that changed ``name``, an object the caller passed in."""
     if rec is not None and rec[0] == "derived" and rec[-1]:
+        carries = getattr(rec[-1], "carries", None)
+        if carries == ():
+            return          # (it changed only attributes that now hold no float: an int counter)
+        what = "with values that carry a derivative" if not carries else \
+            ("and leaves values that carry a derivative in " +
+             ", ".join(f"`{name}.{a}`" for a in carries))
         raise ArgumentWriteError(
             f"this line calls a method that changes `{name}`, an object the caller passed in, "
-            f"with values that carry a derivative; s2sad does not follow such changes back to the "
-            f"caller", origin=origin, param=name,
+            f"{what}; s2sad does not follow such changes back to the caller", origin=origin,
+            param=name,
             fix=f"make the object inside the function, or return the new values instead of "
                 f"keeping them on `{name}`")
