@@ -160,3 +160,68 @@ RUNTIME_CALL_SECOND_ORDER = (
     "define the called function at module level and pass it what it reads as arguments; for an "
     "in-place method of a deque or list, build a new one instead (`d = deque([v, *d])`, "
     "`xs = sorted(xs)`); first derivatives (grad, jvp, vjp, jacobian) of this function work")
+
+
+def runtime_call_second_order(callee, name):
+    """:data:`RUNTIME_CALL_SECOND_ORDER` for a call whose callee is known where the second
+    derivative runs (``callee``, the value of the user's variable ``name``): the message says what
+    it is, and the fix names what to move to module level and what to pass it."""
+    import types
+    message, fix = RUNTIME_CALL_SECOND_ORDER
+    fn = callee
+    if isinstance(fn, types.MethodType):
+        return (f"second derivatives (hessian, hvp, grad of grad) through a call of a method of a "
+                f"`{type(fn.__self__).__qualname__}` object are not supported yet: s2sad resolves "
+                f"the call only when the first derivative runs",
+                "call a function defined at module level that takes the object's values as "
+                "arguments; first derivatives (grad, jvp, vjp, jacobian) of this function work")
+    if isinstance(fn, type):
+        return (f"second derivatives (hessian, hvp, grad of grad) through the construction of a "
+                f"`{fn.__qualname__}` object (its `__init__`) are not supported yet: s2sad "
+                f"resolves the call only when the first derivative runs",
+                f"compute with module-level functions that take the values as arguments instead "
+                f"of keeping them on a `{fn.__qualname__}` object; first derivatives (grad, jvp, "
+                f"vjp, jacobian) of this function work")
+    if not isinstance(fn, types.FunctionType):
+        return message, fix
+    what = f"`{name}`" if name and not name.startswith("_") else f"`{fn.__name__}`"
+    qual = fn.__qualname__
+    outer = qual.rsplit(".<locals>.", 1)[0] if ".<locals>." in qual else None
+    if outer is not None:
+        # (a closure the first derivative made again: its qualname is that of the generated
+        # function, ``make_filter__fwd__jvp``; the user's function is its first part)
+        import re
+        m = re.match(r"(.+?)__(?:fwd|bwd|jvp|vjp)\d*(?:__|$)", outer)
+        outer = m.group(1) if m else outer
+    free = list(fn.__code__.co_freevars)
+    if fn.__name__ == "<lambda>":
+        kind = f"a lambda{f' made inside `{outer}`' if outer else ''}"
+    elif outer:
+        kind = f"a function defined inside `{outer}`" + (f" (a closure over {_names(free)})"
+                                                         if free else "")
+    elif name is None:
+        return message, fix         # (a module-level function, called by name)
+    else:
+        kind = f"the function `{fn.__name__}`, passed in or kept in a variable"
+    message = (f"second derivatives (hessian, hvp, grad of grad) through a call of {what}, "
+               f"{kind}, are not supported yet: s2sad finds the callee only when the first "
+               f"derivative runs")
+    params = [p for p in fn.__code__.co_varnames[:fn.__code__.co_argcount]]
+    if outer or fn.__name__ == "<lambda>":
+        new = fn.__name__ if fn.__name__.isidentifier() else "step"
+        sig = ", ".join(free + params)
+        fix = (f"define `{new}({sig})` at module level" +
+               (f", taking what it reads from `{outer}` ({_names(free)}) as arguments" if free
+                else "") +
+               f", and call it by name (`{new}({', '.join(free + ['...'] if params else free)})`); "
+               f"first derivatives (grad, jvp, vjp, jacobian) of this function work")
+    else:
+        fix = (f"call `{fn.__name__}` by name (a module-level function the function reads as a "
+               f"global) instead of through a variable; first derivatives (grad, jvp, vjp, "
+               f"jacobian) of this function work")
+    return message, fix
+
+
+def _names(names):
+    return ", ".join(f"`{n}`" for n in names)
+

@@ -184,8 +184,24 @@ def check_opaque(value, site):
         if mod == "s2sad.runtime" and getattr(fn, "__name__", None) in ("call", "call_method",
                                                                        "pull"):
             # a derivative differentiated again through its call resolved at run time
-            from ..errors import RUNTIME_CALL_SECOND_ORDER, UnsupportedSyntaxError
+            from ..errors import RUNTIME_CALL_SECOND_ORDER, UnsupportedSyntaxError, \
+                runtime_call_second_order
             message, fix = RUNTIME_CALL_SECOND_ORDER
+            first = call.args[0] if call.args else None
+            name = first if isinstance(first, str) else None
+            if fn.__name__ in ("call", "call_method") and first is not None:
+                # (the callee, or the method's object, is a variable of the generated code
+                # running the first derivative, named as the user named it, or a constant)
+                import sys
+                frame = sys._getframe(1).f_locals
+                if name in frame or name is None and hasattr(first, "value"):
+                    callee = frame[name] if name is not None else first.value
+                    if fn.__name__ == "call_method":
+                        meth = call.args[1] if len(call.args) > 1 else None
+                        meth = getattr(meth, "value", None)
+                        callee = getattr(callee, meth, None) if isinstance(meth, str) else None
+                    if callee is not None:
+                        message, fix = runtime_call_second_order(callee, name)
             raise UnsupportedSyntaxError(message, origin=site.origin, fix=fix)
         if mod.startswith("s2sad.rules.") or mod == "s2sad.runtime" or \
                 mod.startswith("s2sad.runtime."):
