@@ -130,12 +130,23 @@ def check_mutation(fn, varied):
         if root is not None and deque_change and hot:
             # (self.q.appendleft(v) in a method: the deque is changed where s2sad follows its
             # own name only, not the object that holds it)
+            name = call.fn.name
+            if name in _DEQUE_ONLY:
+                raise UnsupportedSyntaxError(
+                    f"this line changes `{root[1]}`, a deque taken from `{root[0]}` (an "
+                    f"argument), in place with `.{name}(...)`; s2sad does not follow such changes "
+                    f"back to the object that holds it", origin=s.origin,
+                    fix=f"build the new deque and store that (`{root[1]} = deque(...)`), or keep "
+                        f"the deque in a local variable of the function being differentiated")
+            # (`.pop()`, `.append(v)`...: a list's or a deque's; which, is known only when it runs)
+            local = root[1].rsplit(".", 1)[-1].strip("[].") or "items"
+            local = local if local.isidentifier() and local != root[0] else "items"
             raise UnsupportedSyntaxError(
-                f"this line changes `{root[1]}`, a deque taken from `{root[0]}` (an argument), in "
-                f"place with `.{call.fn.name}(...)`; s2sad does not follow such changes back to "
-                f"the object that holds it", origin=s.origin,
-                fix=f"build the new deque and store that (`{root[1]} = deque(...)`), or keep "
-                    f"the deque in a local variable of the function being differentiated")
+                f"this line changes `{root[1]}`, taken from `{root[0]}` (an argument), in place "
+                f"with `.{name}(...)`; s2sad does not follow such changes back to the object "
+                f"that holds it", origin=s.origin,
+                fix=f"change a copy in a local variable and store that: `{local} = "
+                    f"list({root[1]})`, then `{local}.{name}(...)`, then `{root[1]} = {local}`")
         if root is not None and permutes:   # (self.items.sort() in a method: not followed)
             raise UnsupportedSyntaxError(
                 f"this line reorders `{root[1]}`, a list taken from `{root[0]}` (an argument), in "

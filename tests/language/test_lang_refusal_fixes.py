@@ -143,3 +143,47 @@ def test_second_derivative_through_a_closure_names_it(second):
     g = s2sad.grad(lambda_fixed)
     np.testing.assert_allclose(h, (g(1.3 + eps, X) - g(1.3 - eps, X)) / (2 * eps), rtol=1e-6)
 
+
+# -- `self.items.pop()` on a list held by the method's object --------------------------------------
+# Before: "this line changes `self.items`, a deque taken from `self` ..." with the fix "build the
+# new deque and store that (`self.items = deque(...)`)": the value is a list.  Which of the two it
+# is, is known only when it runs: the message names neither, and its fix works for a list.
+class Stack:
+    def __init__(self, items):
+        self.items = items
+
+    def take(self):
+        return self.items.pop()
+
+    def take_fixed(self):             # the fix the message gives
+        items = list(self.items)
+        v = items.pop()
+        self.items = items
+        return v
+
+
+def popped(x):
+    s = Stack([x[0], x[1], x[2]])
+    a = s.take()
+    return a * 2.0 + s.items[0] * s.items[-1]
+
+
+def popped_fixed(x):
+    s = Stack([x[0], x[1], x[2]])
+    a = s.take_fixed()
+    return a * 2.0 + s.items[0] * s.items[-1]
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_pop_of_a_list_on_self_is_not_called_a_deque(mode):
+    with pytest.raises(S2SADError) as e:
+        if mode == "rev":
+            s2sad.grad(popped)(X)
+        else:
+            s2sad.jvp(popped, (X,), (np.ones(3),))
+    msg = str(e.value)
+    assert f":{line_of(Stack.take, 'return self.items.pop()')}:" in msg
+    assert "deque" not in msg and "`self.items`" in msg and "`.pop(...)`" in msg
+    assert "`items = list(self.items)`, then `items.pop(...)`, then `self.items = items`" in msg
+    _no_internals(msg)
+    check_grads(popped_fixed, (X,), modes=(mode,))
