@@ -209,10 +209,11 @@ def differentiable(v):
     if t is _types.MethodType:
         return differentiable(v.__func__) or differentiable(v.__self__)
     if isinstance(v, np.ufunc):
-        # np.frompyfunc(f, ...): the ufunc holds f (a closure may carry a derivative); NumPy shows
-        # it only to the garbage collector
+        # np.frompyfunc(f, ...): the ufunc holds f, which may carry a derivative (a closure, a
+        # functools.partial, a bound method or a callable object holding one); NumPy shows it
+        # only to the garbage collector
         import gc
-        return _frompyfunc(v) and any(type(r) is _FunctionType and differentiable(r)
+        return _frompyfunc(v) and any(callable(r) and differentiable(r)
                                       for r in gc.get_referents(v))
     return _object_differentiable(v)
 

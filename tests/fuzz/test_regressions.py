@@ -708,6 +708,33 @@ def test_frompyfunc_of_closure_on_inactive_array():
     """)
 
 
+def test_frompyfunc_of_partial_callable_object_or_bound_method():
+    # seed 120401 (program 5953): np.frompyfunc(functools.partial(helper, u=y), 1, 1)(zeros)
+    # gave a zero derivative in both modes (only plain closures were taken to carry one)
+    for fn in ("functools.partial(helper, u=y)", "Scale(y)", "Scale(y).shift"):
+        judge(f"""
+            import functools
+            import numpy as np
+
+            def helper(t, u):
+                return u * t + u
+
+            class Scale:
+                def __init__(self, w):
+                    self.w = w
+
+                def __call__(self, t):
+                    return self.w * t
+
+                def shift(self, t):
+                    return self.w + t
+
+            def f(x, y):
+                a = np.frompyfunc({fn}, 1, 1)(np.ones(3)).astype(float)
+                return np.sum(a)
+        """)
+
+
 def test_vectorize_of_closure_on_inactive_array():
     judge("""
         import numpy as np
