@@ -76,6 +76,13 @@ def _opaque_message(fn, origin=None, text=None):
         return (f"{full} is a Numba vectorize/guvectorize ufunc with no derivative rule, and it "
                 f"returned a value that carries a derivative; s2sad differentiates @numba.njit "
                 f"functions from their Python source, but not the element-wise kernel of a ufunc")
+    if isinstance(fn, _types.FunctionType):
+        # Python source exists, but in an installed package or the standard library: s2sad
+        # differentiates the user's code and asks rules of the libraries it calls
+        return (f"{full} is a Python function of an installed package (or the standard "
+                f"library) with no derivative rule, and it returned a value that carries a "
+                f"derivative; s2sad differentiates your own code and calls library code only "
+                f"through rules")
     return (f"{full} has no Python source and no derivative rule, and it returned a value that "
             f"carries a derivative")
 
@@ -148,15 +155,36 @@ def _public_ref(fn):
     return None
 
 
+def _rule_signature(fn):
+    """The parameter list of ``fn`` as defrule takes it (``"b, a, x, axis=-1, zi=None"``) and
+    the name of its first parameter; ``("x, /", "x")`` where Python cannot tell (C functions)."""
+    import inspect
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return "x, /", "x"
+    if not params or not params[0].name.isidentifier() or \
+            params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
+        return "x, /", "x"
+    try:
+        text = str(inspect.Signature(params))[1:-1]
+    except ValueError:
+        return "x, /", "x"
+    if len(text) > 120 or "<" in text:               # (defaults without a readable text)
+        return f"{params[0].name}, /", params[0].name
+    return text, params[0].name
+
+
 def _rule_skeleton(fn, text=None):
     ref = _callee_ref(fn, text) or f"<the {_object_name(fn)} you call>"
     alt = _ALTERNATIVES.get(ref)
     if alt is not None:
         return alt
+    sig, x = _rule_signature(fn)
     return ("declare its derivative, e.g.\n\n"
             "    import s2sad\n"
-            f"    s2sad.defrule({ref}, \"x, /\",\n"
-            "                  vjp={\"x\": \"g * <derivative of the output w.r.t. x>\"})\n\n"
+            f"    s2sad.defrule({ref}, \"{sig}\",\n"
+            f"                  vjp={{\"{x}\": \"g * <derivative of the output w.r.t. {x}>\"}})\n\n"
             "  (g is the output's adjoint, ans the output), or mark it non-differentiable with "
             f"s2sad.defzero({ref})")
 

@@ -262,5 +262,30 @@ def test_opaque_error_names_the_public_path():
     with pytest.raises(s2sad.OpaqueCalleeError) as ei:
         s2sad.grad(uses_private_module_callee)(np.eye(2))
     msg = str(ei.value)
-    assert "scipy.linalg.signm has no Python source" in msg and "defrule(scipy.linalg.signm," in msg
+    assert "scipy.linalg.signm is a Python function of an installed package" in msg
+    assert "defrule(scipy.linalg.signm, \"A, /\"," in msg    # (disp has a sentinel default)
     assert "_matfuncs" not in msg
+
+
+def uses_library_python_function(b, x):
+    import scipy.signal
+    return np.sum(scipy.signal.lfilter(b, [1.0, -0.5], x) ** 2)
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_opaque_library_function_is_not_said_to_lack_source(mode):
+    """scipy.signal.lfilter is Python code of an installed package: the message said it had no
+    Python source, and the skeleton said `"x, /"`; the skeleton now has its parameters."""
+    b, x = np.array([1.0, 0.5]), np.linspace(0.0, 1.0, 6)
+    with pytest.raises(s2sad.OpaqueCalleeError) as ei:
+        if mode == "rev":
+            s2sad.grad(uses_library_python_function, wrt=(0, 1))(b, x)
+        else:
+            s2sad.jvp(uses_library_python_function, (b, x), (b, x))
+    msg = str(ei.value)
+    assert "has no Python source" not in msg
+    assert "scipy.signal.lfilter is a Python function of an installed package" in msg
+    assert "calls library code only through rules" in msg
+    assert 's2sad.defrule(scipy.signal.lfilter, "b, a, x, axis=-1, zi=None",' in msg
+    assert 'vjp={"b": "g * <derivative of the output w.r.t. b>"}' in msg
+    assert f"{HERE}:" in msg
