@@ -96,6 +96,8 @@ def _apply(namespace, paths):
         tree.setdefault(parts[0], {})[tuple(parts[1:])] = v
     for root, leaves in tree.items():
         namespace[root] = _stand_in(namespace[root], leaves)
+    for hook in _MODULE_HOOKS:      # (a rule template's module, e.g. _sp: rules/jit_special.py)
+        hook(namespace)
 
 
 def _stand_in(obj, leaves):
@@ -114,6 +116,7 @@ def _stand_in(obj, leaves):
 
 
 _LOADED = False
+_MODULE_HOOKS = []
 
 
 def _load():
@@ -132,6 +135,7 @@ def _load():
     substitute(sl.solve_triangular)(solve_triangular)
     substitute(sl.cho_solve)(cho_solve)
     substitute(sl.cholesky)(cholesky)
+    from . import jit_special   # noqa: F401  (scipy.special's rows, and its _MODULE_HOOKS entry)
 
 
 # -- helpers ----------------------------------------------------------------------------------------
