@@ -173,8 +173,20 @@ def _static_value(v):
 
 def _closure_carries(v):
     """A function in a cell that captured data carrying a derivative (``g1 = lambda t: y`` read by
-    another closure) is data: its captured values' adjoints go back through the cell."""
-    if type(v) is not _types.FunctionType or not v.__closure__:
+    another closure), or a bound method whose object holds one (``g3 = box.scaled``), or a
+    ufunc of np.frompyfunc over such a function, is data: its captured values' adjoints go back
+    through the cell."""
+    t = type(v)
+    if t is _types.MethodType:
+        from ..runtime import differentiable
+        return differentiable(v)
+    if t is not _types.FunctionType:
+        import numpy as np
+        if isinstance(v, np.ufunc):
+            from ..runtime import differentiable
+            return differentiable(v)
+        return False
+    if not v.__closure__:
         return False
     from ..runtime import _closure_differentiable
     return _closure_differentiable(v)

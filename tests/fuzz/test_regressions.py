@@ -735,6 +735,30 @@ def test_frompyfunc_of_partial_callable_object_or_bound_method():
         """)
 
 
+def test_closure_calling_a_bound_method_of_a_local_object():
+    # seed 120404 (program 3911): a closure calling `g3 = o1.scaled` (o1 = Box(y)) took the
+    # bound method for a constant of its closure: zero derivative in both modes
+    for body in ("g3(t)", "sum(map(g3, x))", "max(map(g3, x), key=abs)"):
+        judge(f"""
+            import numpy as np
+
+            class Box:
+                def __init__(self, w):
+                    self.w = w
+
+                def scaled(self, t):
+                    return self.w * t
+
+            def f(x, y):
+                o1 = Box(y)
+                g3 = o1.scaled
+
+                def g4(t):
+                    return {body}
+                return g4(x[0]) + (lambda t: g3(t))(1.5)
+        """)
+
+
 def test_vectorize_of_closure_on_inactive_array():
     judge("""
         import numpy as np
