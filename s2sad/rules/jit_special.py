@@ -24,9 +24,9 @@ not compile here and run as Python, with the fallback warning.  Complex argument
 (The compiled mode takes no float32 values today, arguments or ``astype`` in the function: the
 float32 paths are here for when it does, tested against SciPy directly.)
 
-:func:`bind_module` makes a generated module's names that hold ``scipy.special`` itself (the rule
-templates' ``_sp``) read these versions.  Imported by ``rules/jit_substitutes.py`` (only
-``jit=True`` imports numba).
+:func:`versions` and :func:`module_leaves` hand these to ``rules/jit_substitutes.py``, which
+imports this module (only ``jit=True`` imports numba) and registers them; this module imports
+nothing of s2sad, so the two do not form an import cycle.
 """
 import ctypes
 import math
@@ -37,8 +37,6 @@ import scipy.special.cython_special as _cs
 from numba.core import types as nt
 from numba.extending import get_cython_function_address, intrinsic, overload, register_jitable
 from numba.np.numpy_support import as_dtype
-
-from . import jit_substitutes as _subs
 
 # -- the kernels -----------------------------------------------------------------------------------
 _CAPSULE_NAME = ctypes.pythonapi.PyCapsule_GetName
@@ -473,23 +471,10 @@ def versions():
     return dict(_VERSIONS)
 
 
-def _register():
-    for fn, stub in _VERSIONS.items():
-        _subs.substitute(fn)(stub)
-
-
-_register()
-_subs._MODULE_HOOKS.append(lambda namespace: bind_module(namespace))
-
-
-def bind_module(namespace):
-    """Bind each name of ``namespace`` that holds the ``scipy.special`` module itself (a rule
-    template's ``_sp``) to a stand-in module whose functions with numba versions are those."""
-    leaves = None
-    for name, value in list(namespace.items()):
-        if value is _sp:
-            if leaves is None:
-                leaves = {(fn.__name__,): stub for fn, stub in _VERSIONS.items()}
-                leaves.update({("digamma",): _VERSIONS[_sp.psi]} if _sp.psi in _VERSIONS
-                              else {})
-            namespace[name] = _subs._stand_in(_sp, leaves)
+def module_leaves():
+    """{(name,): numba version} of ``scipy.special``'s functions, for a stand-in module of it
+    (a rule template's ``_sp``); ``digamma`` reads as ``psi``'s version, as SciPy names both."""
+    leaves = {(fn.__name__,): stub for fn, stub in _VERSIONS.items()}
+    if _sp.psi in _VERSIONS:
+        leaves[("digamma",)] = _VERSIONS[_sp.psi]
+    return leaves

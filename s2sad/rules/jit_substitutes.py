@@ -96,7 +96,7 @@ def _apply(namespace, paths):
         tree.setdefault(parts[0], {})[tuple(parts[1:])] = v
     for root, leaves in tree.items():
         namespace[root] = _stand_in(namespace[root], leaves)
-    for hook in _MODULE_HOOKS:      # (a rule template's module, e.g. _sp: rules/jit_special.py)
+    for hook in _MODULE_HOOKS:      # (a rule template's module, e.g. _sp: see _load)
         hook(namespace)
 
 
@@ -135,7 +135,20 @@ def _load():
     substitute(sl.solve_triangular)(solve_triangular)
     substitute(sl.cho_solve)(cho_solve)
     substitute(sl.cholesky)(cholesky)
-    from . import jit_special   # noqa: F401  (scipy.special's rows, and its _MODULE_HOOKS entry)
+    import scipy.special
+    from . import jit_special       # (scipy.special's rows: compiled calls of SciPy's kernels)
+    for fn, version in jit_special.versions().items():
+        substitute(fn)(version)
+    leaves = jit_special.module_leaves()
+    _MODULE_HOOKS.append(lambda namespace: _bind_module(namespace, scipy.special, leaves))
+
+
+def _bind_module(namespace, module, leaves):
+    """Bind each name of ``namespace`` that holds ``module`` itself (a rule template's ``_sp``
+    for ``scipy.special``) to a stand-in module reading the numba versions along ``leaves``."""
+    for name, value in list(namespace.items()):
+        if value is module:
+            namespace[name] = _stand_in(module, leaves)
 
 
 # -- helpers ----------------------------------------------------------------------------------------
