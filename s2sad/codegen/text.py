@@ -227,7 +227,8 @@ _REAL_ON_REAL = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cos
 class _Simplify(ast.NodeTransformer):
     """Peephole simplifications that keep generated adjoints readable:
     ``_rt.cj(c)`` of a real constant or Python float is ``c``; ``_rt.unbroadcast(e, v)`` is ``e``
-    when ``v`` is a Python float and so is every other operand (``scalar_names``)."""
+    when ``v`` is a Python float and so is every other operand (``scalar_names``); a keyword
+    ``where=True`` of ``np.*``/``_adj.*``/``_rt.*`` calls is dropped (the default)."""
 
     def __init__(self, real_names, drop_unbroadcast_for, sum_for=()):
         self.real_names = real_names
@@ -237,6 +238,12 @@ class _Simplify(ast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         f = node.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
+                f.value.id in ("np", "_adj", "_rt") and node.keywords:
+            # where=True is the default of NumPy's reductions and of the helpers that take a mask
+            # (the reduction rules pass where= on): a call without it reads as before
+            node.keywords = [k for k in node.keywords if not (
+                k.arg == "where" and isinstance(k.value, ast.Constant) and k.value.value is True)]
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
                 f.value.id == "math" and f.attr == "log" and len(node.args) == 1 and \
                 not node.keywords and isinstance(node.args[0], ast.Constant) and \

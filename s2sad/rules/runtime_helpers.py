@@ -353,11 +353,12 @@ defrule(_r.mul_part, "grad, a, b, which, /",
 
 # -- NumPy adjoints (``_adj``) ---------------------------------------------------------------------
 A = _adjoints
-RED = "grad, a, axis=None, keepdims=False, /"
-defrule(A.sum, RED, vjp={"grad": "np.sum(g, axis=axis, keepdims=keepdims)"},
-        jvp={"grad": "_adj.sum(t, a, axis, keepdims)"}, **_any)
-defrule(A.mean, RED, vjp={"grad": "np.mean(g, axis=axis, keepdims=keepdims)"},
-        jvp={"grad": "_adj.mean(t, a, axis, keepdims)"}, **_any)
+# (where=: the mask of a reduction's where=, passed on; True, the default, drops out of the text)
+RED = "grad, a, axis=None, keepdims=False, /, where=True"
+defrule(A.sum, RED, vjp={"grad": "np.sum(g, axis=axis, keepdims=keepdims, where=where)"},
+        jvp={"grad": "_adj.sum(t, a, axis, keepdims, where=where)"}, **_any)
+defrule(A.mean, RED, vjp={"grad": "np.mean(g, axis=axis, keepdims=keepdims, where=where)"},
+        jvp={"grad": "_adj.mean(t, a, axis, keepdims, where=where)"}, **_any)
 defrule(A.like, "grad, x, /", vjp={"grad": "g"}, jvp={"grad": "_adj.like(t, x)"}, **_any)
 defrule(A.full_like, "grad, x, /", jvp={"grad": "_adj.full_like(t, x)"}, **_any)
 defrule(A.astype, "grad, x, /", vjp={"grad": "g"}, jvp={"grad": "_adj.astype(t, x)"}, **_any)
@@ -369,21 +370,22 @@ defrule(A.moveaxis, "grad, a, source, destination, /",
         jvp={"grad": "_adj.moveaxis(t, a, source, destination)"}, **_any)
 defrule(A.swapaxes, "grad, a, axis1, axis2, /",
         jvp={"grad": "_adj.swapaxes(t, a, axis1, axis2)"}, **_any)
-defrule(A.extremum, "grad, out, a, axis=None, keepdims=False, /",
-        jvp={"grad": "_adj.extremum(t, out, a, axis, keepdims)", "out": ZERO, "a": ZERO}, **_any)
+defrule(A.extremum, "grad, out, a, axis=None, keepdims=False, /, where=True",
+        jvp={"grad": "_adj.extremum(t, out, a, axis, keepdims, where=where)", "out": ZERO,
+             "a": ZERO}, **_any)
 defrule(A.maximum, "grad, x1, x2, which, sign=1, nan=False, /",
         jvp={"grad": "_adj.maximum(t, x1, x2, which, sign, nan)", "x1": ZERO, "x2": ZERO}, **_any)
 defrule(A.where, "grad, condition, x, first, /",
         jvp={"grad": "_adj.where(t, condition, x, first)"}, **_any)
 defrule(A.clip, "grad, a, lo, hi, which, /",
         jvp={"grad": "_adj.clip(t, a, lo, hi, which)", "a": ZERO, "lo": ZERO, "hi": ZERO}, **_any)
-defrule(A.var, "grad, a, axis=None, ddof=0, keepdims=False, mean=None, /",
-        jvp={"grad": "_adj.var(t, a, axis, ddof, keepdims)",
-             "a": "_adj.var(grad, t, axis, ddof, keepdims)"}, **_any)
-defrule(A.std, "grad, out, a, axis=None, ddof=0, keepdims=False, /",
-        jvp={"grad": "_adj.std(t, out, a, axis, ddof, keepdims)",
-             "out": "_adj.std(-grad * t / out, out, a, axis, ddof, keepdims)",
-             "a": "_adj.std(grad, out, t, axis, ddof, keepdims)"}, **_any)
+defrule(A.var, "grad, a, axis=None, ddof=0, keepdims=False, mean=None, /, where=True",
+        jvp={"grad": "_adj.var(t, a, axis, ddof, keepdims, where=where)",
+             "a": "_adj.var(grad, t, axis, ddof, keepdims, where=where)"}, **_any)
+defrule(A.std, "grad, out, a, axis=None, ddof=0, keepdims=False, /, where=True",
+        jvp={"grad": "_adj.std(t, out, a, axis, ddof, keepdims, where=where)",
+             "out": "_adj.std(-grad * t / out, out, a, axis, ddof, keepdims, where=where)",
+             "a": "_adj.std(grad, out, t, axis, ddof, keepdims, where=where)"}, **_any)
 defrule(A.cumsum, "grad, a, axis=None, /", jvp={"grad": "_adj.cumsum(t, a, axis)"}, **_any)
 defrule(A.cumulative_sum, "grad, a, axis=None, include_initial=False, /",
         jvp={"grad": "_adj.cumulative_sum(t, a, axis, include_initial)"}, **_any)

@@ -493,13 +493,16 @@ def times_initial(g, initial):
     return g if initial is None else g * initial
 
 
-def extremum_initial_adjoint(g, ans, a, initial, axis, keepdims):
+def extremum_initial_adjoint(g, ans, a, initial, axis, keepdims, where=True):
     """Adjoint of ``initial=`` in max/min: g where the extremum is ``initial`` and no element of
-    the data reaches it (where elements tie with it, they take the adjoint)."""
+    the data (of those ``where=`` keeps) reaches it (where elements tie with it, they take the
+    adjoint)."""
     xp = array_module(a)
     axes = tuple(range(a.ndim)) if axis is None else \
         tuple(k % a.ndim for k in ((axis,) if isinstance(axis, int) else axis))
     ans_k = ans if keepdims else xp.expand_dims(ans, axes) if axes else ans
-    hit = (xp.asarray(a) == ans_k).any(axis=axes, keepdims=keepdims) if axes else \
-        xp.asarray(a) == ans_k
+    eq = xp.asarray(a) == ans_k
+    if where is not True:
+        eq = eq & xp.asarray(where, dtype=bool)
+    hit = eq.any(axis=axes, keepdims=keepdims) if axes else eq
     return unbroadcast(xp.where((ans == initial) & ~hit, g, 0.0), initial)

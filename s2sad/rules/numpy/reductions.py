@@ -10,37 +10,46 @@ from ...kernels import rows as _rows
 from ..registry import defmethod
 
 _RED = "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True"
-_each(_np("sum"), _RED, vjp={"a": "_rt.dtype_guard(dtype, _adj.sum(g, a, axis, keepdims))",
-                             "initial": "_rt.unbroadcast(g, initial)"},
-      jvp={"a": "np.sum(t, axis=axis, keepdims=keepdims)"}, forbid={"out": None, "where": True},
+# where= (a mask that carries no derivative, broadcast against a) is passed on to the helpers and
+# to NumPy as a keyword; where=True, the default, is dropped from the generated text
+# (codegen/text.py), which then reads as the call without it
+_each(_np("sum"), _RED,
+      vjp={"a": "_rt.dtype_guard(dtype, _adj.sum(g, a, axis, keepdims, where=where))",
+           "initial": "_rt.unbroadcast(g, initial)"},
+      jvp={"a": "np.sum(t, axis=axis, keepdims=keepdims, where=where)"}, forbid={"out": None},
       ns=A)
 _each(_np("mean"), "a, axis=None, dtype=None, out=None, keepdims=False, *, where=True",
-      vjp={"a": "_adj.mean(g, a, axis, keepdims)"},
-      jvp={"a": "np.mean(t, axis=axis, keepdims=keepdims)"}, forbid={"out": None, "where": True},
+      vjp={"a": "_adj.mean(g, a, axis, keepdims, where=where)"},
+      jvp={"a": "np.mean(t, axis=axis, keepdims=keepdims, where=where)"}, forbid={"out": None},
       ns=A)
 _each(_np("prod"), _RED,
-      vjp={"a": "_rt.dtype_guard(dtype, _adj.prod(_rt.times_initial(g, initial), a, axis, keepdims))",
-           "initial": "_rt.unbroadcast(g * np.prod(a, axis=axis, keepdims=keepdims), initial)"},
-      jvp={"a": "_rt.times_initial(_adj.prod_tangent(t, a, axis, keepdims), initial)",
-           "initial": "t * np.prod(a, axis=axis, keepdims=keepdims)"},
-      forbid={"out": None, "where": True}, ns=A)
+      vjp={"a": "_rt.dtype_guard(dtype, _adj.prod(_rt.times_initial(g, initial), a, axis, keepdims, "
+                "where=where))",
+           "initial": "_rt.unbroadcast(g * np.prod(a, axis=axis, keepdims=keepdims, where=where), "
+                      "initial)"},
+      jvp={"a": "_rt.times_initial(_adj.prod_tangent(t, a, axis, keepdims, where=where), initial)",
+           "initial": "t * np.prod(a, axis=axis, keepdims=keepdims, where=where)"},
+      forbid={"out": None}, ns=A)
 _MAX = "a, axis=None, out=None, keepdims=False, initial=None, where=True"
 _each(_np("max", "amax", "min", "amin"), _MAX,
-      vjp={"a": "_adj.extremum(g, ans, a, axis, keepdims)",
-           "initial": "_rt.extremum_initial_adjoint(g, ans, a, initial, axis, keepdims)"},
-      jvp={"a": "_adj.extremum_tangent(t, ans, a, axis, keepdims)"},
-      forbid={"out": None, "where": True}, ns=A)
+      vjp={"a": "_adj.extremum(g, ans, a, axis, keepdims, where=where)",
+           "initial": "_rt.extremum_initial_adjoint(g, ans, a, initial, axis, keepdims, "
+                      "where=where)"},
+      jvp={"a": "_adj.extremum_tangent(t, ans, a, axis, keepdims, where=where)"},
+      forbid={"out": None}, ns=A)
 _VAR = ("a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, "
         "mean=None, correction=None")
 _each(_np("var"), _VAR,
-      vjp={"a": "_adj.var(g, a, axis, _adj._correction(ddof, correction), keepdims)"},
-      jvp={"a": "_adj.var_tangent(t, a, axis, _adj._correction(ddof, correction), keepdims)"},
-      forbid={"out": None, "where": True, "mean": None}, ns=A)
+      vjp={"a": "_adj.var(g, a, axis, _adj._correction(ddof, correction), keepdims, where=where)"},
+      jvp={"a": "_adj.var_tangent(t, a, axis, _adj._correction(ddof, correction), keepdims, "
+                "where=where)"},
+      forbid={"out": None, "mean": None}, ns=A)
 _each(_np("std"), _VAR,
-      vjp={"a": "_adj.std(g, ans, a, axis, _adj._correction(ddof, correction), keepdims)"},
+      vjp={"a": "_adj.std(g, ans, a, axis, _adj._correction(ddof, correction), keepdims, "
+                "where=where)"},
       jvp={"a": "_adj.std_tangent(t, ans, a, axis, _adj._correction(ddof, correction), "
-                "keepdims)"},
-      forbid={"out": None, "where": True, "mean": None}, ns=A)
+                "keepdims, where=where)"},
+      forbid={"out": None, "mean": None}, ns=A)
 _each(_np("cumsum"), "a, axis=None, dtype=None, out=None",
       vjp={"a": "_adj.cumsum(g, a, axis)"}, jvp={"a": "np.cumsum(t, axis=axis)"},
       forbid={"out": None}, ns=A)
@@ -59,33 +68,36 @@ _each(_np("cumulative_prod"), _CUMUL,
 
 # -- ndarray methods -------------------------------------------------------------------------------
 defmethod("sum", "self, axis=None, dtype=None, out=None, keepdims=False, initial=None, "
-          "where=True", vjp={"self": "_rt.dtype_guard(dtype, _adj.sum(g, self, axis, keepdims))",
-                             "initial": "_rt.unbroadcast(g, initial)"},
-          jvp={"self": "np.sum(t, axis=axis, keepdims=keepdims)"},
-          forbid={"out": None, "where": True}, ns=A)
+          "where=True",
+          vjp={"self": "_rt.dtype_guard(dtype, _adj.sum(g, self, axis, keepdims, where=where))",
+               "initial": "_rt.unbroadcast(g, initial)"},
+          jvp={"self": "np.sum(t, axis=axis, keepdims=keepdims, where=where)"},
+          forbid={"out": None}, ns=A)
 defmethod("mean", "self, axis=None, dtype=None, out=None, keepdims=False, *, where=True",
-          vjp={"self": "_adj.mean(g, self, axis, keepdims)"},
-          jvp={"self": "np.mean(t, axis=axis, keepdims=keepdims)"},
-          forbid={"out": None, "where": True}, ns=A)
+          vjp={"self": "_adj.mean(g, self, axis, keepdims, where=where)"},
+          jvp={"self": "np.mean(t, axis=axis, keepdims=keepdims, where=where)"},
+          forbid={"out": None}, ns=A)
 defmethod("prod", "self, axis=None, dtype=None, out=None, keepdims=False, initial=None, "
           "where=True",
           vjp={"self": "_rt.dtype_guard(dtype, _adj.prod(_rt.times_initial(g, initial), self, axis, "
-                       "keepdims))",
-               "initial": "_rt.unbroadcast(g * np.prod(self, axis=axis, keepdims=keepdims), initial)"},
-          forbid={"out": None, "where": True}, ns=A)
+                       "keepdims, where=where))",
+               "initial": "_rt.unbroadcast(g * np.prod(self, axis=axis, keepdims=keepdims, "
+                          "where=where), initial)"},
+          forbid={"out": None}, ns=A)
 for _k in ("max", "min"):
     defmethod(_k, "self, axis=None, out=None, keepdims=False, initial=None, where=True",
-              vjp={"self": "_adj.extremum(g, ans, self, axis, keepdims)"},
-              forbid={"out": None, "where": True}, ns=A)
+              vjp={"self": "_adj.extremum(g, ans, self, axis, keepdims, where=where)"},
+              forbid={"out": None}, ns=A)
 _MVAR = ("self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, "
          "mean=None, correction=None")
 defmethod("var", _MVAR,
-          vjp={"self": "_adj.var(g, self, axis, _adj._correction(ddof, correction), keepdims)"},
-          forbid={"out": None, "where": True, "mean": None}, ns=A)
+          vjp={"self": "_adj.var(g, self, axis, _adj._correction(ddof, correction), keepdims, "
+                       "where=where)"},
+          forbid={"out": None, "mean": None}, ns=A)
 defmethod("std", _MVAR,
           vjp={"self": "_adj.std(g, ans, self, axis, _adj._correction(ddof, correction), "
-                       "keepdims)"},
-          forbid={"out": None, "where": True, "mean": None}, ns=A)
+                       "keepdims, where=where)"},
+          forbid={"out": None, "mean": None}, ns=A)
 defmethod("cumsum", "self, axis=None, dtype=None, out=None",
           vjp={"self": "_adj.cumsum(g, self, axis)"}, jvp={"self": "t.cumsum(axis)"},
           forbid={"out": None}, ns=A)
@@ -94,10 +106,48 @@ defmethod("cumprod", "self, axis=None, dtype=None, out=None",
 
 
 # -- helpers the templates call --------------------------------------------------------------------
+def _unmasked(where):
+    """True for ``where=True`` (NumPy's default: every element takes part)."""
+    return where is True or where is _NoValue or \
+        (isinstance(where, (bool, np.bool_)) and bool(where))
+
+
+def _mask(where, a):
+    """``where=`` as a boolean array of a's shape, in a's array module."""
+    m = xp(a)
+    return m.broadcast_to(m.asarray(where, dtype=bool), shape(a))
+
+
+def _keep(w, r, a):
+    """``r`` where the mask ``w`` is True, 0 elsewhere, as an adjoint for ``a``."""
+    return like(xp(a).where(w, r, 0), a)
+
+
+def _masked_count(w, axis, like_=None):
+    """How many elements of each reduction group the mask ``w`` keeps (kept dims, at least 1:
+    an empty group gives nothing rather than 0/0), in like_'s real dtype."""
+    n = w.sum(axis=norm_axes(axis, w.ndim), keepdims=True)
+    return _count_as(xp(w).maximum(n, 1), like_)
+
+
+def _masked_centered(a, axis, w):
+    """(n, d) for var/std with ``where=``: the count of each group (kept dims) and ``a`` minus its
+    mean over the kept elements, 0 at the others."""
+    m = xp(a)
+    axes = norm_axes(axis, a.ndim)
+    n = w.sum(axis=axes, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu = m.where(w, a, 0).sum(axis=axes, keepdims=True) / _count_as(m.maximum(n, 1), a)
+    return n, m.where(w, a - mu, 0)
+
+
 @_shape_only("a")
-def sum(g, a, axis=None, keepdims=False):
+def sum(g, a, axis=None, keepdims=False, where=True):
     """Adjoint of ``np.sum(a, axis, keepdims)``: g broadcast along the reduced axes (for a NumPy
-    array a read-only view, :func:`~s2sad.rules.adjoints.broadcast`)."""
+    array a read-only view, :func:`~s2sad.rules.adjoints.broadcast`); 0 where ``where=`` is
+    False."""
+    if not _unmasked(where):
+        return _keep(_mask(where, a), sum(g, a, axis, keepdims), a)
     if type(a) is _NDARRAY or device_view(a):
         if axis is None and not _flag(keepdims):
             return broadcast(g, a)                         # the common case, directly
@@ -108,7 +158,12 @@ def sum(g, a, axis=None, keepdims=False):
 
 
 @_shape_only("a")
-def mean(g, a, axis=None, keepdims=False):
+def mean(g, a, axis=None, keepdims=False, where=True):
+    if not _unmasked(where):
+        # the mean of the kept elements: g over their count, 0 at the others
+        w = _mask(where, a)
+        ge = expand(g, shape(a), axis, _flag(keepdims), like=a)
+        return _keep(w, ge / _masked_count(w, axis, ge), a)
     n = count(shape(a), axis)
     if type(a) is _NDARRAY or device_view(a):
         if axis is None and not _flag(keepdims):
@@ -153,23 +208,30 @@ def _others_product(a, axes):
     return other.transpose(_inverse(perm))
 
 
-def prod(g, a, axis=None, keepdims=False):
-    """Adjoint of ``np.prod``: g times the product of the other elements (exact with zeros)."""
+def prod(g, a, axis=None, keepdims=False, where=True):
+    """Adjoint of ``np.prod``: g times the product of the other elements (exact with zeros);
+    with ``where=``, the elements left out count as 1 and get 0."""
     a = asarray(a)
+    if not _unmasked(where):
+        w = _mask(where, a)
+        return _keep(w, prod(g, xp(a).where(w, a, 1), axis, keepdims), a)
     axes = norm_axes(axis, a.ndim)
     ge = expand(g, a.shape, axis, _flag(keepdims), like=a)
     return like(ge * cj(_others_product(a, axes)), a) if a.ndim else like(asarray(g, like=a), a)
 
 
-def extremum(g, ans, a, axis=None, keepdims=False):
-    """Adjoint of max/min: g shared evenly among the elements equal to the extremum."""
-    if type(a) is not _NDARRAY:
+def extremum(g, ans, a, axis=None, keepdims=False, where=True):
+    """Adjoint of max/min: g shared evenly among the elements equal to the extremum (among those
+    ``where=`` keeps)."""
+    if type(a) is not _NDARRAY and _unmasked(where):
         r = _rows.extremum_adjoint(g, ans, a, axis, keepdims)   # CuPy, last axis: one kernel
         if r is not None:
             return r
     a = asarray(a)
     ans_e = expand(ans, a.shape, axis, _flag(keepdims), like=a)
     mask = (a == ans_e)
+    if not _unmasked(where):
+        mask = mask & _mask(where, a)
     # the tie count in a's real dtype: a float32 adjoint stays float32 (an int64 count would
     # make ge / n float64, cast back by like)
     n = mask.sum(axis=norm_axes(axis, a.ndim), keepdims=True,
@@ -179,8 +241,13 @@ def extremum(g, ans, a, axis=None, keepdims=False):
     return like(mask * (ge / xp(a).maximum(n, 1)), a)
 
 
-def var(g, a, axis=None, ddof=0, keepdims=False, mean=None):
+def var(g, a, axis=None, ddof=0, keepdims=False, mean=None, where=True):
     a = asarray(a)
+    if not _unmasked(where):
+        n, d = _masked_centered(a, axis, _mask(where, a))
+        ge = expand(g, a.shape, axis, _flag(keepdims), like=a)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return like(ge * (2.0 / (n - ddof)) * d, a)
     n = count(a.shape, axis)
     mu = a.mean(axis=norm_axes(axis, a.ndim), keepdims=True) if mean is None or mean is _NoValue \
         else mean
@@ -188,16 +255,20 @@ def var(g, a, axis=None, ddof=0, keepdims=False, mean=None):
     return like(ge * (2.0 / (n - ddof)) * (a - mu), a)
 
 
-def std(g, ans, a, axis=None, ddof=0, keepdims=False):
+def std(g, ans, a, axis=None, ddof=0, keepdims=False, where=True):
     a = asarray(a)
-    n = count(a.shape, axis)
-    mu = a.mean(axis=norm_axes(axis, a.ndim), keepdims=True)
+    if _unmasked(where):
+        n = count(a.shape, axis)
+        d = a - a.mean(axis=norm_axes(axis, a.ndim), keepdims=True)
+    else:
+        n, d = _masked_centered(a, axis, _mask(where, a))
     ge = expand(g, a.shape, axis, _flag(keepdims), like=a)
     se = expand(ans, a.shape, axis, _flag(keepdims), like=a)
     m = xp(a)
     # a zero standard deviation (one element, or equal elements) has a zero subgradient here
     safe = m.where(se == 0, 1, se)
-    return like(m.where(se == 0, 0, ge * (a - mu) / ((n - ddof) * safe)), a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return like(m.where(se == 0, 0, ge * d / ((n - ddof) * safe)), a)
 
 
 def _correction(ddof, correction):
@@ -273,15 +344,21 @@ def _reduce_tangent(contrib, a, axis, keepdims):
     return asarray(contrib).sum(axis=norm_axes(axis, ndim(a)), keepdims=_flag(keepdims))
 
 
-def prod_tangent(t, a, axis=None, keepdims=False):
+def prod_tangent(t, a, axis=None, keepdims=False, where=True):
     a = asarray(a)
+    if not _unmasked(where):
+        w = _mask(where, a)
+        m = xp(a)
+        return prod_tangent(m.where(w, asarray(t, like=a), 0), m.where(w, a, 1), axis, keepdims)
     return _reduce_tangent(t * _others_product(a, norm_axes(axis, a.ndim)), a, axis, keepdims)
 
 
-def extremum_tangent(t, ans, a, axis=None, keepdims=False):
+def extremum_tangent(t, ans, a, axis=None, keepdims=False, where=True):
     a = asarray(a)
     ans_e = expand(ans, a.shape, axis, _flag(keepdims), like=a)
     mask = (a == ans_e)
+    if not _unmasked(where):
+        mask = mask & _mask(where, a)
     n = mask.sum(axis=norm_axes(axis, a.ndim), keepdims=True)
     # no element equals an all-nan slice's nan (nanmax/nanmin): its tangent is 0
     # (a select, not t * mask: a nan tangent off the extremum must not reach it)
@@ -291,21 +368,25 @@ def extremum_tangent(t, ans, a, axis=None, keepdims=False):
                            _count_as(xp(a).maximum(n, 1), t), a, axis, keepdims)
 
 
-def var_tangent(t, a, axis=None, ddof=0, keepdims=False):
+def var_tangent(t, a, axis=None, ddof=0, keepdims=False, where=True):
     a = asarray(a)
-    n = count(a.shape, axis)
-    mu = a.mean(axis=norm_axes(axis, a.ndim), keepdims=True)
-    c = (cj(a - mu) * t).real if a.dtype.kind == "c" or asarray(t).dtype.kind == "c" \
-        else (a - mu) * t
-    return _reduce_tangent(c * (2.0 / (n - ddof)), a, axis, keepdims)
+    if _unmasked(where):
+        n = count(a.shape, axis)
+        d = a - a.mean(axis=norm_axes(axis, a.ndim), keepdims=True)
+    else:
+        n, d = _masked_centered(a, axis, _mask(where, a))     # (d is 0 where the mask is False)
+        n = _count_as(n, d)
+    c = (cj(d) * t).real if a.dtype.kind == "c" or asarray(t).dtype.kind == "c" else d * t
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _reduce_tangent(c * (2.0 / (n - ddof)), a, axis, keepdims)
 
 
-def std_tangent(t, ans, a, axis=None, ddof=0, keepdims=False):
+def std_tangent(t, ans, a, axis=None, ddof=0, keepdims=False, where=True):
     """Tangent of std; 0 where the standard deviation is 0 (as the adjoint, see ``std``)."""
     m = xp(a)
     ans_ = asarray(ans, like=asarray(a))
     safe = m.where(ans_ == 0, 1, ans_)
-    return m.where(ans_ == 0, 0, var_tangent(t, a, axis, ddof, keepdims) / (2 * safe))
+    return m.where(ans_ == 0, 0, var_tangent(t, a, axis, ddof, keepdims, where) / (2 * safe))
 
 
 export(globals(), also=('_correction',))

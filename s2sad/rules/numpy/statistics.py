@@ -16,30 +16,34 @@ defrule(np.average, "a, axis=None, weights=None, returned=False, *, keepdims=Fal
              "weights": "_adj.average_tangent(t, ans, a, axis, weights, keepdims, 'weights')"},
         forbid={"returned": False}, ns=A)
 defrule(np.nansum, "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True",
-        vjp={"a": "_rt.dtype_guard(dtype, _adj.nansum(g, a, axis, keepdims))",
+        vjp={"a": "_rt.dtype_guard(dtype, _adj.nansum(g, a, axis, keepdims, where=where))",
              "initial": "_rt.unbroadcast(g, initial)"},
-        jvp={"a": "_adj.nansum_tangent(t, a, axis, keepdims)", "initial": "t"},
-        forbid={"out": None, "where": True}, ns=A)
+        jvp={"a": "_adj.nansum_tangent(t, a, axis, keepdims, where=where)", "initial": "t"},
+        forbid={"out": None}, ns=A)
 defrule(np.nanmean, "a, axis=None, dtype=None, out=None, keepdims=False, *, where=True",
-        vjp={"a": "_rt.dtype_guard(dtype, _adj.nansum(g, a, axis, keepdims, True))"},
-        jvp={"a": "_adj.nansum_tangent(t, a, axis, keepdims, True)"},
-        forbid={"out": None, "where": True}, ns=A)
+        vjp={"a": "_rt.dtype_guard(dtype, _adj.nansum(g, a, axis, keepdims, True, where=where))"},
+        jvp={"a": "_adj.nansum_tangent(t, a, axis, keepdims, True, where=where)"},
+        forbid={"out": None}, ns=A)
 # max/min over the values that are not nan: nan never equals the result, so it gets nothing
 _each([np.nanmax, np.nanmin], _MAX,
-      vjp={"a": "_adj.extremum(g, ans, a, axis, keepdims)",
-           "initial": "_rt.extremum_initial_adjoint(g, ans, a, initial, axis, keepdims)"},
-      jvp={"a": "_adj.extremum_tangent(t, ans, a, axis, keepdims)"},
-      forbid={"out": None, "where": True}, ns=A)
+      vjp={"a": "_adj.extremum(g, ans, a, axis, keepdims, where=where)",
+           "initial": "_rt.extremum_initial_adjoint(g, ans, a, initial, axis, keepdims, "
+                      "where=where)"},
+      jvp={"a": "_adj.extremum_tangent(t, ans, a, axis, keepdims, where=where)"},
+      forbid={"out": None}, ns=A)
 # variance and standard deviation of the values that are not nan (the nan entries get nothing)
 defrule(np.nanvar, _VAR,
-        vjp={"a": "_adj.nanvar(g, a, axis, _adj._correction(ddof, correction), keepdims)"},
-        jvp={"a": "_adj.nanvar_tangent(t, a, axis, _adj._correction(ddof, correction), keepdims)"},
-        forbid={"out": None, "where": True, "mean": None}, ns=A)
+        vjp={"a": "_adj.nanvar(g, a, axis, _adj._correction(ddof, correction), keepdims, "
+                  "where=where)"},
+        jvp={"a": "_adj.nanvar_tangent(t, a, axis, _adj._correction(ddof, correction), keepdims, "
+                  "where=where)"},
+        forbid={"out": None, "mean": None}, ns=A)
 defrule(np.nanstd, _VAR,
-        vjp={"a": "_adj.nanstd(g, ans, a, axis, _adj._correction(ddof, correction), keepdims)"},
+        vjp={"a": "_adj.nanstd(g, ans, a, axis, _adj._correction(ddof, correction), keepdims, "
+                  "where=where)"},
         jvp={"a": "_adj.nanstd_tangent(t, ans, a, axis, _adj._correction(ddof, correction), "
-                  "keepdims)"},
-        forbid={"out": None, "where": True, "mean": None}, ns=A)
+                  "keepdims, where=where)"},
+        forbid={"out": None, "mean": None}, ns=A)
 defrule(np.ptp, "a, axis=None, out=None, keepdims=False",
         vjp={"a": "_adj.ptp(g, a, axis, keepdims)"}, jvp={"a": "_adj.ptp_tangent(t, a, axis, keepdims)"},
         forbid={"out": None}, ns=A)
@@ -123,11 +127,18 @@ def average_tangent(t, ans, a, axis=None, weights=None, keepdims=False, which="a
     return (tw * (a_ - ae) / W).sum(axis=axes, keepdims=kd)
 
 
-def nansum(g, a, axis=None, keepdims=False, mean=False):
-    """Adjoint of ``np.nansum`` / ``np.nanmean``: nothing flows to the nan entries."""
+def _ok(a, where=True):
+    """Where ``a`` is not nan and ``where=`` keeps the element."""
+    ok = ~xp(a).isnan(a)
+    return ok if where is True else ok & xp(a).asarray(where, dtype=bool)
+
+
+def nansum(g, a, axis=None, keepdims=False, mean=False, where=True):
+    """Adjoint of ``np.nansum`` / ``np.nanmean``: nothing flows to the nan entries (nor to those
+    ``where=`` leaves out)."""
     a_ = asarray(a)
     m = xp(a_)
-    ok = ~m.isnan(a_)
+    ok = _ok(a_, where)
     ge = expand(g, a_.shape, axis, _keep(keepdims), like=a_)
     if mean:
         n = ok.sum(axis=norm_axes(axis, a_.ndim), keepdims=True)
@@ -135,10 +146,10 @@ def nansum(g, a, axis=None, keepdims=False, mean=False):
     return like(m.where(ok, ge, 0 * ge), a)
 
 
-def nansum_tangent(t, a, axis=None, keepdims=False, mean=False):
+def nansum_tangent(t, a, axis=None, keepdims=False, mean=False, where=True):
     a_ = asarray(a)
     m = xp(a_)
-    ok = ~m.isnan(a_)
+    ok = _ok(a_, where)
     t = asarray(t, like=a_)
     axes = norm_axes(axis, a_.ndim)
     r = m.where(ok, t, m.zeros_like(t)).sum(axis=axes, keepdims=_keep(keepdims))
@@ -146,11 +157,12 @@ def nansum_tangent(t, a, axis=None, keepdims=False, mean=False):
     return r / _count_as(ok.sum(axis=axes, keepdims=_keep(keepdims)), r) if mean else r
 
 
-def _nan_centered(a, axis):
-    """(ok, n, d) for the nan-reductions of spread: where ``a`` is not nan, how many such values
-    each slice has (kept dims), and ``a`` minus their mean there (0 at the nan entries)."""
+def _nan_centered(a, axis, where=True):
+    """(ok, n, d) for the nan-reductions of spread: where ``a`` is not nan (and ``where=`` keeps
+    it), how many such values each slice has (kept dims), and ``a`` minus their mean there (0 at
+    the other entries)."""
     m = xp(a)
-    ok = ~m.isnan(a)
+    ok = _ok(a, where)
     axes = norm_axes(axis, a.ndim)
     n = ok.sum(axis=axes, keepdims=True)
     z = m.where(ok, a, 0)
@@ -158,22 +170,22 @@ def _nan_centered(a, axis):
     return ok, n, m.where(ok, a - mu, 0)
 
 
-def nanvar(g, a, axis=None, ddof=0, keepdims=False):
+def nanvar(g, a, axis=None, ddof=0, keepdims=False, where=True):
     """Adjoint of ``np.nanvar``: as ``var``'s over the values that are not nan, 0 at the nan ones
     (a slice with no more than ``ddof`` values gives nan, as the variance does)."""
     a_ = asarray(a)
     m = xp(a_)
-    ok, n, d = _nan_centered(a_, axis)
+    ok, n, d = _nan_centered(a_, axis, where)
     ge = expand(g, a_.shape, axis, _keep(keepdims), like=a_)
     with np.errstate(divide="ignore", invalid="ignore"):
         r = ge * (2.0 / (n - ddof)) * d
     return like(m.where(ok, r, 0 * r), a)
 
 
-def nanvar_tangent(t, a, axis=None, ddof=0, keepdims=False):
+def nanvar_tangent(t, a, axis=None, ddof=0, keepdims=False, where=True):
     a_ = asarray(a)
     m = xp(a_)
-    ok, n, d = _nan_centered(a_, axis)
+    ok, n, d = _nan_centered(a_, axis, where)
     t = asarray(t, like=a_)
     c = (cj(d) * t).real if a_.dtype.kind == "c" or t.dtype.kind == "c" else d * t
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -181,11 +193,11 @@ def nanvar_tangent(t, a, axis=None, ddof=0, keepdims=False):
     return _reduce_tangent(m.where(ok, c, m.zeros_like(c)), a_, axis, keepdims)
 
 
-def nanstd(g, ans, a, axis=None, ddof=0, keepdims=False):
+def nanstd(g, ans, a, axis=None, ddof=0, keepdims=False, where=True):
     """Adjoint of ``np.nanstd``; 0 where the standard deviation is 0 (as ``std``'s)."""
     a_ = asarray(a)
     m = xp(a_)
-    ok, n, d = _nan_centered(a_, axis)
+    ok, n, d = _nan_centered(a_, axis, where)
     ge = expand(g, a_.shape, axis, _keep(keepdims), like=a_)
     se = expand(ans, a_.shape, axis, _keep(keepdims), like=a_)
     safe = m.where(se == 0, 1, se)
@@ -194,11 +206,11 @@ def nanstd(g, ans, a, axis=None, ddof=0, keepdims=False):
     return like(m.where(ok & (se != 0), r, 0 * r), a)
 
 
-def nanstd_tangent(t, ans, a, axis=None, ddof=0, keepdims=False):
+def nanstd_tangent(t, ans, a, axis=None, ddof=0, keepdims=False, where=True):
     m = xp(a)
     ans_ = asarray(ans, like=asarray(a))
     safe = m.where(ans_ == 0, 1, ans_)
-    return m.where(ans_ == 0, 0, nanvar_tangent(t, a, axis, ddof, keepdims) / (2 * safe))
+    return m.where(ans_ == 0, 0, nanvar_tangent(t, a, axis, ddof, keepdims, where) / (2 * safe))
 
 
 def ptp(g, a, axis=None, keepdims=False):

@@ -9,23 +9,26 @@ from ..registry import defrule
 # -- reduce and accumulate (axis=0 by default, unlike np.sum), outer -------------------------------
 _UREDUCE = "array, axis=0, dtype=None, out=None, keepdims=False, initial=None, where=True"
 defrule(np.add.reduce, _UREDUCE, name="np.add.reduce",
-        vjp={"array": "_rt.dtype_guard(dtype, _adj.sum(g, array, axis, keepdims))",
+        vjp={"array": "_rt.dtype_guard(dtype, _adj.sum(g, array, axis, keepdims, where=where))",
              "initial": "_rt.unbroadcast(g, initial)"},
-        jvp={"array": "np.add.reduce(t, axis=axis, keepdims=keepdims)"},
-        forbid={"out": None, "where": True}, ns=A)
+        jvp={"array": "np.add.reduce(t, axis=axis, keepdims=keepdims, where=where)"},
+        forbid={"out": None}, ns=A)
 defrule(np.multiply.reduce, _UREDUCE, name="np.multiply.reduce",
         vjp={"array": "_rt.dtype_guard(dtype, _adj.prod(_rt.times_initial(g, initial), array, axis, "
-                      "keepdims))",
-             "initial": "_rt.unbroadcast(g * np.prod(array, axis=axis, keepdims=keepdims), initial)"},
-        jvp={"array": "_rt.times_initial(_adj.prod_tangent(t, array, axis, keepdims), initial)",
-             "initial": "t * np.prod(array, axis=axis, keepdims=keepdims)"},
-        forbid={"out": None, "where": True}, ns=A)
+                      "keepdims, where=where))",
+             "initial": "_rt.unbroadcast(g * np.prod(array, axis=axis, keepdims=keepdims, "
+                        "where=where), initial)"},
+        jvp={"array": "_rt.times_initial(_adj.prod_tangent(t, array, axis, keepdims, where=where), "
+                      "initial)",
+             "initial": "t * np.prod(array, axis=axis, keepdims=keepdims, where=where)"},
+        forbid={"out": None}, ns=A)
 for _u in ("maximum", "minimum"):
     defrule(getattr(np, _u).reduce, _UREDUCE, name=f"np.{_u}.reduce",
-            vjp={"array": "_adj.extremum(g, ans, array, axis, keepdims)",
-                 "initial": "_rt.extremum_initial_adjoint(g, ans, array, initial, axis, keepdims)"},
-            jvp={"array": "_adj.extremum_tangent(t, ans, array, axis, keepdims)"},
-            forbid={"out": None, "where": True, "dtype": None}, ns=A)
+            vjp={"array": "_adj.extremum(g, ans, array, axis, keepdims, where=where)",
+                 "initial": "_rt.extremum_initial_adjoint(g, ans, array, initial, axis, keepdims, "
+                            "where=where)"},
+            jvp={"array": "_adj.extremum_tangent(t, ans, array, axis, keepdims, where=where)"},
+            forbid={"out": None, "dtype": None}, ns=A)
     defrule(getattr(np, _u).accumulate, "array, axis=0, dtype=None, out=None",
             name=f"np.{_u}.accumulate", vjp={"array": "_adj.running_extremum(g, ans, array, axis)"},
             forbid={"out": None, "dtype": None}, ns=A)
