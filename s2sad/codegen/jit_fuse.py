@@ -120,8 +120,9 @@ def _expr_type(node, env, globs):
                                                         "square") else t
         if mod == "math" and args and all(a is not None and a[0] == "s" for a in args):
             return ("s", "f")
-        if mod == "np" and fn == "sum" and len(args) == 1 and args[0] is not None and \
-                args[0][0] == "a" and args[0][1] == "f":
+        if mod == "np" and fn == "sum" and len(args) == 1 and not node.keywords and \
+                args[0] is not None and args[0][0] == "a" and args[0][1] == "f":
+            # (a scalar only over the whole array: np.sum(x, axis=1, keepdims=True) is an array)
             return ("s", "f")
         if mod == "_rt" and fn in ("unbroadcast", "zero_of") and len(args) >= 1:
             t = args[-1] if fn == "unbroadcast" else args[0]

@@ -128,6 +128,9 @@ def _load():
     substitute(np.kron)(kron)
     substitute(np.concatenate)(concatenate)
     substitute(np.stack)(stack)
+    from . import jit_reductions    # (np.max/min/mean/... over one axis, keepdims)
+    for fn, version in jit_reductions.versions().items():
+        substitute(fn)(version)
     try:
         import scipy.linalg as sl
     except ImportError:             # (no SciPy: nothing of it to stand in for)

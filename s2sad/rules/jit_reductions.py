@@ -1,0 +1,346 @@
+"""NumPy's reductions over one axis, and with ``keepdims``, for ``jit=True``.
+
+numba compiles ``np.sum(a)`` and ``np.sum(a, axis=k)``, but ``np.max``, ``np.min``, ``np.mean``,
+``np.prod``, ``np.var`` and ``np.std`` only over the whole array, and none of them with
+``keepdims``: ``np.max(x, axis=1)`` or ``x - np.mean(x, axis=1, keepdims=True)`` made a whole
+derivative run as Python.  The versions here take ``axis`` (``None`` or one integer, negative
+counted from the end) and ``keepdims`` (a constant, as a program writes it), with NumPy's results:
+its dtype (the mean, variance and standard deviation of integers are float64), shape, nan
+propagation (max/min), and its errors (a reduction without identity over an empty axis raises
+ValueError).  Any other argument (``out=``, ``dtype=``, ``initial=``, ``where=``, a tuple of axes,
+a complex array over an axis) is a typing error: the derivative runs as Python, with the
+fallback warning.  Over the whole array without keepdims each calls numba's own function, as a
+derivative did before these versions (complex arrays, and ``np.sum``'s ``dtype=``, included).
+Sums over an axis add in index order: NumPy adds pairwise along a contiguous axis, so the last
+bits of a long sum can differ (as numba's own ``np.sum`` does).
+
+:func:`versions` gives ``{numpy function: numba version}``; ``rules/jit_substitutes.py``
+registers them (this module imports nothing of s2sad).  The adjoint helpers of these reductions
+(``_adj.sum``, ``_adj.extremum``, ...: ``rules/jit.py``) already take one integer axis.
+"""
+import numpy as np
+from numba.core import types as nt
+from numba.cpython.unsafe.tuple import tuple_setitem
+from numba.extending import overload, register_jitable
+
+_SUM, _PROD, _MAX, _MIN, _MEAN, _VAR, _STD = range(7)
+_NAMES = {_MAX: "maximum", _MIN: "minimum"}
+
+
+def _value(t):
+    """The constant an argument type stands for (an omitted argument: its default, given as the
+    value itself or as ``Omitted``; a literal: its value), else the type."""
+    if isinstance(t, nt.Omitted):
+        return t.value
+    if isinstance(t, nt.NoneType):
+        return None
+    if isinstance(t, nt.Literal):
+        return t.literal_value
+    return t
+
+
+def _omitted(t, default=None):
+    """The argument is left at its default (omitted, or that constant)."""
+    v = _value(t)
+    return not isinstance(v, nt.Type) and (v is default if default is None else
+                                           type(v) is type(default) and v == default)
+
+
+def _flag(t):
+    """keepdims as a Python bool, or None when it is not a constant."""
+    v = _value(t)
+    return bool(v) if isinstance(v, (bool, int, np.bool_)) else None
+
+
+def _no_value(t):
+    """``initial=``/``where=`` left out (NumPy's ``_NoValue``, None or the ``True`` default)."""
+    v = _value(t)
+    return v is None or v is True or v is np._NoValue
+
+
+# -- the kernels: a C-ordered copy viewed as (outer, n, inner), reduced over n -----------------------
+@register_jitable
+def _split(shape, ax):
+    outer = 1
+    for d in range(ax):
+        outer *= shape[d]
+    inner = 1
+    for d in range(ax + 1, len(shape)):
+        inner *= shape[d]
+    return outer, shape[ax], inner
+
+
+@register_jitable
+def _axis_of(axis, nd):
+    if axis < -nd or axis >= nd:
+        raise ValueError("axis is out of bounds for array")
+    return axis % nd
+
+
+def _kernel(code):
+    """The kernel of ``code``: (b, ddof, dt) -> the (outer, inner) result of reducing a C-ordered
+    b of shape (outer, n, inner) over its middle axis, in dtype ``dt``."""
+    if code in (_SUM, _MEAN):
+        @register_jitable
+        def additive(b, ddof, dt):
+            o, n, m = b.shape
+            r = np.zeros((o, m), dt)
+            for i in range(o):
+                for k in range(n):
+                    for j in range(m):
+                        r[i, j] += b[i, k, j]
+            if code == _MEAN:
+                r /= n
+            return r
+        return additive
+    if code == _PROD:
+        @register_jitable
+        def product(b, ddof, dt):
+            o, n, m = b.shape
+            r = np.ones((o, m), dt)
+            for i in range(o):
+                for k in range(n):
+                    for j in range(m):
+                        r[i, j] *= b[i, k, j]
+            return r
+        return product
+    if code in (_MAX, _MIN):
+        larger = code == _MAX
+
+        @register_jitable
+        def extremum(b, ddof, dt):
+            o, n, m = b.shape
+            if n == 0:
+                raise ValueError("zero-size array to reduction operation which has no identity")
+            r = np.empty((o, m), dt)
+            for i in range(o):
+                for j in range(m):
+                    t = b[i, 0, j]
+                    for k in range(1, n):
+                        v = b[i, k, j]
+                        if v != v:                  # nan wins, as in NumPy
+                            t = v
+                            break
+                        if (v > t) if larger else (v < t):
+                            t = v
+                    r[i, j] = t
+            return r
+        return extremum
+    root = code == _STD
+
+    @register_jitable
+    def spread(b, ddof, dt):                        # var / std: two passes, as NumPy's
+        o, n, m = b.shape
+        r = np.empty((o, m), dt)
+        for i in range(o):
+            for j in range(m):
+                mu = dt(0)
+                for k in range(n):
+                    mu += b[i, k, j]
+                mu = mu / n
+                s = dt(0)
+                for k in range(n):
+                    d = b[i, k, j] - mu
+                    s += d * d
+                if n - ddof > 0:
+                    v = s / (n - ddof)
+                elif s > 0:                         # NumPy's s / max(n - ddof, 0), without
+                    v = dt(np.inf)                  # numba's ZeroDivisionError
+                else:
+                    v = dt(np.nan)
+                r[i, j] = np.sqrt(v) if root else v
+        return r
+    return spread
+
+
+def _impl(code, nd, keep, whole, dt):
+    """The body (a, axis, ddof) -> result for an array of ``nd`` dims: over the whole array
+    (``whole``) or one axis, with kept dims when ``keep``."""
+    kernel = _kernel(code)
+    if whole and keep:
+        @register_jitable
+        def whole_keep(a, axis, ddof):
+            r = kernel(np.ascontiguousarray(a).reshape((1, a.size, 1)), ddof, dt)
+            shp = a.shape
+            for d in range(nd):
+                shp = tuple_setitem(shp, d, 1)
+            return r.reshape(shp)
+        return whole_keep
+    if whole:
+        @register_jitable
+        def scalar(a, axis, ddof):
+            return kernel(np.ascontiguousarray(a).reshape((1, a.size, 1)), ddof, dt)[0, 0]
+        return scalar
+    if keep:
+        @register_jitable
+        def axis_keep(a, axis, ddof):
+            ax = _axis_of(axis, nd)
+            outer, n, inner = _split(a.shape, ax)
+            r = kernel(np.ascontiguousarray(a).reshape((outer, n, inner)), ddof, dt)
+            return r.reshape(tuple_setitem(a.shape, ax, 1))
+        return axis_keep
+    if nd == 1:
+        @register_jitable
+        def one_axis(a, axis, ddof):
+            _axis_of(axis, 1)
+            return kernel(np.ascontiguousarray(a).reshape((1, a.size, 1)), ddof, dt)[0, 0]
+        return one_axis
+    zeros = (0,) * (nd - 1)
+
+    @register_jitable
+    def axis_drop(a, axis, ddof):
+        ax = _axis_of(axis, nd)
+        outer, n, inner = _split(a.shape, ax)
+        r = kernel(np.ascontiguousarray(a).reshape((outer, n, inner)), ddof, dt)
+        shp = zeros
+        j = 0
+        for d in range(nd):
+            if d != ax:
+                shp = tuple_setitem(shp, j, a.shape[d])
+                j += 1
+        return r.reshape(shp)
+    return axis_drop
+
+
+def _whole_array(a, axis, keepdims):
+    """Over the whole array without keepdims: numba's own function, as before this module."""
+    return isinstance(a, nt.Array) and (axis is None or isinstance(axis, (nt.NoneType,
+                                                                          nt.Omitted))) and \
+        _flag(keepdims) is False
+
+
+def _typed(code, a, axis, keepdims):
+    """(nd, keep, whole, result dtype) for these argument types, or None (not handled)."""
+    if not isinstance(a, nt.Array) or not isinstance(a.dtype, (nt.Float, nt.Integer)) or \
+            isinstance(a.dtype, nt.Boolean):
+        return None
+    keep = _flag(keepdims)
+    if keep is None:
+        return None
+    whole = axis is None or isinstance(axis, (nt.NoneType, nt.Omitted))
+    if not whole and not isinstance(axis, nt.Integer):
+        return None
+    if code in (_MEAN, _VAR, _STD):
+        dt = a.dtype if isinstance(a.dtype, nt.Float) else nt.float64
+    elif code in (_SUM, _PROD) and isinstance(a.dtype, nt.Integer):
+        dt = nt.int64 if a.dtype.signed else nt.uint64
+    else:
+        dt = a.dtype
+    return a.ndim, keep, whole, dt
+
+
+def _np_dtype(dt):
+    from numba.np.numpy_support import as_dtype
+    return as_dtype(dt).type
+
+
+# -- the stubs and their overloads ---------------------------------------------------------------
+def _stub(name):
+    def stub(*args, **kwargs):
+        raise NotImplementedError(f"s2sad: np.{name}'s numba version runs inside numba-compiled "
+                                  f"derivatives only")
+    stub.__name__ = stub.__qualname__ = name
+    return stub
+
+
+amax, amin, sum, prod, mean, var, std = (_stub(n) for n in
+                                         ("max", "min", "sum", "prod", "mean", "var", "std"))
+
+
+def _extremum(code, builtin):
+    def ov(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+        if not (_omitted(out) and _no_value(initial) and _no_value(where)):
+            return None
+        if _whole_array(a, axis, keepdims):         # numba's own (complex arrays too)
+            return lambda a, axis=None, out=None, keepdims=False, initial=None, where=True: \
+                builtin(a)
+        t = _typed(code, a, axis, keepdims)
+        if t is None:
+            return None
+        run = _impl(code, t[0], t[1], t[2], _np_dtype(t[3]))
+        return lambda a, axis=None, out=None, keepdims=False, initial=None, where=True: \
+            run(a, axis, 0)
+    return ov
+
+
+overload(amax)(_extremum(_MAX, np.max))
+overload(amin)(_extremum(_MIN, np.min))
+
+
+def _additive(code, builtin):
+    def ov(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
+        if not (_omitted(out) and _no_value(initial) and _no_value(where)):
+            return None
+        whole = axis is None or isinstance(axis, (nt.NoneType, nt.Omitted))
+        if not _omitted(dtype):
+            # dtype=: numba's own np.sum takes it (without keepdims), as before this module
+            if code != _SUM or _flag(keepdims) is not False:
+                return None
+            if whole:
+                return lambda a, axis=None, dtype=None, out=None, keepdims=False, initial=None, \
+                    where=True: builtin(a, dtype=dtype)
+            return lambda a, axis=None, dtype=None, out=None, keepdims=False, initial=None, \
+                where=True: builtin(a, axis=axis, dtype=dtype)
+        if _whole_array(a, axis, keepdims):         # numba's own (complex arrays too)
+            return lambda a, axis=None, dtype=None, out=None, keepdims=False, initial=None, \
+                where=True: builtin(a)
+        t = _typed(code, a, axis, keepdims)
+        if t is None:
+            return None
+        nd, keep, whole, dt = t
+        if code == _SUM and not keep and not whole:
+            return lambda a, axis=None, dtype=None, out=None, keepdims=False, initial=None, \
+                where=True: builtin(a, axis=axis)
+        run = _impl(code, nd, keep, whole, _np_dtype(dt))
+        return lambda a, axis=None, dtype=None, out=None, keepdims=False, initial=None, \
+            where=True: run(a, axis, 0)
+    return ov
+
+
+overload(sum)(_additive(_SUM, np.sum))
+overload(prod)(_additive(_PROD, np.prod))
+
+
+@overload(mean)
+def _mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
+    if not (_omitted(dtype) and _omitted(out) and _no_value(where)):
+        return None
+    if _whole_array(a, axis, keepdims):
+        return lambda a, axis=None, dtype=None, out=None, keepdims=False, where=True: np.mean(a)
+    t = _typed(_MEAN, a, axis, keepdims)
+    if t is None:
+        return None
+    nd, keep, whole, dt = t
+    run = _impl(_MEAN, nd, keep, whole, _np_dtype(dt))
+    return lambda a, axis=None, dtype=None, out=None, keepdims=False, where=True: run(a, axis, 0)
+
+
+def _spread(code, builtin):
+    def ov(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True, mean=None,
+           correction=None):
+        if not (_omitted(dtype) and _omitted(out) and _no_value(where) and _omitted(mean) and
+                _omitted(correction)):
+            return None
+        if not isinstance(ddof, (nt.Integer, nt.Omitted, int)):
+            return None
+        if _whole_array(a, axis, keepdims) and _omitted(ddof, 0):
+            return lambda a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True, \
+                mean=None, correction=None: builtin(a)
+        t = _typed(code, a, axis, keepdims)
+        if t is None:
+            return None
+        run = _impl(code, t[0], t[1], t[2], _np_dtype(t[3]))
+        return lambda a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True, \
+            mean=None, correction=None: run(a, axis, ddof)
+    return ov
+
+
+overload(var)(_spread(_VAR, np.var))
+overload(std)(_spread(_STD, np.std))
+
+
+def versions():
+    """{NumPy function: its numba version} (``np.amax``/``np.amin`` are ``np.max``/``np.min``'s
+    aliases: both names get the version)."""
+    return {np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.sum: sum,
+            np.prod: prod, np.mean: mean, np.var: var, np.std: std}
