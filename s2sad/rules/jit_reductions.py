@@ -52,13 +52,18 @@ def _flag(t):
     return bool(v) if isinstance(v, (bool, int, np.bool_)) else None
 
 
+def _whole(axis):
+    """``axis`` is None (or left out): the reduction is over the whole array."""
+    return axis is None or isinstance(axis, (nt.NoneType, nt.Omitted))
+
+
 def _no_value(t):
     """``initial=``/``where=`` left out (NumPy's ``_NoValue``, None or the ``True`` default)."""
     v = _value(t)
     return v is None or v is True or v is np._NoValue
 
 
-# -- the kernels: a C-ordered copy viewed as (outer, n, inner), reduced over n -----------------------
+# -- the kernels: a C-ordered copy viewed as (outer, n, inner), reduced over n ----------------------
 @register_jitable
 def _split(shape, ax):
     outer = 1
@@ -80,30 +85,24 @@ def _axis_of(axis, nd):
 def _kernel(code):
     """The kernel of ``code``: (b, ddof, dt) -> the (outer, inner) result of reducing a C-ordered
     b of shape (outer, n, inner) over its middle axis, in dtype ``dt``."""
-    if code in (_SUM, _MEAN):
+    if code in (_SUM, _MEAN, _PROD):
+        multiply, mean = code == _PROD, code == _MEAN
+
         @register_jitable
-        def additive(b, ddof, dt):
+        def accumulate(b, ddof, dt):
             o, n, m = b.shape
-            r = np.zeros((o, m), dt)
+            r = np.ones((o, m), dt) if multiply else np.zeros((o, m), dt)
             for i in range(o):
                 for k in range(n):
                     for j in range(m):
-                        r[i, j] += b[i, k, j]
-            if code == _MEAN:
+                        if multiply:
+                            r[i, j] *= b[i, k, j]
+                        else:
+                            r[i, j] += b[i, k, j]
+            if mean:
                 r /= n
             return r
-        return additive
-    if code == _PROD:
-        @register_jitable
-        def product(b, ddof, dt):
-            o, n, m = b.shape
-            r = np.ones((o, m), dt)
-            for i in range(o):
-                for k in range(n):
-                    for j in range(m):
-                        r[i, j] *= b[i, k, j]
-            return r
-        return product
+        return accumulate
     if code in (_MAX, _MIN):
         larger = code == _MAX
 
@@ -204,9 +203,7 @@ def _impl(code, nd, keep, whole, dt):
 
 def _whole_array(a, axis, keepdims):
     """Over the whole array without keepdims: numba's own function, as before this module."""
-    return isinstance(a, nt.Array) and (axis is None or isinstance(axis, (nt.NoneType,
-                                                                          nt.Omitted))) and \
-        _flag(keepdims) is False
+    return isinstance(a, nt.Array) and _whole(axis) and _flag(keepdims) is False
 
 
 def _typed(code, a, axis, keepdims):
@@ -217,7 +214,7 @@ def _typed(code, a, axis, keepdims):
     keep = _flag(keepdims)
     if keep is None:
         return None
-    whole = axis is None or isinstance(axis, (nt.NoneType, nt.Omitted))
+    whole = _whole(axis)
     if not whole and not isinstance(axis, nt.Integer):
         return None
     if code in (_MEAN, _VAR, _STD):
@@ -271,7 +268,7 @@ def _additive(code, builtin):
     def ov(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
         if not (_omitted(out) and _no_value(initial) and _no_value(where)):
             return None
-        whole = axis is None or isinstance(axis, (nt.NoneType, nt.Omitted))
+        whole = _whole(axis)
         if not _omitted(dtype):
             # dtype=: numba's own np.sum takes it (without keepdims), as before this module
             if code != _SUM or _flag(keepdims) is not False:

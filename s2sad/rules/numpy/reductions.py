@@ -131,8 +131,8 @@ def _masked_count(w, axis, like_=None):
 
 
 def _masked_centered(a, axis, w):
-    """(n, d) for var/std with ``where=``: the count of each group (kept dims) and ``a`` minus its
-    mean over the kept elements, 0 at the others."""
+    """(n, d) for var/std with ``where=`` (and the nan-reductions', statistics.py): the count of
+    each group (kept dims) and ``a`` minus its mean over the kept elements, 0 at the others."""
     m = xp(a)
     axes = norm_axes(axis, a.ndim)
     n = w.sum(axis=axes, keepdims=True)

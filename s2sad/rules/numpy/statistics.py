@@ -6,7 +6,7 @@ import numpy as np
 from ... import runtime as _rt
 from ..adjoints import (A, _NoValue, _count_as, _each, _inverse, _mH, asarray, broadcast, cj, count,
                         expand, export, like, norm_axes, shape, tangent_as, xp)
-from .reductions import _MAX, _VAR, _reduce_tangent, extremum, extremum_tangent
+from .reductions import _MAX, _VAR, _masked_centered, _reduce_tangent, extremum, extremum_tangent
 from ..registry import defrule
 
 defrule(np.average, "a, axis=None, weights=None, returned=False, *, keepdims=False",
@@ -161,13 +161,9 @@ def _nan_centered(a, axis, where=True):
     """(ok, n, d) for the nan-reductions of spread: where ``a`` is not nan (and ``where=`` keeps
     it), how many such values each slice has (kept dims), and ``a`` minus their mean there (0 at
     the other entries)."""
-    m = xp(a)
     ok = _ok(a, where)
-    axes = norm_axes(axis, a.ndim)
-    n = ok.sum(axis=axes, keepdims=True)
-    z = m.where(ok, a, 0)
-    mu = z.sum(axis=axes, keepdims=True) / _count_as(m.maximum(n, 1), a)     # (float32 stays)
-    return ok, n, m.where(ok, a - mu, 0)
+    n, d = _masked_centered(a, axis, ok)
+    return ok, n, d
 
 
 def nanvar(g, a, axis=None, ddof=0, keepdims=False, where=True):
