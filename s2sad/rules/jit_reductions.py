@@ -63,7 +63,7 @@ def _no_value(t):
     return v is None or v is True or v is np._NoValue
 
 
-# -- the kernels: a C-ordered copy viewed as (outer, n, inner), reduced over n ----------------------
+# -- the kernels: a C-ordered copy viewed as (outer, n, inner), reduced over n ---------------------
 @register_jitable
 def _split(shape, ax):
     outer = 1
