@@ -61,20 +61,27 @@ def expand(fn, depth=0, named=None):
     taken = set(fn.params)
     for s in ir.walk(fn.body):
         taken.update(bound_names(s))
-    changed = _block(fn.body, fn, taken, counter, (getattr(fn, "pyfunc", None),), named)
+    closures = _closures(fn) if named is None else {}
+    changed = _block(fn.body, fn, taken, counter, (getattr(fn, "pyfunc", None),), named,
+                     closures=closures)
+    if closures:
+        _drop_unused_makers(fn, closures)
     return changed
 
 
-def _block(stmts, fn, taken, counter, stack, named=None, in_loop=False):
+def _block(stmts, fn, taken, counter, stack, named=None, in_loop=False, closures=None):
     changed = False
     i = 0
     while i < len(stmts):
         s = stmts[i]
         loop = in_loop or isinstance(s, (ir.For, ir.While))
         for b in ir.children(s):
-            changed |= _block(b, fn, taken, counter, stack, named, loop)
-        new = _inline_site(s, fn, taken, counter, stack, named, in_loop) \
-            if isinstance(s, ir.Assign) else None
+            changed |= _block(b, fn, taken, counter, stack, named, loop, closures)
+        new = None
+        if isinstance(s, ir.Assign):
+            new = _inline_closure_site(s, fn, taken, counter, closures) if closures else None
+            if new is None:
+                new = _inline_site(s, fn, taken, counter, stack, named, in_loop)
         if new is not None:
             stmts[i:i + 1] = new
             i += len(new)
@@ -161,8 +168,15 @@ def _inline_site(s, fn, taken, counter, stack, named=None, in_loop=False):
         return None
     # functions and modules passed in are constants inside
     statics.bind(body_fn, static_kinds(args))
+    return _splice(s, fn, body_fn, args, callee.__name__, taken, counter, refs, own_glb, own_refs)
+
+
+def _splice(s, fn, body_fn, args, name, taken, counter, refs=(), own_glb=None, own_refs=()):
+    """The statements that replace the call site ``s``: ``body_fn``'s (lowered, checked) body,
+    its variables renamed apart, its parameters bound to ``args``, its return assigned to s's
+    target."""
     counter[0] += 1
-    base = callee.__name__.lstrip("_")
+    base = name.lstrip("_")
     base = base if base.isidentifier() else "f"         # (a lambda: <lambda>)
     prefix = f"_{base}{counter[0]}_"
     names = set(body_fn.params)
@@ -190,6 +204,134 @@ def _inline_site(s, fn, taken, counter, stack, named=None, in_loop=False):
     if own_glb is not None and refs:
         fn.global_refs = (own_glb, tuple(own_refs) + tuple(refs))
     return out
+
+
+# -- local closures (jit=True) ------------------------------------------------------------------
+# A nested ``def``/``lambda`` called by its own name (``def rhs(y): return -k * y`` ... ``rhs(y)``)
+# reads what it captured when it is called (late binding): its body inlined at the call, with the
+# captured variables bound to the enclosing ones as they are there, computes the same.  numba
+# cannot compile the dynamic call, so without this a local right-hand side made the whole
+# derivative run as Python.  Only a closure bound once, without default values, that writes no
+# captured variable (``nonlocal``), whose name is read only as the callee of direct calls, and
+# whose captured variables are exactly the enclosing function's locals it reads.
+def _closures(fn):
+    """{name: (the making statement, the closure's code object)} of the local closures of
+    ``fn`` that qualify (above)."""
+    from .. import runtime
+    pyfunc = getattr(fn, "pyfunc", None)
+    code = getattr(pyfunc, "__code__", None)
+    if code is None:
+        return {}
+    makers, bound, other_reads = {}, {}, set()
+    for s in ir.walk(fn.body):
+        for v in bound_names(s):
+            bound[v] = bound.get(v, 0) + 1
+        call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) \
+            else None
+        if isinstance(s, ir.Assign) and isinstance(call, ir.Call) and \
+                isinstance(call.fn, ir.Static) and call.fn.obj is runtime.make_closure:
+            makers[s.target] = s
+        reads = _stmt_reads(s)
+        if isinstance(call, ir.Call) and isinstance(call.fn, ir.Dynamic):
+            reads = [v for v in reads if v != call.fn.var] + \
+                [v for a in call.args for v in ir.operand_vars(a) if v == call.fn.var] + \
+                [v for _, a in call.kwargs for v in ir.operand_vars(a) if v == call.fn.var]
+        other_reads.update(reads)
+    out = {}
+    for name, s in makers.items():
+        keys = s.value.args[0].value if isinstance(s.value.args[0], ir.Const) else None
+        if bound.get(name) != 1 or name in other_reads or name in fn.params or \
+                not isinstance(keys, tuple) or any(k.endswith("=") for k in keys):
+            continue
+        nested = _nested_code(code, s.value.extra.get("name") or "<lambda>", s.origin)
+        if nested is None or set(nested.co_freevars) != set(keys) or _writes_cells(nested):
+            continue
+        out[name] = (s, nested)
+    return out
+
+
+def _stmt_reads(s):
+    if isinstance(s, ir.Assign):
+        return s.value.reads() if isinstance(s.value, ir.Call) else ir.operand_vars(s.value)
+    if isinstance(s, ir.ExprStmt):
+        return s.call.reads()
+    if isinstance(s, ir.SetItem):
+        return [s.obj] + ir.operand_vars(s.index) + ir.operand_vars(s.value)
+    if isinstance(s, ir.Return):
+        return ir.operand_vars(s.value)
+    if isinstance(s, (ir.If, ir.While)):
+        return ir.operand_vars(s.test)
+    if isinstance(s, ir.For):
+        return [v for p in (s.start, s.stop, s.step) for v in ir.operand_vars(p)]
+    return []
+
+
+def _nested_code(code, name, origin):
+    """The code object of the closure named ``name`` defined at ``origin``'s line directly in
+    ``code``, if exactly one is."""
+    line = getattr(origin, "line", None)
+    if getattr(origin, "file", None) != code.co_filename:     # (made in an inlined callee)
+        return None
+    hits = [c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == name and
+            c.co_firstlineno == line]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _writes_cells(code):
+    import dis
+    return any(ins.opname in ("STORE_DEREF", "DELETE_DEREF") for ins in dis.get_instructions(code))
+
+
+def _inline_closure_site(s, fn, taken, counter, closures):
+    call = s.value
+    if not (isinstance(call, ir.Call) and isinstance(call.fn, ir.Dynamic) and
+            call.fn.var in closures and not call.kwargs and not set(call.extra) - {"captured"}):
+        return None
+    make, code = closures[call.fn.var]
+    pyfunc = fn.pyfunc
+    cells = tuple(types.CellType() for _ in code.co_freevars)     # (empty: data parameters)
+    callee = types.FunctionType(code, pyfunc.__globals__, code.co_name, None, cells)
+    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_VARARGS |
+                        inspect.CO_VARKEYWORDS | inspect.CO_ASYNC_GENERATOR):
+        return None
+    try:
+        src = FunctionSource(callee)
+        body_fn = lower(src)
+        jumps.structure(body_fn)
+    except Exception:                    # (what cannot be lowered stays a call)
+        return None
+    if list(src.data_cells) != list(code.co_freevars):
+        return None
+    held = dict(zip(make.value.args[0].value, make.value.args[1:]))    # (cell -> enclosing var)
+    args = [held[v] for v in code.co_freevars] + list(call.args)    # (captured: as they are now)
+    if len(args) != len(body_fn.params) or not body_fn.body or \
+            not isinstance(body_fn.body[-1], ir.Return) or \
+            sum(1 for _ in ir.walk(body_fn.body)) > MAX_STATEMENTS or \
+            not _simple(body_fn.body[:-1]):
+        return None
+    for name, value in body_fn.namespace.items():
+        if name in fn.namespace and fn.namespace[name] is not value:
+            return None
+    refs = getattr(body_fn, "global_refs", (None, ()))[1]
+    own_glb, own_refs = getattr(fn, "global_refs", (None, ()))
+    return _splice(s, fn, body_fn, args, code.co_name, taken, counter, refs, own_glb, own_refs)
+
+
+def _drop_unused_makers(fn, closures):
+    """Remove the making statements of the closures no call reads any more (all inlined)."""
+    read = set()
+    for s in ir.walk(fn.body):
+        read.update(_stmt_reads(s))
+    gone = {id(make) for name, (make, _) in closures.items() if name not in read}
+    if gone:
+        _remove(fn.body, gone)
+
+
+def _remove(stmts, gone):
+    stmts[:] = [s for s in stmts if id(s) not in gone]
+    for s in stmts:
+        for b in ir.children(s):
+            _remove(b, gone)
 
 
 def _rename_call(call, ren):

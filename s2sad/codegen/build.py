@@ -46,6 +46,8 @@ def inline_for_jit(fn, param_kinds, kinds):
         if not inline.expand(fn):
             break
         kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
+    from .jit import methods_as_functions
+    methods_as_functions(fn, kinds)
     return kinds
 
 

@@ -31,6 +31,7 @@ from ..errors import UnsupportedSyntaxError
 from ..frontend.analysis import (IN_PLACE_METHODS, activity, changed_in_place, in_place_call,
                                  written_arrays)
 from . import text as T
+from .jit import template_methods_as_functions
 from .reverse import _OpaqueSite, _is_scalar_operand
 
 _DISPLAYS = (runtime.build_list, runtime.build_tuple, runtime.build_dict)
@@ -135,6 +136,8 @@ class ForwardEmitter:
         tree = rule.tangent_template(p)
         if self.jit:
             tree = _drop_default_keywords(tree, rule, bound)
+            tree = template_methods_as_functions(
+                tree, set(rule.signature.parameters) | {"t", "ans"})
         names = {n.id for n in _ast.walk(tree) if isinstance(n, _ast.Name)}
         mapping = {}
         for q in rule.signature.parameters:

@@ -104,6 +104,49 @@ def frozen_reads(py, namespace):
     return None
 
 
+# ndarray methods that numba compiles without arguments only, or not at all (``trace``), while it
+# compiles (with rules/jit_reductions' versions) the NumPy function of the same name with them
+_AS_FUNCTION = frozenset({"max", "min", "sum", "mean", "prod", "var", "std", "trace", "cumsum",
+                          "cumprod", "argmax", "argmin", "all", "any"})
+
+
+def methods_as_functions(fn, kinds):
+    """Mark the method calls of ``fn`` on arrays that numba would not compile as written but
+    compiles as NumPy's function (``x.max(axis=1)``, ``A.trace()``): their text is
+    ``_np.max(x, axis=1)`` (``call.extra["as_function"]``; NumPy's method takes its function's
+    arguments after the array, and ``_np`` is NumPy, its reductions bound to their numba
+    versions).  Only for ``jit=True``: Python mode calls the method the user wrote."""
+    from .. import ir
+    for s in ir.walk(fn.body):
+        call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) \
+            else None
+        if isinstance(call, ir.Call) and isinstance(call.fn, ir.Method) and \
+                call.fn.name in _AS_FUNCTION and call.args and isinstance(call.args[0], str) and \
+                kinds.get(call.args[0]) == "a" and \
+                (len(call.args) > 1 or call.kwargs or call.fn.name == "trace"):
+            call.extra["as_function"] = call.fn.name
+
+
+def template_methods_as_functions(tree, names):
+    """A rule template's tree (``jit=True``) with its method calls of :data:`_AS_FUNCTION` on one
+    of ``names`` (the template's parameters: arrays, never modules) written as NumPy's function:
+    ``t.trace(offset, axis1, axis2)`` -> ``_np.trace(t, offset, axis1, axis2)``."""
+    import ast
+    import copy
+
+    class _Rewrite(ast.NodeTransformer):
+        def visit_Call(self, node):
+            self.generic_visit(node)
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr in _AS_FUNCTION and \
+                    isinstance(f.value, ast.Name) and f.value.id in names:
+                node.func = ast.Attribute(ast.Name("_np", ast.Load()), f.attr, ast.Load())
+                node.args = [f.value] + node.args
+            return node
+
+    return ast.fix_missing_locations(_Rewrite().visit(copy.deepcopy(tree)))
+
+
 def bind_namespace(fn, namespace, forward=False, arrays=()):
     """Make a generated module's namespace (``namespace``, for the IR function ``fn``) the one
     ``numba.njit`` compiles against: ``_rt``, ``_adj`` (and, for forward mode, ``_fw``) are the
@@ -160,10 +203,12 @@ def rebind(namespace, binding):
 
 
 def _bind_helpers(namespace, forward):
+    import numpy as np
     from .. import ir
     from ..rules import jit as _jit_adj
     from ..runtime import jit as _jit_rt
     namespace["_rt"] = _jit_rt.namespace()
+    namespace["_np"] = np               # (methods written as functions: methods_as_functions)
     for k, v in list(namespace.items()):
         if isinstance(v, ir.Origin):
             namespace[k] = 0            # (a check's site: numba cannot type it; the check

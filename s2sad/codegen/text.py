@@ -191,6 +191,8 @@ def call_text(call, consts, callee_text=None):
         return f"{a[0]}.{fn.name}"
     kw = [f"{k}={item_text(v, consts)}" for k, v in call.kwargs]
     if isinstance(fn, ir.Method):
+        if call.extra.get("as_function"):       # (jit=True: codegen/jit.methods_as_functions)
+            return f"_np.{fn.name}({', '.join(bare + kw)})"
         return f"{a[0]}.{fn.name}({', '.join(bare[1:] + kw)})"
     if callee_text is None:
         callee_text = fn.text if isinstance(fn, ir.Static) else operand_text(fn.var, consts)

@@ -759,14 +759,51 @@ def _std(g, ans, a, axis=None, ddof=0, keepdims=False):
     return impl2
 
 
+@register_jitable
+def _others_along(a, ax, one):
+    """For each element of ``a``, the product of the other elements of its line along axis
+    ``ax`` (C-ordered, of a's shape), exact with zeros: left and right running products."""
+    f = np.ascontiguousarray(a).ravel()
+    out = np.empty(f.size, f.dtype)
+    n = a.shape[ax]
+    inner = 1
+    for d in range(ax + 1, a.ndim):
+        inner *= a.shape[d]
+    if f.size == 0:
+        return out.reshape(a.shape)
+    for o in range(f.size // (n * inner)):
+        for i in range(inner):
+            base = o * n * inner + i
+            p = one
+            for j in range(n):
+                out[base + j * inner] = p
+                p = p * f[base + j * inner]
+            p = one
+            for j in range(n - 1, -1, -1):
+                out[base + j * inner] *= p
+                p = p * f[base + j * inner]
+    return out.reshape(a.shape)
+
+
 @overload(prod)
 def _prod(g, a, axis=None, keepdims=False):
     """g times the product of the other elements, exact with zeros (left and right running
-    products, as the Python helper's cumprods)."""
-    if not (_whole(axis) and _fc_array(a) and isinstance(g, (nt.Float, nt.Complex)) and
-            _fits(g, a)):
+    products, as the Python helper's cumprods); over the whole array or one axis."""
+    if not (_fc_array(a) and _fits(g, a)):
         return None
     dt = a.dtype
+    kind = _reduced(g, a, axis)
+    if kind == "scalar":                    # (a 1-d array over its axis)
+        return lambda g, a, axis=None, keepdims=False: \
+            like(g * _jrt.cj(_others_along(a, axis % a.ndim, dt(1))), a)
+    if kind is not None:
+        def along(g, a, axis=None, keepdims=False):
+            ax = axis % a.ndim
+            ge = _spread(g, a.shape, ax, np.empty(a.shape, dt))
+            return like(ge * _jrt.cj(_others_along(a, ax, dt(1))), a)
+        return along
+    if not (_whole(axis) and isinstance(g, (nt.Float, nt.Complex))):
+        return None
 
     def impl(g, a, axis=None, keepdims=False):
         f = np.ascontiguousarray(a).ravel()
@@ -781,6 +818,31 @@ def _prod(g, a, axis=None, keepdims=False):
             right[n - 1 - i] = right[n - i] * f[n - i]
         return like(g * _jrt.cj(left * right).reshape(a.shape), a)
     return impl
+
+
+def prod_tangent(t, a, axis=None, keepdims=False):
+    raise NotImplementedError
+
+
+@overload(prod_tangent, prefer_literal=True)
+def _prod_tangent(t, a, axis=None, keepdims=False):
+    """sum of t times the product of the other elements, over the whole array or one axis (as
+    ``rules.numpy.reductions.prod_tangent``)."""
+    if not (_fc_array(a) and isinstance(t, nt.Array) and t.ndim == a.ndim and _fits(t, a)):
+        return None
+    dt = a.dtype
+    keep = _lit(keepdims, _NOLIT)
+    if _whole(axis) and keep is False:
+        def whole(t, a, axis=None, keepdims=False):
+            f = np.ascontiguousarray(a).ravel()
+            return np.sum(np.ascontiguousarray(t).ravel() * _others_along(f, 0, dt(1)))
+        return whole
+    if isinstance(axis, nt.Integer) and keep in (False, True):
+        def along(t, a, axis=None, keepdims=False):
+            ax = axis % a.ndim
+            s = np.sum(t * _others_along(a, ax, dt(1)), axis=ax)
+            return np.expand_dims(s, ax) if keep else s
+        return along
 
 
 @overload(extremum)
@@ -1120,7 +1182,8 @@ def namespace():
     return _jrt.helper_module("s2sad_jit_adjoints", "_adj", (
                  "sum", "mean", "matmul", "dot", "like", "kron", "diag", "triu", "tril", "outer",
                  "reshape_back", "transpose", "inv", "det", "slogdet", "solve", "cholesky",
-                 "where", "maximum", "_correction", "var", "std", "prod", "extremum", "norm",
+                 "where", "maximum", "_correction", "var", "std", "prod", "prod_tangent",
+                 "extremum", "norm",
                  "norm_tangent",
                  "power_base", "power_exponent", "array_adjoint_of", "solve_triangular",
                  "concatenate", "stack", "cumsum", "trace", "clip_bounds", "clip",

@@ -91,6 +91,9 @@ def _apply(namespace, paths):
         if v is not None:
             namespace[name] = v
     tree = {}                       # root name -> {attr path...: version}
+    for name, value in namespace.items():
+        if value is np:             # (NumPy's reductions as rule templates and methods written as
+            tree[name] = dict(_NUMPY_LEAVES)    # functions call them: np.mean(_d_x, axis=0))
     for text, v in paths.items():
         parts = text.split(".")
         tree.setdefault(parts[0], {})[tuple(parts[1:])] = v
@@ -117,6 +120,7 @@ def _stand_in(obj, leaves):
 
 _LOADED = False
 _MODULE_HOOKS = []
+_NUMPY_LEAVES = {}          # (name,) -> version: bound on every name that holds NumPy itself
 
 
 def _load():
@@ -131,6 +135,7 @@ def _load():
     from . import jit_reductions    # (np.max/min/mean/... over one axis, keepdims)
     for fn, version in jit_reductions.versions().items():
         substitute(fn)(version)
+        _NUMPY_LEAVES[(fn.__name__,)] = version
     try:
         import scipy.linalg as sl
     except ImportError:             # (no SciPy: nothing of it to stand in for)

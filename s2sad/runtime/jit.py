@@ -613,6 +613,18 @@ def helper_module(modname, prefix, names, ns):
     return mod
 
 
+def times_initial(g, initial=None):
+    raise NotImplementedError
+
+
+@overload(times_initial)
+def _times_initial(g, initial=None):
+    """g, times ``initial`` where one is given (``runtime.arrays.times_initial``)."""
+    if initial is None or isinstance(initial, (nt.NoneType, nt.Omitted)):
+        return lambda g, initial=None: g
+    return lambda g, initial=None: g * initial
+
+
 def namespace():
     """A module holding the compiled helpers under the names generated code uses (``_rt``)."""
     return helper_module("s2sad_jit_runtime", "_rt", (
@@ -621,7 +633,7 @@ def namespace():
                  "add", "snap", "own",
                  "pow_base_adjoint", "pow_exponent_adjoint", "abs_adjoint", "seq", "loop_seq",
                  "seq_adjoint_of", "unappend", "parts", "extremum_adjoint", "fdiv", "flat",
-                 "inexact", "keep_if"),
+                 "inexact", "keep_if", "times_initial"),
                  globals())
 
 

@@ -153,3 +153,64 @@ def test_whole_array_calls_stay_numbas_own():
     want = np.sum(a) + np.sum(a, axis=0)[0] + np.prod(c).real + np.mean(c).real + np.max(a) + \
         np.var(a) + np.std(a, ddof=1)
     assert f(a, c) == pytest.approx(want, rel=1e-12)
+
+
+# ndarray methods with arguments (codegen/jit.methods_as_functions: ``_np.max(x, axis=1)``) and
+# np.prod over one axis (its adjoint, rules/jit._prod), which made the derivative run as Python
+def _methods(x):
+    return np.sum(x.max(axis=1) ** 2) + np.sum(x.mean(0) * x.sum(axis=0)) + \
+        x.std(axis=1, ddof=1).sum() + x[:5, :5].trace() + \
+        np.sum(x.var(axis=-1, keepdims=True) * x) + x.min(axis=0).sum() + x.T.dot(x).trace()
+
+
+def _prods(x):
+    return np.sum(np.prod(x, axis=1) ** 2) + np.sum(x.prod(axis=0, keepdims=True) * x) + \
+        np.prod(x[0], axis=0) + np.sum(np.prod(x, -1, keepdims=True))
+
+
+def _prod_3d(x):
+    return np.sum(np.sin(np.prod(x, axis=1))) + np.sum(np.prod(x, axis=0) ** 2)
+
+
+def test_methods_with_arguments_compile():
+    same_as_python(_methods, (X,), (0,))
+
+
+def test_methods_written_as_functions_in_the_jit_source_only():
+    import s2sad
+    d = s2sad.differentiate(_methods, jit=True)
+    d.grad(X)
+    src = d.adjoint_source(jit=True)
+    assert "_np.max(x, axis=1)" in src and "_np.trace(_" in src and "_np.mean(x, 0)" in src
+    assert "x.max(axis=1)" in s2sad.differentiate(_methods).adjoint_source(X)
+
+
+@pytest.mark.parametrize("x", [X, np.where(np.abs(X) < 0.3, 0.0, X),
+                               np.array([[0.0, 2.0, 0.0], [1.5, 0.0, -2.0]])],
+                         ids=["plain", "zeros", "two_zeros_in_a_line"])
+def test_prod_over_an_axis_compiles(x):
+    same_as_python(_prods, (x,), (0,))
+
+
+def test_prod_over_the_middle_axis_of_3d():
+    x = RNG.normal(size=(2, 3, 4))
+    x[1, 1, 2] = 0.0
+    same_as_python(_prod_3d, (x,), (0,))
+
+
+@pytest.mark.parametrize("f", [_methods, _prods, _prod_3d, lambda x: np.prod(x) * np.sum(x)],
+                         ids=["methods", "prods", "prod_3d", "prod_whole"])
+def test_forward_mode_compiles_the_same(f):
+    import warnings
+
+    import s2sad
+    from s2sad.errors import JitFallbackWarning
+    x = X if f is not _prod_3d else RNG.normal(size=(2, 3, 4))
+    t = RNG.normal(size=x.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        vj, tj = s2sad.jvp(f, (x,), (t,), jit=True)
+    vp, tp = s2sad.jvp(f, (x,), (t,))
+    assert vj == pytest.approx(vp, rel=1e-12) and tj == pytest.approx(tp, rel=1e-10)
+    eps = 1e-6
+    assert tj == pytest.approx((f(x + eps * t) - f(x - eps * t)) / (2 * eps), rel=1e-6)
