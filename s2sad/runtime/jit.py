@@ -45,6 +45,46 @@ def _basic_index(idx):
     return isinstance(idx, nt.BaseTuple) and all(isinstance(t, one) for t in idx.types)
 
 
+def _gather_index(idx, x, contiguous=True):
+    """A 1-d integer array (``x[idx]``: rows of x, repeats allowed), or a boolean mask of a 1-d
+    x's shape (``x[mask]``): indices whose adjoint ``_scatter_rows``/``_scatter_mask`` add."""
+    if not isinstance(idx, nt.Array) or not isinstance(x, nt.Array):
+        return None
+    if isinstance(idx.dtype, nt.Integer) and idx.ndim == 1:
+        return "rows"
+    if isinstance(idx.dtype, nt.Boolean) and idx.ndim == x.ndim == 1 and \
+            (x.layout == "C" or not contiguous):        # (numba indexes with 1-d masks only)
+        return "mask"
+    return None
+
+
+@register_jitable
+def _scatter_rows(acc, idx, g):
+    """acc[idx] += g with repeated indices each added (np.add.at): rows of acc."""
+    n = acc.shape[0]
+    for k in range(idx.size):
+        i = idx[k]
+        if i < 0:
+            i += n
+        acc[i] += g[k]
+    return acc
+
+
+@register_jitable
+def _scatter_mask(acc, mask, g):
+    """acc[mask] += g, g holding the selected elements in C order; acc C-contiguous."""
+    if mask.shape != acc.shape:
+        raise IndexError("s2sad jit: a boolean index of another shape than the array")
+    flat = acc.reshape(acc.size)
+    m = np.ascontiguousarray(mask).reshape(mask.size)
+    j = 0
+    for k in range(m.size):
+        if m[k]:
+            flat[k] += g[j]
+            j += 1
+    return acc
+
+
 def _float_dtype(x):
     """The dtype of an adjoint of array type ``x``: its own if floating, else float64."""
     d = x.dtype
@@ -271,9 +311,15 @@ def _getitem_adjoint(g, x, idx):
         if idx.literal_value in (1, -1):
             return lambda g, x, idx: (0.0, g)
         return None
+    gather = _gather_index(idx, x, contiguous=False)     # (scattered into new zeros)
+    if gather is not None and isinstance(g, nt.Array):
+        dt = _float_dtype(x)
+        if gather == "rows":
+            return lambda g, x, idx: _scatter_rows(np.zeros(x.shape, dt), idx, real_like(g, x))
+        return lambda g, x, idx: _scatter_mask(np.zeros(x.shape, dt), idx, real_like(g, x))
     if not isinstance(x, nt.Array) or not _basic_index(idx):
         raise TypingError("s2sad jit: the adjoint of this subscript is not compiled "
-                          "(an index other than integers and slices)")
+                          "(an index other than integers, slices, an integer array or a mask)")
     dt = _float_dtype(x)
 
     def impl(g, x, idx):
@@ -295,9 +341,14 @@ def _acc_getitem(acc, x, idx, g):
             return None
         k %= n
         return lambda acc, x, idx, g: tuple_setitem(acc, k, acc[k] + g)
+    gather = _gather_index(idx, acc)
+    if gather is not None and isinstance(g, nt.Array):
+        if gather == "rows":
+            return lambda acc, x, idx, g: _scatter_rows(acc, idx, real_like(g, acc))
+        return lambda acc, x, idx, g: _scatter_mask(acc, idx, real_like(g, acc))
     if not isinstance(acc, nt.Array) or not _basic_index(idx):
         raise TypingError("s2sad jit: the adjoint of this subscript is not compiled "
-                          "(an index other than integers and slices)")
+                          "(an index other than integers, slices, an integer array or a mask)")
 
     def impl(acc, x, idx, g):
         acc[idx] += real_like(g, acc)
