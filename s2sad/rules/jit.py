@@ -867,6 +867,115 @@ def _extremum(g, ans, a, axis=None, keepdims=False):
     return impl2
 
 
+# -- scipy.special.logsumexp, softmax, log_softmax ---------------------------------------------
+def logsumexp(g, ans, a, axis=None, b=None, keepdims=False, which=0, return_sign=False):
+    raise NotImplementedError
+
+
+def logsumexp_tangent(t, ans, a, axis=None, b=None, keepdims=False, which=0, return_sign=False):
+    raise NotImplementedError
+
+
+def softmax(g, ans, x, axis=None):
+    raise NotImplementedError
+
+
+def log_softmax(g, ans, x, axis=None):
+    raise NotImplementedError
+
+
+def _lse_plain(a, b, which, return_sign):
+    """The forms compiled here: a real float array, for ``a`` (which=0), no b=, no sign."""
+    return _fc_array(a) and _real(a) and _lit(b, _NOLIT) is None and \
+        _lit(which, _NOLIT) == 0 and _lit(return_sign, _NOLIT) is False
+
+
+@overload(logsumexp, prefer_literal=True)
+def _logsumexp(g, ans, a, axis=None, b=None, keepdims=False, which=0, return_sign=False):
+    """g exp(a - ans), g and ans spread along the reduced axis (``rules.scipy.special``)."""
+    if not _lse_plain(a, b, which, return_sign):
+        return None
+    dt = a.dtype
+    if _whole(axis) and isinstance(g, (nt.Float, nt.Integer)) and isinstance(ans, nt.Float):
+        return lambda g, ans, a, axis=None, b=None, keepdims=False, which=0, \
+            return_sign=False: like(g * np.exp(a - ans), a)
+    kind = _reduced(g, a, axis)
+    if kind == "scalar" and isinstance(ans, nt.Float):
+        return lambda g, ans, a, axis=None, b=None, keepdims=False, which=0, \
+            return_sign=False: like(g * np.exp(a - ans), a)
+    if kind == "array" and isinstance(ans, nt.Array) and ans.ndim == g.ndim:
+        def impl(g, ans, a, axis=None, b=None, keepdims=False, which=0, return_sign=False):
+            ax = axis % a.ndim
+            ge = _spread(g, a.shape, ax, np.empty(a.shape, dt))
+            le = _spread(ans, a.shape, ax, np.empty(a.shape, dt))
+            return like(ge * np.exp(a - le), a)
+        return impl
+
+
+@overload(logsumexp_tangent, prefer_literal=True)
+def _logsumexp_tangent(t, ans, a, axis=None, b=None, keepdims=False, which=0,
+                       return_sign=False):
+    """sum of exp(a - ans) t over the reduced axis."""
+    if not (_lse_plain(a, b, which, return_sign) and isinstance(t, nt.Array) and
+            t.ndim == a.ndim):
+        return None
+    dt = a.dtype
+    keep = _lit(keepdims, _NOLIT)
+    if _whole(axis) and keep is False and isinstance(ans, nt.Float):
+        return lambda t, ans, a, axis=None, b=None, keepdims=False, which=0, \
+            return_sign=False: np.sum(np.exp(a - ans) * t)
+    if isinstance(axis, nt.Integer) and keep in (False, True) and \
+            (isinstance(ans, nt.Array) or a.ndim == 1 and isinstance(ans, nt.Float)):
+        def along(t, ans, a, axis=None, b=None, keepdims=False, which=0, return_sign=False):
+            ax = axis % a.ndim
+            le = _spread(np.asarray(ans), a.shape, ax, np.empty(a.shape, dt))
+            s = np.sum(np.exp(a - le) * t, axis=ax)
+            return np.expand_dims(s, ax) if keep else s
+        return along
+
+
+def _softmax_form(g, ans, x, axis):
+    """"whole" or "axis" where g, ans and x are float arrays of one shape, else None."""
+    if not (_fc_array(x) and _real(x) and isinstance(g, nt.Array) and
+            isinstance(ans, nt.Array) and g.ndim == ans.ndim == x.ndim):
+        return None
+    return "whole" if _whole(axis) else "axis" if isinstance(axis, nt.Integer) else None
+
+
+@overload(softmax)
+def _softmax(g, ans, x, axis=None):
+    """g ans - ans sum(g ans) along the axis."""
+    form = _softmax_form(g, ans, x, axis)
+    dt = x.dtype if form else None
+    if form == "whole":
+        def whole(g, ans, x, axis=None):
+            gs = g * ans
+            return like(gs - ans * np.sum(gs), x)
+        return whole
+    if form == "axis":
+        def along(g, ans, x, axis=None):
+            ax = axis % x.ndim
+            gs = g * ans
+            return like(gs - ans * _spread(np.sum(gs, axis=ax), x.shape, ax,
+                                           np.empty(x.shape, dt)), x)
+        return along
+
+
+@overload(log_softmax)
+def _log_softmax(g, ans, x, axis=None):
+    """g - exp(ans) sum(g) along the axis."""
+    form = _softmax_form(g, ans, x, axis)
+    dt = x.dtype if form else None
+    if form == "whole":
+        return lambda g, ans, x, axis=None: like(g - np.exp(ans) * np.sum(g), x)
+    if form == "axis":
+        def along(g, ans, x, axis=None):
+            ax = axis % x.ndim
+            return like(g - np.exp(ans) * _spread(np.sum(g, axis=ax), x.shape, ax,
+                                                  np.empty(x.shape, dt)), x)
+        return along
+
+
 # -- np.linalg.norm -----------------------------------------------------------------------------
 def norm(g, ans, x, ord=None, axis=None, keepdims=False):
     raise NotImplementedError
@@ -1183,7 +1292,8 @@ def namespace():
                  "sum", "mean", "matmul", "dot", "like", "kron", "diag", "triu", "tril", "outer",
                  "reshape_back", "transpose", "inv", "det", "slogdet", "solve", "cholesky",
                  "where", "maximum", "_correction", "var", "std", "prod", "prod_tangent",
-                 "extremum", "norm",
+                 "extremum", "norm", "logsumexp", "logsumexp_tangent", "softmax",
+                 "log_softmax",
                  "norm_tangent",
                  "power_base", "power_exponent", "array_adjoint_of", "solve_triangular",
                  "concatenate", "stack", "cumsum", "trace", "clip_bounds", "clip",

@@ -23,7 +23,7 @@ from numba.core import types as nt
 from numba.cpython.unsafe.tuple import tuple_setitem
 from numba.extending import overload, register_jitable
 
-_SUM, _PROD, _MAX, _MIN, _MEAN, _VAR, _STD = range(7)
+_SUM, _PROD, _MAX, _MIN, _MEAN, _VAR, _STD, _LSE = range(8)
 _NAMES = {_MAX: "maximum", _MIN: "minimum"}
 
 
@@ -152,10 +152,49 @@ def _kernel(code):
     return spread
 
 
+@register_jitable
+def _logsumexp_kernel(b, ddof, dt):
+    """scipy.special.logsumexp along the middle axis, as SciPy computes it: the maximum's
+    copies apart, log1p(sum of the others' exp(v - max) / count) + log(count) + max; where that
+    is not finite, log(sum(exp(v))) (infinities and NaN as SciPy's); -inf over an empty axis."""
+    o, n, m = b.shape
+    r = np.empty((o, m), dt)
+    for i in range(o):
+        for j in range(m):
+            if n == 0:
+                r[i, j] = -np.inf
+                continue
+            t = b[i, 0, j]
+            for k in range(1, n):
+                v = b[i, k, j]
+                if v != v:
+                    t = v
+                    break
+                if v > t:
+                    t = v
+            count = 0
+            s = 0.0
+            direct = 0.0
+            for k in range(n):
+                v = b[i, k, j]
+                direct += np.exp(v)
+                if v == t:
+                    count += 1
+                else:
+                    s += np.exp(v - t)
+            if s != 0 and count > 0:
+                s = s / count
+            out = np.log1p(s) + np.log(count) + t
+            if not np.isfinite(out):
+                out = np.log(direct)
+            r[i, j] = out
+    return r
+
+
 def _impl(code, nd, keep, whole, dt):
     """The body (a, axis, ddof) -> result for an array of ``nd`` dims: over the whole array
     (``whole``) or one axis, with kept dims when ``keep``."""
-    kernel = _kernel(code)
+    kernel = _logsumexp_kernel if code == _LSE else _kernel(code)
     if whole and keep:
         @register_jitable
         def whole_keep(a, axis, ddof):
@@ -217,7 +256,7 @@ def _typed(code, a, axis, keepdims):
     whole = _whole(axis)
     if not whole and not isinstance(axis, nt.Integer):
         return None
-    if code in (_MEAN, _VAR, _STD):
+    if code in (_MEAN, _VAR, _STD, _LSE):
         dt = a.dtype if isinstance(a.dtype, nt.Float) else nt.float64
     elif code in (_SUM, _PROD) and isinstance(a.dtype, nt.Integer):
         dt = nt.int64 if a.dtype.signed else nt.uint64
@@ -334,6 +373,58 @@ def _spread(code, builtin):
 
 overload(var)(_spread(_VAR, np.var))
 overload(std)(_spread(_STD, np.std))
+
+
+# -- scipy.special's logsumexp, softmax and log_softmax ------------------------------------------
+logsumexp, softmax, log_softmax = (_stub(n) for n in ("logsumexp", "softmax", "log_softmax"))
+
+
+@overload(logsumexp)
+def _logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+    """Real arrays (integers as float64), over the whole array or one axis; not b= or
+    return_sign=True (those run as Python)."""
+    if not (_omitted(b) and _omitted(return_sign, False)):
+        return None
+    t = _typed(_LSE, a, axis, keepdims)
+    if t is None:
+        return None
+    run = _impl(_LSE, t[0], t[1], t[2], _np_dtype(t[3]))
+    return lambda a, axis=None, b=None, keepdims=False, return_sign=False: run(a, axis, 0)
+
+
+def _float_array(x):
+    return isinstance(x, nt.Array) and isinstance(x.dtype, nt.Float)
+
+
+@overload(softmax)
+def _softmax(x, axis=None):
+    """exp(x - max) / its sum, over the whole array or one axis (as SciPy)."""
+    if not (_float_array(x) and (_whole(axis) or isinstance(axis, nt.Integer))):
+        return None
+
+    def impl(x, axis=None):
+        e = np.exp(x - amax(x, axis=axis, keepdims=True))
+        return e / sum(e, axis=axis, keepdims=True)
+    return impl
+
+
+@overload(log_softmax)
+def _log_softmax(x, axis=None):
+    """x - max - log(sum(exp(x - max))), a maximum that is not finite taken as 0 (as SciPy)."""
+    if not (_float_array(x) and (_whole(axis) or isinstance(axis, nt.Integer))):
+        return None
+
+    def impl(x, axis=None):
+        m = amax(x, axis=axis, keepdims=True)
+        d = x - np.where(np.isfinite(m), m, 0.0)
+        return d - np.log(sum(np.exp(d), axis=axis, keepdims=True))
+    return impl
+
+
+def scipy_versions():
+    """{scipy.special function: its numba version} (logsumexp, softmax, log_softmax)."""
+    import scipy.special as sp
+    return {sp.logsumexp: logsumexp, sp.softmax: softmax, sp.log_softmax: log_softmax}
 
 
 def versions():

@@ -148,6 +148,9 @@ def _load():
     for fn, version in jit_special.versions().items():
         substitute(fn)(version)
     leaves = jit_special.module_leaves()
+    for fn, version in jit_reductions.scipy_versions().items():     # (logsumexp, softmax...)
+        substitute(fn)(version)
+        leaves[(fn.__name__,)] = version
     _MODULE_HOOKS.append(lambda namespace: _bind_module(namespace, scipy.special, leaves))
 
 

@@ -191,8 +191,8 @@ def maximum_complex_adjoint(x, y):
     return np.sum(np.maximum(x, y) * (1 + 2j)).real
 
 
-def prod_axis(A):
-    return np.sum(np.prod(A, axis=0))
+def prod_axis(A):                   # (a tuple of axes: one axis compiles)
+    return np.sum(np.prod(A[None], axis=(0, 1)))
 
 
 def power_scalar_exponent(a, b):

@@ -268,15 +268,17 @@ def test_refusals_are_the_same_in_jit_mode():
 
 
 def test_closure_callee_falls_back_naming_the_call():
-    """A nested function (not inlined: it has a closure) cannot be compiled: the warning names
-    the line that makes it."""
+    """A nested function that is not inlined (it has a default value; one called by its name
+    without is: test_jit_closures.py) cannot be compiled: the warning names the line that makes
+    it."""
     def outer(x, a):
-        def inner(v):
-            return np.sin(v) * a
+        def inner(v, b=1.5):
+            return np.sin(v) * a * b
         return np.sum(inner(x))
     x, t = np.linspace(0.0, 1.0, 4), np.ones(4)
     line = outer.__code__.co_firstlineno + 1
-    with pytest.warns(JitFallbackWarning, match=f"{HERE}:{line}: .*\n    def inner\\(v\\):") as rec:
+    made = f"{HERE}:{line}: .*\n    def inner\\(v, b=1.5\\):"
+    with pytest.warns(JitFallbackWarning, match=made) as rec:
         got = s2sad.jvp(outer, (x, 2.0), (t, None), jit=True)
     assert sum(w.category is JitFallbackWarning for w in rec) == 1
     _same(got, s2sad.jvp(outer, (x, 2.0), (t, None)))
