@@ -676,6 +676,38 @@ def _times_initial(g, initial=None):
     return lambda g, initial=None: g * initial
 
 
+def sum_adjoint(g, iterable):
+    raise NotImplementedError
+
+
+@overload(sum_adjoint)
+def _sum_adjoint(g, iterable):
+    """``runtime.containers.sum_adjoint`` of builtin ``sum``: for a list of numbers (whose
+    adjoint is a 1-d float array in compiled code) or a 1-d real array, g for each element."""
+    if not isinstance(g, (nt.Float, nt.Integer)):
+        return None
+    if isinstance(iterable, (nt.List, nt.ListType)) and \
+            isinstance(iterable.dtype, (nt.Float, nt.Integer, nt.Boolean)):
+        return lambda g, iterable: np.full(len(iterable), g, np.float64)
+    if isinstance(iterable, nt.Array) and iterable.ndim == 1 and \
+            isinstance(iterable.dtype, nt.Float):
+        dt = iterable.dtype
+        return lambda g, iterable: np.full(iterable.shape, g, dt)
+
+
+def keys_read(origin, *xs):
+    raise NotImplementedError
+
+
+@overload(keys_read)
+def _keys_read(origin, *xs):
+    """``runtime.refusals.keys_read``: nothing to check for lists, tuples, arrays and numbers
+    (only a dict's float keys are refused); a dict is not compiled (its check runs as Python)."""
+    ok = (nt.List, nt.ListType, nt.Array, nt.BaseTuple, nt.Number, nt.Boolean)
+    if all(isinstance(x, ok) for x in xs):
+        return lambda origin, *xs: None
+
+
 def namespace():
     """A module holding the compiled helpers under the names generated code uses (``_rt``)."""
     return helper_module("s2sad_jit_runtime", "_rt", (
@@ -684,7 +716,7 @@ def namespace():
                  "add", "snap", "own",
                  "pow_base_adjoint", "pow_exponent_adjoint", "abs_adjoint", "seq", "loop_seq",
                  "seq_adjoint_of", "unappend", "parts", "extremum_adjoint", "fdiv", "flat",
-                 "inexact", "keep_if", "times_initial"),
+                 "inexact", "keep_if", "times_initial", "keys_read", "sum_adjoint"),
                  globals())
 
 
