@@ -995,9 +995,36 @@ def _two_norm(ans, x, ord, axis, keepdims):
             _lit(keepdims, _NOLIT) is False and isinstance(ans, nt.Float))
 
 
+def _norm_along(x, ord, axis, keepdims):
+    """The 2-norm of a real array's vectors along one integer axis (ord None), keepdims a
+    literal: whether it is kept, else None."""
+    keep = _lit(keepdims, _NOLIT)
+    if isinstance(x, nt.Array) and isinstance(x.dtype, nt.Float) and \
+            _lit(ord, _NOLIT) is None and isinstance(axis, nt.Integer) and keep in (False, True):
+        return keep
+    return None
+
+
+@register_jitable
+def _norm_weights(ans, x, ax, dt):
+    """x / ans with ans spread along axis ``ax`` (0 where ans is 0)."""
+    ae = _spread(np.asarray(ans), x.shape, ax, np.empty(x.shape, dt))
+    safe = np.where(ae == 0, 1.0, ae)
+    return np.where(ae == 0, 0.0, x / safe)
+
+
 @overload(norm, prefer_literal=True)
 def _norm(g, ans, x, ord=None, axis=None, keepdims=False):
     """g x / ans (zeros where ans is 0), as ``rules.numpy.linalg.norm`` for these forms."""
+    if _norm_along(x, ord, axis, keepdims) is not None and \
+            (isinstance(g, nt.Array) or x.ndim == 1 and isinstance(g, (nt.Float, nt.Integer))):
+        dt = x.dtype
+
+        def along(g, ans, x, ord=None, axis=None, keepdims=False):
+            ax = axis % x.ndim
+            ge = _spread(np.asarray(g), x.shape, ax, np.empty(x.shape, dt))
+            return ge * _norm_weights(ans, x, ax, dt)
+        return along
     if not (_two_norm(ans, x, ord, axis, keepdims) and isinstance(g, (nt.Float, nt.Integer))):
         return None
     dt = x.dtype
@@ -1012,6 +1039,16 @@ def _norm(g, ans, x, ord=None, axis=None, keepdims=False):
 @overload(norm_tangent, prefer_literal=True)
 def _norm_tangent(t, ans, x, ord=None, axis=None, keepdims=False, vector=False):
     """sum(x / ans * t) (0 where ans is 0), as ``rules.numpy.linalg.norm_tangent``."""
+    keep = _norm_along(x, ord, axis, keepdims)
+    if keep is not None and _lit(vector, _NOLIT) is False and isinstance(t, nt.Array) and \
+            t.ndim == x.ndim:
+        dx = x.dtype
+
+        def along(t, ans, x, ord=None, axis=None, keepdims=False, vector=False):
+            ax = axis % x.ndim
+            s = np.sum(_norm_weights(ans, x, ax, dx) * t, axis=ax)
+            return np.expand_dims(s, ax) if keep else s
+        return along
     if not (_two_norm(ans, x, ord, axis, keepdims) and _lit(vector, _NOLIT) is False and
             isinstance(t, nt.Array) and isinstance(t.dtype, nt.Float) and t.ndim == x.ndim):
         return None

@@ -421,6 +421,29 @@ def _log_softmax(x, axis=None):
     return impl
 
 
+# -- np.linalg.norm over one axis -----------------------------------------------------------------
+def norm(x, ord=None, axis=None, keepdims=False):
+    raise NotImplementedError("s2sad: np.linalg.norm's numba version runs inside numba-compiled "
+                              "derivatives only")
+
+
+@overload(norm)
+def _norm(x, ord=None, axis=None, keepdims=False):
+    """The 2-norm of a real array's vectors along one axis (ord None), keepdims; over the whole
+    array without keepdims numba's own np.linalg.norm, as before."""
+    if not (isinstance(x, nt.Array) and isinstance(x.dtype, nt.Float) and _omitted(ord)):
+        return None
+    keep = _flag(keepdims)
+    if _whole(axis) and keep is False:
+        return lambda x, ord=None, axis=None, keepdims=False: np.linalg.norm(x)
+    if not isinstance(axis, nt.Integer) or keep is None:
+        return None
+    if keep:
+        return lambda x, ord=None, axis=None, keepdims=False: \
+            np.sqrt(sum(x * x, axis=axis, keepdims=True))
+    return lambda x, ord=None, axis=None, keepdims=False: np.sqrt(sum(x * x, axis=axis))
+
+
 def scipy_versions():
     """{scipy.special function: its numba version} (logsumexp, softmax, log_softmax)."""
     import scipy.special as sp
@@ -431,4 +454,4 @@ def versions():
     """{NumPy function: its numba version} (``np.amax``/``np.amin`` are ``np.max``/``np.min``'s
     aliases: both names get the version)."""
     return {np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.sum: sum,
-            np.prod: prod, np.mean: mean, np.var: var, np.std: std}
+            np.prod: prod, np.mean: mean, np.var: var, np.std: std, np.linalg.norm: norm}

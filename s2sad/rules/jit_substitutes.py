@@ -135,7 +135,7 @@ def _load():
     from . import jit_reductions    # (np.max/min/mean/... over one axis, keepdims)
     for fn, version in jit_reductions.versions().items():
         substitute(fn)(version)
-        _NUMPY_LEAVES[(fn.__name__,)] = version
+        _NUMPY_LEAVES[("linalg", "norm") if fn is np.linalg.norm else (fn.__name__,)] = version
     try:
         import scipy.linalg as sl
     except ImportError:             # (no SciPy: nothing of it to stand in for)

@@ -1,7 +1,8 @@
-"""Issue 12: np.linalg.norm in derivatives compiled with jit=True.  The 2-norm of a real 1-D array
-and the Frobenius norm of a real 2-D one (ord and axis None) compile (rules/jit.py: _adj.norm,
-_adj.norm_tangent) and give Python mode's numbers; other forms (another ord, a complex array)
-fall back to Python with a JitFallbackWarning and Python mode's numbers."""
+"""Issue 12: np.linalg.norm in derivatives compiled with jit=True.  The 2-norm of a real 1-D array,
+the Frobenius norm of a real 2-D one (ord and axis None) and the 2-norms along one axis, keepdims
+(rules/jit_reductions.norm) compile (rules/jit.py: _adj.norm, _adj.norm_tangent) and give Python
+mode's numbers; other forms (another ord, a complex array) fall back to Python with a
+JitFallbackWarning and Python mode's numbers."""
 import warnings
 
 import numpy as np
@@ -33,7 +34,23 @@ def plain_norm(x):
     return np.linalg.norm(x)
 
 
+def row_norms(x):                   # one axis, keepdims (rules/jit_reductions.norm)
+    return np.sum(np.linalg.norm(x, axis=1)) + \
+        np.sum(np.linalg.norm(x, axis=0, keepdims=True) * x) + np.linalg.norm(x)
+
+
+def normalised(x):
+    return np.sum(np.sin(x / np.linalg.norm(x, axis=-1, keepdims=True)))
+
+
+def vector_axis(v):
+    return np.linalg.norm(v, axis=0) ** 2
+
+
 _CASES = {
+    "axis": (row_norms, (_R.standard_normal((3, 4)),), (0,)),
+    "axis_keepdims_3d": (normalised, (_R.standard_normal((2, 3, 4)),), (0,)),
+    "axis_of_a_vector": (vector_axis, (_R.standard_normal(5),), (0,)),
     "vector": (scaled_norm, (_R.standard_normal(7), 1.3), (0, 1)),
     "matrix": (scaled_norm, (_R.standard_normal((3, 4)), 0.7), (0, 1)),
     "fortran": (norm_ratio, (np.asfortranarray(_R.standard_normal((4, 3))),), (0,)),
@@ -76,6 +93,15 @@ def test_zero_array_gives_zeros_as_python(shape):
     np.testing.assert_array_equal(gj, np.zeros(shape))
     np.testing.assert_array_equal(gj, gp)
     assert (vj, tj) == (0.0, 0.0) == (vp, tp)
+
+
+def test_a_zero_row_gives_zeros_as_python():
+    x = np.array([[0.0, 0.0, 0.0, 0.0], [1.0, 2.0, 0.0, 1.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        gj = s2sad.grad(row_norms, jit=True)(x)
+    np.testing.assert_allclose(gj, s2sad.grad(row_norms)(x), rtol=1e-12)
+    assert np.all(np.isfinite(gj))
 
 
 @pytest.mark.parametrize("f, x", [
