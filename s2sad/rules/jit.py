@@ -867,6 +867,54 @@ def _extremum(g, ans, a, axis=None, keepdims=False):
     return impl2
 
 
+# -- np.nansum, np.nanmean ------------------------------------------------------------------------
+def nansum(g, a, axis=None, keepdims=False, mean=False, where=True):
+    raise NotImplementedError
+
+
+def nansum_tangent(t, a, axis=None, keepdims=False, mean=False, where=True):
+    raise NotImplementedError
+
+
+def _nan_whole(a, axis, keepdims, mean, where):
+    """Over the whole real array, no keepdims and no where=: numba's own nansum/nanmean."""
+    return _fc_array(a) and _real(a) and _whole(axis) and _lit(keepdims, _NOLIT) is False and \
+        _lit(mean, _NOLIT) in (False, True) and _lit(where, _NOLIT) is True
+
+
+@overload(nansum, prefer_literal=True)
+def _nansum(g, a, axis=None, keepdims=False, mean=False, where=True):
+    """g at the entries that are not nan (divided by their count for nanmean), 0 at the nan."""
+    if not (_nan_whole(a, axis, keepdims, mean, where) and isinstance(g, (nt.Float, nt.Integer))):
+        return None
+    dt = a.dtype
+    average = _lit(mean)
+
+    def impl(g, a, axis=None, keepdims=False, mean=False, where=True):
+        ok = ~np.isnan(a)
+        ge = g / max(np.sum(ok), 1) if average else g
+        return np.where(ok, ge, 0.0).astype(dt)
+    return impl
+
+
+@overload(nansum_tangent, prefer_literal=True)
+def _nansum_tangent(t, a, axis=None, keepdims=False, mean=False, where=True):
+    """The sum (mean) of t over the entries that are not nan."""
+    if not (_nan_whole(a, axis, keepdims, mean, where) and isinstance(t, nt.Array) and
+            t.ndim == a.ndim):
+        return None
+    average = _lit(mean)
+
+    def impl(t, a, axis=None, keepdims=False, mean=False, where=True):
+        ok = ~np.isnan(a)
+        r = np.sum(np.where(ok, t, 0.0))
+        if not average:
+            return r
+        n = np.sum(ok)
+        return r / n if n else np.nan
+    return impl
+
+
 # -- scipy.special.logsumexp, softmax, log_softmax ---------------------------------------------
 def logsumexp(g, ans, a, axis=None, b=None, keepdims=False, which=0, return_sign=False):
     raise NotImplementedError
@@ -1329,7 +1377,8 @@ def namespace():
                  "sum", "mean", "matmul", "dot", "like", "kron", "diag", "triu", "tril", "outer",
                  "reshape_back", "transpose", "inv", "det", "slogdet", "solve", "cholesky",
                  "where", "maximum", "_correction", "var", "std", "prod", "prod_tangent",
-                 "extremum", "norm", "logsumexp", "logsumexp_tangent", "softmax",
+                 "extremum", "norm", "nansum", "nansum_tangent", "logsumexp",
+                 "logsumexp_tangent", "softmax",
                  "log_softmax",
                  "norm_tangent",
                  "power_base", "power_exponent", "array_adjoint_of", "solve_triangular",

@@ -214,3 +214,31 @@ def test_forward_mode_compiles_the_same(f):
     assert vj == pytest.approx(vp, rel=1e-12) and tj == pytest.approx(tp, rel=1e-10)
     eps = 1e-6
     assert tj == pytest.approx((f(x + eps * t) - f(x - eps * t)) / (2 * eps), rel=1e-6)
+
+
+def _nan_stats(x, y):
+    return np.nanmean(x * y) + np.nansum(x ** 2) * y[0, 0]
+
+
+@pytest.mark.parametrize("with_nan", [False, True])
+def test_nansum_and_nanmean_compile(with_nan):
+    # (rules/jit.py: _adj.nansum and its tangent over the whole array; a nan entry gets no
+    # derivative from the reduction, the same numbers as Python mode)
+    import warnings
+
+    import s2sad
+    from s2sad.errors import JitFallbackWarning
+    x, y = RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4))
+    if with_nan:
+        x[1, 2] = np.nan
+    else:
+        same_as_python(_nan_stats, (x, y), (0, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        vj, gj = s2sad.value_and_grad(_nan_stats, wrt=(0, 1), jit=True)(x, y)
+        tj = s2sad.jvp(_nan_stats, (x, y), (y, x), jit=True)[1]
+    vp, gp = s2sad.value_and_grad(_nan_stats, wrt=(0, 1))(x, y)
+    assert vj == pytest.approx(vp, rel=1e-12)
+    for a, b in zip(gj, gp):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    assert tj == pytest.approx(s2sad.jvp(_nan_stats, (x, y), (y, x))[1], rel=1e-11)
