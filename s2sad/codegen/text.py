@@ -277,6 +277,29 @@ class _Simplify(ast.NodeTransformer):
         return node
 
 
+    def visit_Compare(self, node):
+        # ``None is None`` (a rule template's test of an argument left at its default): True
+        self.generic_visit(node)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)) and \
+                all(isinstance(v, ast.Constant) and v.value is None
+                    for v in (node.left, node.comparators[0])):
+            return ast.Constant(isinstance(node.ops[0], ast.Is))
+        return node
+
+    def visit_BoolOp(self, node):
+        self.generic_visit(node)
+        if all(isinstance(v, ast.Constant) and type(v.value) is bool for v in node.values):
+            vals = [v.value for v in node.values]
+            return ast.Constant(all(vals) if isinstance(node.op, ast.And) else any(vals))
+        return node
+
+    def visit_IfExp(self, node):
+        # ``e1 if True else e2`` (a template's branch on arguments known when it is written): e1
+        self.generic_visit(node)
+        if isinstance(node.test, ast.Constant) and type(node.test.value) is bool:
+            return node.body if node.test.value else node.orelse
+        return node
+
     def visit_BinOp(self, node):
         # g * (1 / x) is g / x: one array operation instead of two (log's, arctan's adjoints)
         self.generic_visit(node)

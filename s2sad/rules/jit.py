@@ -10,6 +10,7 @@ only ``jit=True`` imports this module.
 
 import numpy as np
 from numba.core import types as nt
+from numba.cpython.unsafe.tuple import tuple_setitem
 from numba.extending import overload, register_jitable
 
 from ..runtime import jit as _jrt
@@ -867,6 +868,51 @@ def _extremum(g, ans, a, axis=None, keepdims=False):
     return impl2
 
 
+# -- np.diff ---------------------------------------------------------------------------------------
+def diff(g, a, n=1, axis=-1):
+    raise NotImplementedError
+
+
+@register_jitable
+def _diff_back(b, ax):
+    """One step of np.diff's adjoint along ``ax`` of a C-contiguous ``b``: -diff(pad(b, 1, 1))."""
+    outer, m, inner = 1, b.shape[ax], 1
+    for d in range(ax):
+        outer *= b.shape[d]
+    for d in range(ax + 1, b.ndim):
+        inner *= b.shape[d]
+    v = b.reshape((outer, m, inner))
+    out = np.zeros((outer, m + 1, inner), b.dtype)
+    for p in range(outer):
+        for k in range(m + 1):
+            for q in range(inner):
+                s = out[p, k, q]
+                if k >= 1:
+                    s += v[p, k - 1, q]
+                if k < m:
+                    s -= v[p, k, q]
+                out[p, k, q] = s
+    return out.reshape(tuple_setitem(b.shape, ax, m + 1))
+
+
+@overload(diff)
+def _diff(g, a, n=1, axis=-1):
+    """The adjoint of ``np.diff(a, n, axis)``: n steps of -diff of g padded with a zero at both
+    ends (as ``rules.numpy.shape.diff``)."""
+    if not (_fc_array(a) and _real(a) and isinstance(g, nt.Array) and g.ndim == a.ndim and
+            isinstance(g.dtype, nt.Float) and isinstance(n, (nt.Integer, nt.Omitted, int)) and
+            isinstance(axis, (nt.Integer, nt.Omitted, int))):
+        return None
+
+    def impl(g, a, n=1, axis=-1):
+        ax = axis % a.ndim
+        r = np.ascontiguousarray(g)
+        for _ in range(n):
+            r = _diff_back(r, ax)
+        return like(r, a)
+    return impl
+
+
 # -- np.nansum, np.nanmean ------------------------------------------------------------------------
 def nansum(g, a, axis=None, keepdims=False, mean=False, where=True):
     raise NotImplementedError
@@ -1377,7 +1423,7 @@ def namespace():
                  "sum", "mean", "matmul", "dot", "like", "kron", "diag", "triu", "tril", "outer",
                  "reshape_back", "transpose", "inv", "det", "slogdet", "solve", "cholesky",
                  "where", "maximum", "_correction", "var", "std", "prod", "prod_tangent",
-                 "extremum", "norm", "nansum", "nansum_tangent", "logsumexp",
+                 "extremum", "norm", "nansum", "nansum_tangent", "diff", "logsumexp",
                  "logsumexp_tangent", "softmax",
                  "log_softmax",
                  "norm_tangent",

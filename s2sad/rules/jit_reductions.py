@@ -444,6 +444,48 @@ def _norm(x, ord=None, axis=None, keepdims=False):
     return lambda x, ord=None, axis=None, keepdims=False: np.sqrt(sum(x * x, axis=axis))
 
 
+# -- np.diff along any axis -------------------------------------------------------------------------
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    raise NotImplementedError("s2sad: np.diff's numba version runs inside numba-compiled "
+                              "derivatives only")
+
+
+@register_jitable
+def _diff_step(b, ax):
+    """One np.diff of a C-contiguous ``b`` along ``ax``."""
+    outer, m, inner = _split(b.shape, ax)
+    v = b.reshape((outer, m, inner))
+    k = max(m - 1, 0)
+    out = np.empty((outer, k, inner), b.dtype)
+    for p in range(outer):
+        for i in range(k):
+            for q in range(inner):
+                out[p, i, q] = v[p, i + 1, q] - v[p, i, q]
+    return out.reshape(tuple_setitem(b.shape, ax, k))
+
+
+@overload(diff)
+def _diff(a, n=1, axis=-1, prepend=None, append=None):
+    """np.diff(a, n, axis) of a float, complex or integer array (no prepend=/append=); numba's
+    own takes the last axis only."""
+    if not (isinstance(a, nt.Array) and isinstance(a.dtype, (nt.Float, nt.Complex, nt.Integer))
+            and not isinstance(a.dtype, nt.Boolean) and _no_value(prepend) and
+            _no_value(append) and isinstance(n, (nt.Integer, nt.Omitted, int)) and
+            isinstance(axis, (nt.Integer, nt.Omitted, int))):
+        return None
+    nd = a.ndim
+
+    def impl(a, n=1, axis=-1, prepend=None, append=None):
+        if n < 0:
+            raise ValueError("order must be non-negative")
+        ax = _axis_of(axis, nd)
+        r = np.ascontiguousarray(a)
+        for _ in range(n):
+            r = _diff_step(r, ax)
+        return r
+    return impl
+
+
 def scipy_versions():
     """{scipy.special function: its numba version} (logsumexp, softmax, log_softmax)."""
     import scipy.special as sp
@@ -454,4 +496,5 @@ def versions():
     """{NumPy function: its numba version} (``np.amax``/``np.amin`` are ``np.max``/``np.min``'s
     aliases: both names get the version)."""
     return {np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.sum: sum,
-            np.prod: prod, np.mean: mean, np.var: var, np.std: std, np.linalg.norm: norm}
+            np.prod: prod, np.mean: mean, np.var: var, np.std: std, np.linalg.norm: norm,
+            np.diff: diff}
