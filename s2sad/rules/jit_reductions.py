@@ -444,7 +444,7 @@ def _norm(x, ord=None, axis=None, keepdims=False):
     return lambda x, ord=None, axis=None, keepdims=False: np.sqrt(sum(x * x, axis=axis))
 
 
-# -- np.diff along any axis -------------------------------------------------------------------------
+# -- np.diff along any axis ------------------------------------------------------------------------
 def diff(a, n=1, axis=-1, prepend=None, append=None):
     raise NotImplementedError("s2sad: np.diff's numba version runs inside numba-compiled "
                               "derivatives only")
