@@ -913,6 +913,68 @@ def _diff(g, a, n=1, axis=-1):
     return impl
 
 
+# -- np.sort -------------------------------------------------------------------------------------
+def sort(g, a, axis=-1):
+    raise NotImplementedError
+
+
+def sort_tangent(t, a, axis=-1):
+    raise NotImplementedError
+
+
+@register_jitable
+def _sort_perm(a):
+    """Each row's (last axis) stable sorting permutation of ``a``, rows in C order:
+    (its (rows, n) int array, n)."""
+    n = a.shape[-1] if a.ndim else 1
+    b = np.ascontiguousarray(a).reshape((a.size // max(n, 1), n))
+    perm = np.empty(b.shape, np.intp)
+    for r in range(b.shape[0]):
+        perm[r] = np.argsort(b[r], kind="mergesort")
+    return perm, n
+
+
+def _sort_last(a, axis):
+    """np.sort of a real float array along its last axis (axis -1 or ndim - 1, a literal)."""
+    ax = _lit(axis, _NOLIT)
+    return _fc_array(a) and _real(a) and isinstance(ax, int) and ax in (-1, a.ndim - 1)
+
+
+@overload(sort, prefer_literal=True)
+def _sort(g, a, axis=-1):
+    """g sent back through each row's sorting permutation (stable, as the Python helper's)."""
+    if not (_sort_last(a, axis) and isinstance(g, nt.Array) and g.ndim == a.ndim):
+        return None
+    dt = a.dtype
+
+    def impl(g, a, axis=-1):
+        perm, n = _sort_perm(a)
+        gb = np.ascontiguousarray(g).reshape(perm.shape)
+        out = np.zeros(perm.shape, dt)
+        for r in range(perm.shape[0]):
+            for k in range(n):
+                out[r, perm[r, k]] = gb[r, k]
+        return like(out.reshape(a.shape), a)
+    return impl
+
+
+@overload(sort_tangent, prefer_literal=True)
+def _sort_tangent(t, a, axis=-1):
+    """t taken through each row's sorting permutation."""
+    if not (_sort_last(a, axis) and isinstance(t, nt.Array) and t.ndim == a.ndim):
+        return None
+
+    def impl(t, a, axis=-1):
+        perm, n = _sort_perm(a)
+        tb = np.ascontiguousarray(t).reshape(perm.shape)
+        out = np.empty(perm.shape, tb.dtype)
+        for r in range(perm.shape[0]):
+            for k in range(n):
+                out[r, k] = tb[r, perm[r, k]]
+        return out.reshape(a.shape)
+    return impl
+
+
 # -- np.nansum, np.nanmean ------------------------------------------------------------------------
 def nansum(g, a, axis=None, keepdims=False, mean=False, where=True):
     raise NotImplementedError
@@ -1423,7 +1485,8 @@ def namespace():
                  "sum", "mean", "matmul", "dot", "like", "kron", "diag", "triu", "tril", "outer",
                  "reshape_back", "transpose", "inv", "det", "slogdet", "solve", "cholesky",
                  "where", "maximum", "_correction", "var", "std", "prod", "prod_tangent",
-                 "extremum", "norm", "nansum", "nansum_tangent", "diff", "logsumexp",
+                 "extremum", "norm", "nansum", "nansum_tangent", "diff", "sort",
+                 "sort_tangent", "logsumexp",
                  "logsumexp_tangent", "softmax",
                  "log_softmax",
                  "norm_tangent",
