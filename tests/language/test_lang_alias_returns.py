@@ -231,6 +231,10 @@ def test_numba_copy_runs_as_python():
     """numba's ``np.diag`` (and ``a.conj()``) make copies: the compiled derivative gave 0 where
     NumPy's ``b`` sees the write; it runs as Python, with a warning naming the line."""
     _numba()
+    # (a derivative warns once: tests/forward/test_suite_programs runs this test's body too, and
+    # may have done so before in this process)
+    from s2sad.cache import CACHE
+    CACHE.clear()
     with pytest.warns(s2sad.errors.JitFallbackWarning, match="may return `a` itself") as w:
         g = s2sad.grad(constant_write_diag, jit=True)(X.copy())
     np.testing.assert_allclose(g, [5.0, 0.0, 0.0, 0.0])
