@@ -486,6 +486,24 @@ def _diff(a, n=1, axis=-1, prepend=None, append=None):
     return impl
 
 
+# -- np.sort along the last axis, written with axis= --------------------------------------------
+def sort(a, axis=-1, kind=None, order=None, stable=None):
+    raise NotImplementedError("s2sad: np.sort's numba version runs inside numba-compiled "
+                              "derivatives only")
+
+
+@overload(sort)
+def _sort(a, axis=-1, kind=None, order=None, stable=None):
+    """np.sort along the last axis (axis -1 or ndim - 1, a constant) of a real array: numba's
+    own, which takes no arguments but the array (its sort puts NaN last, as NumPy's)."""
+    ax = _value(axis)
+    if not (isinstance(a, nt.Array) and isinstance(a.dtype, (nt.Float, nt.Integer)) and
+            isinstance(ax, int) and ax in (-1, a.ndim - 1) and _omitted(kind) and
+            _omitted(order) and _omitted(stable)):
+        return None
+    return lambda a, axis=-1, kind=None, order=None, stable=None: np.sort(a)
+
+
 def scipy_versions():
     """{scipy.special function: its numba version} (logsumexp, softmax, log_softmax)."""
     import scipy.special as sp
@@ -497,4 +515,4 @@ def versions():
     aliases: both names get the version)."""
     return {np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.sum: sum,
             np.prod: prod, np.mean: mean, np.var: var, np.std: std, np.linalg.norm: norm,
-            np.diff: diff}
+            np.diff: diff, np.sort: sort}

@@ -44,3 +44,20 @@ def test_ties_and_nan_as_python_mode(x):
         tj = s2sad.jvp(weighted_order, (x,), (t,), jit=True)[1]
     np.testing.assert_array_equal(gj, s2sad.grad(weighted_order)(x))
     np.testing.assert_array_equal(tj, s2sad.jvp(weighted_order, (x,), (t,))[1])
+
+
+def last_axis_written(x):           # np.sort(x, axis=1): rules/jit_reductions.sort
+    return np.sum(np.sort(x, axis=1)[:, 0]) + np.sum(np.sort(x, axis=-1) * np.arange(5.0))
+
+
+def test_sort_with_the_last_axis_written_compiles():
+    from s2sad.rules import jit_reductions as R
+
+    @numba.njit
+    def f(a):
+        return R.sort(a, axis=1)
+
+    x = _R.normal(size=(3, 5))
+    x[1, 2] = np.nan
+    np.testing.assert_array_equal(f(x), np.sort(x, axis=1))
+    same_as_python(last_axis_written, (_R.normal(size=(3, 5)),), (0,))
