@@ -91,12 +91,15 @@ def _block(stmts, fn, taken, counter, stack, named=None, in_loop=False, closures
     return changed
 
 
+# code flags of functions never inlined: generators, coroutines, *args, **kwargs
+_NOT_INLINED = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_VARARGS | \
+    inspect.CO_VARKEYWORDS | inspect.CO_ASYNC_GENERATOR
+
+
 def _qualifies(callee, stack):
     if type(callee) is not types.FunctionType or callee.__closure__ or callee in stack:
         return False
-    code = callee.__code__
-    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_VARARGS |
-                        inspect.CO_VARKEYWORDS | inspect.CO_ASYNC_GENERATOR):
+    if callee.__code__.co_flags & _NOT_INLINED:
         return False
     return len(stack) <= MAX_DEPTH
 
@@ -150,31 +153,38 @@ def _inline_site(s, fn, taken, counter, stack, named=None, in_loop=False):
     if body_fn is None:                  # (what cannot be lowered stays a derived call)
         return None
     args = call.info["callargs"]
-    if len(args) != len(body_fn.params) or not body_fn.body or \
-            not isinstance(body_fn.body[-1], ir.Return) or \
-            sum(1 for _ in ir.walk(body_fn.body)) > \
-            (MAX_STATEMENTS if named is None else MAX_NAMED_STATEMENTS) or \
-            not _simple(body_fn.body[:-1]):
+    if not _fits(body_fn, args, fn, MAX_STATEMENTS if named is None else MAX_NAMED_STATEMENTS):
         return None
     if named is not None and not in_loop and \
             not any(isinstance(x, (ir.For, ir.While)) for x in ir.walk(body_fn.body)):
         return None
-    for name, value in body_fn.namespace.items():
-        if name in fn.namespace and fn.namespace[name] is not value:
-            return None
-    glb, refs = getattr(body_fn, "global_refs", (None, ()))
-    own_glb, own_refs = getattr(fn, "global_refs", (None, ()))
-    if refs and own_glb is not None and glb is not own_glb:
-        return None
     # functions and modules passed in are constants inside
     statics.bind(body_fn, static_kinds(args))
-    return _splice(s, fn, body_fn, args, callee.__name__, taken, counter, refs, own_glb, own_refs)
+    return _splice(s, fn, body_fn, args, callee.__name__, taken, counter)
 
 
-def _splice(s, fn, body_fn, args, name, taken, counter, refs=(), own_glb=None, own_refs=()):
+def _fits(body_fn, args, fn, limit):
+    """``body_fn`` (a lowered callee) can replace a call with ``args`` in ``fn``: one parameter
+    per argument, a body of at most ``limit`` plain statements (:func:`_simple`) ending in its
+    one ``return``, and namespace names and module globals that agree with fn's."""
+    if len(args) != len(body_fn.params) or not body_fn.body or \
+            not isinstance(body_fn.body[-1], ir.Return) or \
+            sum(1 for _ in ir.walk(body_fn.body)) > limit or not _simple(body_fn.body[:-1]):
+        return False
+    for name, value in body_fn.namespace.items():
+        if name in fn.namespace and fn.namespace[name] is not value:
+            return False
+    glb, refs = getattr(body_fn, "global_refs", (None, ()))
+    own_glb = getattr(fn, "global_refs", (None, ()))[0]
+    return not (refs and own_glb is not None and glb is not own_glb)
+
+
+def _splice(s, fn, body_fn, args, name, taken, counter):
     """The statements that replace the call site ``s``: ``body_fn``'s (lowered, checked) body,
     its variables renamed apart, its parameters bound to ``args``, its return assigned to s's
     target."""
+    refs = getattr(body_fn, "global_refs", (None, ()))[1]
+    own_glb, own_refs = getattr(fn, "global_refs", (None, ()))
     counter[0] += 1
     base = name.lstrip("_")
     base = base if base.isidentifier() else "f"         # (a lambda: <lambda>)
@@ -288,12 +298,10 @@ def _inline_closure_site(s, fn, taken, counter, closures):
             call.fn.var in closures and not call.kwargs and not set(call.extra) - {"captured"}):
         return None
     make, code = closures[call.fn.var]
-    pyfunc = fn.pyfunc
-    cells = tuple(types.CellType() for _ in code.co_freevars)     # (empty: data parameters)
-    callee = types.FunctionType(code, pyfunc.__globals__, code.co_name, None, cells)
-    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_VARARGS |
-                        inspect.CO_VARKEYWORDS | inspect.CO_ASYNC_GENERATOR):
+    if code.co_flags & _NOT_INLINED:
         return None
+    cells = tuple(types.CellType() for _ in code.co_freevars)     # (empty: data parameters)
+    callee = types.FunctionType(code, fn.pyfunc.__globals__, code.co_name, None, cells)
     try:
         src = FunctionSource(callee)
         body_fn = lower(src)
@@ -304,17 +312,9 @@ def _inline_closure_site(s, fn, taken, counter, closures):
         return None
     held = dict(zip(make.value.args[0].value, make.value.args[1:]))    # (cell -> enclosing var)
     args = [held[v] for v in code.co_freevars] + list(call.args)    # (captured: as they are now)
-    if len(args) != len(body_fn.params) or not body_fn.body or \
-            not isinstance(body_fn.body[-1], ir.Return) or \
-            sum(1 for _ in ir.walk(body_fn.body)) > MAX_STATEMENTS or \
-            not _simple(body_fn.body[:-1]):
+    if not _fits(body_fn, args, fn, MAX_STATEMENTS):
         return None
-    for name, value in body_fn.namespace.items():
-        if name in fn.namespace and fn.namespace[name] is not value:
-            return None
-    refs = getattr(body_fn, "global_refs", (None, ()))[1]
-    own_glb, own_refs = getattr(fn, "global_refs", (None, ()))
-    return _splice(s, fn, body_fn, args, code.co_name, taken, counter, refs, own_glb, own_refs)
+    return _splice(s, fn, body_fn, args, code.co_name, taken, counter)
 
 
 def _drop_unused_makers(fn, closures):

@@ -15,6 +15,7 @@ from numba.extending import overload, register_jitable
 
 from ..runtime import jit as _jrt
 from . import jit_lapack   # (registers the LAPACK names compiled helpers call, for numba's cache)
+from . import jit_reductions as _R     # (its (outer, n, inner) split of a shape at an axis)
 
 
 def sum(g, a, axis=None, keepdims=False):
@@ -766,13 +767,10 @@ def _others_along(a, ax, one):
     ``ax`` (C-ordered, of a's shape), exact with zeros: left and right running products."""
     f = np.ascontiguousarray(a).ravel()
     out = np.empty(f.size, f.dtype)
-    n = a.shape[ax]
-    inner = 1
-    for d in range(ax + 1, a.ndim):
-        inner *= a.shape[d]
+    outer, n, inner = _R._split(a.shape, ax)
     if f.size == 0:
         return out.reshape(a.shape)
-    for o in range(f.size // (n * inner)):
+    for o in range(outer):
         for i in range(inner):
             base = o * n * inner + i
             p = one
@@ -794,31 +792,17 @@ def _prod(g, a, axis=None, keepdims=False):
         return None
     dt = a.dtype
     kind = _reduced(g, a, axis)
-    if kind == "scalar":                    # (a 1-d array over its axis)
-        return lambda g, a, axis=None, keepdims=False: \
-            like(g * _jrt.cj(_others_along(a, axis % a.ndim, dt(1))), a)
-    if kind is not None:
+    if kind == "array":
         def along(g, a, axis=None, keepdims=False):
             ax = axis % a.ndim
             ge = _spread(g, a.shape, ax, np.empty(a.shape, dt))
             return like(ge * _jrt.cj(_others_along(a, ax, dt(1))), a)
         return along
-    if not (_whole(axis) and isinstance(g, (nt.Float, nt.Complex))):
-        return None
-
-    def impl(g, a, axis=None, keepdims=False):
-        f = np.ascontiguousarray(a).ravel()
-        n = f.size
-        left = np.empty(n, dt)
-        right = np.empty(n, dt)
-        if n:
-            left[0] = 1
-            right[n - 1] = 1
-        for i in range(1, n):
-            left[i] = left[i - 1] * f[i - 1]
-            right[n - 1 - i] = right[n - i] * f[n - i]
-        return like(g * _jrt.cj(left * right).reshape(a.shape), a)
-    return impl
+    if kind == "scalar" or _whole(axis) and isinstance(g, (nt.Float, nt.Complex)):
+        # (over the whole array, or a 1-d array over its axis: one line of all the elements)
+        return lambda g, a, axis=None, keepdims=False: like(
+            g * _jrt.cj(_others_along(np.ascontiguousarray(a).ravel(), 0, dt(1))
+                        .reshape(a.shape)), a)
 
 
 def prod_tangent(t, a, axis=None, keepdims=False):
@@ -876,11 +860,7 @@ def diff(g, a, n=1, axis=-1):
 @register_jitable
 def _diff_back(b, ax):
     """One step of np.diff's adjoint along ``ax`` of a C-contiguous ``b``: -diff(pad(b, 1, 1))."""
-    outer, m, inner = 1, b.shape[ax], 1
-    for d in range(ax):
-        outer *= b.shape[d]
-    for d in range(ax + 1, b.ndim):
-        inner *= b.shape[d]
+    outer, m, inner = _R._split(b.shape, ax)
     v = b.reshape((outer, m, inner))
     out = np.zeros((outer, m + 1, inner), b.dtype)
     for p in range(outer):

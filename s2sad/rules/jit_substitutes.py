@@ -135,7 +135,8 @@ def _load():
     from . import jit_reductions    # (np.max/min/mean/... over one axis, keepdims)
     for fn, version in jit_reductions.versions().items():
         substitute(fn)(version)
-        _NUMPY_LEAVES[("linalg", "norm") if fn is np.linalg.norm else (fn.__name__,)] = version
+        # (its path under numpy: ("sum",), ("linalg", "norm"))
+        _NUMPY_LEAVES[tuple(fn.__module__.split(".")[1:]) + (fn.__name__,)] = version
     try:
         import scipy.linalg as sl
     except ImportError:             # (no SciPy: nothing of it to stand in for)
