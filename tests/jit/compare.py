@@ -25,3 +25,32 @@ def same_as_python(f, args, wrt):
         assert np.shape(a) == np.shape(args[i])
     check_grads(f, args, wrt=wrt)
     return gj
+
+
+def compiled_jvp(f, args, tangents):
+    """``jvp(f, args, tangents, jit=True)``, a JitFallbackWarning an error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        return s2sad.jvp(f, args, tangents, jit=True)
+
+
+def same_jvp_as_python(f, args, tangents, rel=1e-10):
+    """The compiled jvp of a scalar function: its value as Python mode's (1e-12), its tangent to
+    ``rel``."""
+    vj, tj = compiled_jvp(f, args, tangents)
+    vp, tp = s2sad.jvp(f, args, tangents, jit=False)
+    assert vj == pytest.approx(vp, rel=1e-12) and tj == pytest.approx(tp, rel=rel)
+    return vj, tj
+
+
+def fallback_same_as_python(f, args, wrt):
+    """``value_and_grad(..., jit=True)`` where it may run as Python (the warning allowed): the
+    numbers of Python mode (1e-12)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JitFallbackWarning)
+        vj, gj = s2sad.value_and_grad(f, wrt=wrt, jit=True)(*args)
+    vp, gp = s2sad.value_and_grad(f, wrt=wrt, jit=False)(*args)
+    assert vj == pytest.approx(vp, rel=1e-12)
+    for a, b in zip(gj, gp):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    return vj, gj

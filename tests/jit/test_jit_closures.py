@@ -4,16 +4,14 @@ binding reads it; the dynamic call made the whole derivative run as Python befor
 that do not qualify (default values, ``nonlocal`` writes, passed on as values) still give the
 right numbers, through the fallback."""
 import math
-import warnings
 
 import numpy as np
 import pytest
 
 import s2sad
-from s2sad.errors import JitFallbackWarning
 from s2sad.testing import check_grads
 
-from .compare import same_as_python
+from .compare import fallback_same_as_python, same_as_python, same_jvp_as_python
 
 numba = pytest.importorskip("numba")
 
@@ -81,11 +79,7 @@ def test_closures_are_inlined_and_compile(name):
 def test_forward_mode_compiles_too(name):
     f, args, _ = CASES[name]
     tangents = tuple(_R.standard_normal(np.shape(a)) if np.ndim(a) else 0.3 for a in args)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", JitFallbackWarning)
-        vj, tj = s2sad.jvp(f, args, tangents, jit=True)
-    vp, tp = s2sad.jvp(f, args, tangents)
-    assert vj == pytest.approx(vp, rel=1e-12) and tj == pytest.approx(tp, rel=1e-10)
+    same_jvp_as_python(f, args, tangents)
 
 
 def test_inlined_source_reads_the_closures_lines():
@@ -126,11 +120,5 @@ def test_a_nonlocal_write_is_refused_in_both_modes():
 @pytest.mark.parametrize("f", [with_default, passed_on])
 def test_closures_left_as_calls_still_give_the_right_numbers(f):
     args = (_R.standard_normal(3), 0.6)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", JitFallbackWarning)
-        vj, gj = s2sad.value_and_grad(f, wrt=(0, 1), jit=True)(*args)
-    vp, gp = s2sad.value_and_grad(f, wrt=(0, 1))(*args)
-    assert vj == pytest.approx(vp, rel=1e-12)
-    for a, b in zip(gj, gp):
-        np.testing.assert_allclose(a, b, rtol=1e-12)
+    fallback_same_as_python(f, args, (0, 1))
     check_grads(f, args, wrt=(0, 1))
