@@ -187,7 +187,7 @@ def code_fp(c):
             c.co_posonlyargcount, c.co_kwonlyargcount, c.co_flags, c.co_firstlineno,
             c.co_code.hex(), list(c.co_names), list(c.co_varnames), list(c.co_freevars),
             list(c.co_cellvars), [_const_fp(k) for k in c.co_consts],
-            getattr(c, "co_linetable", getattr(c, "co_lnotab", b"")).hex()]
+            c.co_linetable.hex()]       # (co_lnotab warns from Python 3.12 on)
 
 
 def _const_fp(k):

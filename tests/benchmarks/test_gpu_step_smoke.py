@@ -77,7 +77,8 @@ def test_jax_version_computes_the_step(case):
 
 
 def test_numpy_quick_run():
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(_ROOT), JAX_PLATFORMS="cpu")
+    path = os.pathsep.join([os.path.abspath(_ROOT), os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, PYTHONPATH=path, JAX_PLATFORMS="cpu")
     out = subprocess.run([sys.executable, _PATH, "--numpy", "--quick"], env=env,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -5,7 +5,6 @@ gradient it got, the hand-written gradient's agreement, and the disk cache's cou
 entries read, misses: derivatives built, writes)."""
 import json
 import os
-import stat
 import subprocess
 import sys
 
@@ -13,11 +12,18 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+
+def _env(cache):
+    """The environment of a user's process: s2sad first on its path, the cache in ``cache``."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]),
+                S2SAD_CACHE_DIR=str(cache))
+
 SCRIPT = '''
-import json, sys
+import json, sys, warnings
 import numpy as np
 import s2sad
 from s2sad import diskcache
+warnings.simplefilter("error")          # (the cache must not warn: co_lnotab on Python 3.12)
 K = {K}
 
 def helper(a):
@@ -42,7 +48,7 @@ print(json.dumps({{"ok": bool(np.allclose(g, want, rtol=1e-10, atol=1e-12)),
 def run(tmp_path, cache, K=3.0, extra="", env=None, name="user_script.py"):
     script = tmp_path / name
     script.write_text(SCRIPT.format(K=K, EXTRA=extra))
-    e = dict(os.environ, PYTHONPATH=ROOT, S2SAD_CACHE_DIR=str(cache))
+    e = _env(cache)
     e.pop("S2SAD_CACHE", None)
     e.update(env or {})
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=e,
@@ -156,7 +162,7 @@ def test_a_changed_constant_or_rule_misses(tmp_path, cache, change):
 def test_two_processes_racing_build_once(tmp_path, cache):
     script = tmp_path / "race.py"
     script.write_text(SCRIPT.format(K=3.0, EXTRA=""))
-    e = dict(os.environ, PYTHONPATH=ROOT, S2SAD_CACHE_DIR=str(cache))
+    e = _env(cache)
     procs = [subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=e) for _ in range(2)]
     outs = []
@@ -177,7 +183,7 @@ def test_a_folder_others_can_write_to_is_refused(tmp_path, cache):
     os.chmod(cache, 0o777)
     script = tmp_path / "s.py"
     script.write_text(SCRIPT.format(K=3.0, EXTRA=""))
-    e = dict(os.environ, PYTHONPATH=ROOT, S2SAD_CACHE_DIR=str(cache))
+    e = _env(cache)
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=e,
                        timeout=300)
     assert r.returncode != 0
@@ -213,7 +219,7 @@ def test_an_unkeyable_global_is_built_in_memory_only(tmp_path, cache):
 
 def test_cli_info_clear_and_lru_eviction(tmp_path, cache):
     run(tmp_path, cache)
-    e = dict(os.environ, PYTHONPATH=ROOT, S2SAD_CACHE_DIR=str(cache))
+    e = _env(cache)
     r = subprocess.run([sys.executable, "-m", "s2sad", "cache", "info"], capture_output=True,
                        text=True, env=e, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -261,7 +267,7 @@ def test_an_entry_that_relied_on_a_callee_global_is_rebuilt_when_it_changes(tmp_
     def go(scale):
         script = tmp_path / "callee_script.py"
         script.write_text(CALLEE_SCRIPT.format(SCALE=scale))
-        e = dict(os.environ, PYTHONPATH=ROOT, S2SAD_CACHE_DIR=str(cache))
+        e = _env(cache)
         e.pop("S2SAD_CACHE", None)
         r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                            env=e, timeout=300)
@@ -275,3 +281,21 @@ def test_an_entry_that_relied_on_a_callee_global_is_rebuilt_when_it_changes(tmp_
     assert changed["ok"], changed
     assert any("a callee reads has another value" in line for line in
                map(str, changed["log"])), changed["log"]
+
+
+def test_fingerprints_of_code_do_not_warn():
+    """The entry's key reads each code object's line table through ``co_linetable``:
+    ``co_lnotab`` warns from Python 3.12 on, an error under ``-W error``."""
+    import warnings
+    from s2sad import diskcache
+
+    def outer(x):
+        def inner(y):
+            return y * 2.0
+        return inner(x) + 1.0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fp = diskcache.code_fp(outer.__code__)
+    assert fp[-1] == outer.__code__.co_linetable.hex()
+    assert any(isinstance(k, list) and k[:2] == ["code", "inner"] for k in fp[13])

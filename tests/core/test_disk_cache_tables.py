@@ -10,10 +10,15 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _env(cache):
+    """The environment of a user's process: s2sad first on its path, the cache in ``cache``."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]),
+                S2SAD_CACHE_DIR=str(cache))
 
 QUICKSTART = '''
 import json, sys
@@ -58,7 +63,7 @@ out["sum_rule"] = registry.lookup(np.sum).name
 def run(tmp_path, cache, imports="", after=""):
     script = tmp_path / "user_script.py"
     script.write_text(QUICKSTART.format(IMPORTS=imports, AFTER=after))
-    env = dict(os.environ, PYTHONPATH=ROOT, S2SAD_CACHE_DIR=str(cache))
+    env = _env(cache)
     env.pop("S2SAD_CACHE", None)
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
                        timeout=300)
@@ -145,7 +150,7 @@ def test_a_hit_reaching_the_index_tricks_loads_them(tmp_path, cache):
     loaded (it crashed with an AttributeError on None)."""
     script = tmp_path / "dyn.py"
     script.write_text(DYNAMIC)
-    env = dict(os.environ, PYTHONPATH=ROOT, S2SAD_CACHE_DIR=str(cache))
+    env = _env(cache)
     env.pop("S2SAD_CACHE", None)
     out = []
     for _ in range(2):

@@ -35,7 +35,7 @@ def test_cpu_gradient_does_not_import_cupy(tmp_path):
                       "g = s2sad.grad(f)(np.ones(3))\n"
                       "assert np.allclose(g, np.cos(1.0) + np.sin(1.0))\n"
                       "print(sorted(m for m in sys.modules if m.split('.')[0] == 'cupy'))\n")
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
                        timeout=120)
     assert r.returncode == 0, r.stderr

@@ -142,7 +142,7 @@ def test_worker_without_the_file(tmp_path, pickler):
     out = tmp_path / "g.pkl"
     out.write_bytes(dumps(g))
     src.unlink()
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     p = subprocess.run([sys.executable, "-c", _WORKER, str(out)], capture_output=True, text=True,
                        env=env, cwd=str(tmp_path), timeout=300)
     assert p.returncode == 0, p.stderr

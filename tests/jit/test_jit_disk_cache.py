@@ -69,7 +69,8 @@ def run(tmp_path, cache, K=2.0, SCALE=1.0, options="True", env=None):
     (tmp_path / "jitlib.py").write_text(LIB.format(SCALE=SCALE))
     script = tmp_path / "user_jit.py"
     script.write_text(SCRIPT.format(K=K, OPTIONS=options))
-    e = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, str(tmp_path)]),
+    e = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, str(tmp_path),
+                                                    os.environ.get("PYTHONPATH", "")]),
              S2SAD_CACHE_DIR=str(cache))
     e.pop("S2SAD_CACHE", None)
     e.pop("NUMBA_CACHE_DIR", None)

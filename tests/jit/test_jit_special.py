@@ -252,7 +252,8 @@ def test_machine_code_calling_scipy_kernels_loads_in_a_second_process(tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
     (tmp_path / "user_special.py").write_text(SCRIPT)
-    env = dict(os.environ, PYTHONPATH=root, S2SAD_CACHE_DIR=str(cache))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               S2SAD_CACHE_DIR=str(cache))
     for k in ("S2SAD_CACHE", "NUMBA_CACHE_DIR", "NUMBA_OPT"):
         env.pop(k, None)
     outs = []

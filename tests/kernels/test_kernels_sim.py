@@ -309,7 +309,7 @@ def test_permute_bad_axes():
 
 # ---------------------------------------------------------------- laziness and robustness
 def _run(code):
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=120)
 

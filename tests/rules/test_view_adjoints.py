@@ -102,7 +102,8 @@ def test_materialise_uses_the_permute_kernel_under_the_simulator():
         "s = g[:, :, :, ::2]\n"
         "np.testing.assert_array_equal(materialise(s, backend='cuda'), s)\n"
         "print('ok')\n")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=ROOT)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
