@@ -308,6 +308,7 @@ class CompiledDerivative:
                     return None
         disp = self.dispatcher()
         n = len(disp.overloads)
+        ready = n > 0 and _compiled_for(disp, (*args, *extra))   # (an error of its run, then)
         t0 = time.perf_counter()
         try:
             with warnings.catch_warnings():
@@ -333,12 +334,12 @@ class CompiledDerivative:
                 self.fail("an array changed shape between iterations, which a compiled "
                           "adjoint cannot follow", None)
                 return None
-            if len(disp.overloads) > n:
+            if ready or len(disp.overloads) > n:
                 raise                       # (compiled, then the user's code raised)
             self.fail(f"numba failed while compiling ({type(e).__name__}: {e})", None)
             return None
         except Exception as e:
-            if len(disp.overloads) > n or isinstance(e, (KeyboardInterrupt,)):
+            if ready or len(disp.overloads) > n or isinstance(e, (KeyboardInterrupt,)):
                 raise                       # (compiled, then the user's code raised)
             # numba itself failed while typing or lowering (an AssertionError, a TypeError...)
             self.fail(f"numba failed while compiling ({type(e).__name__}: {_first_line(e)})",
@@ -448,6 +449,16 @@ def _untypeable(args):
             what = t.__name__
         return f"{i} is {what}"
     return None
+
+
+def _compiled_for(disp, args):
+    """Whether numba's dispatcher ``disp`` holds machine code for these arguments' types: an
+    exception of a call it then makes is the user's code raising, not numba failing to
+    compile (which would send the derivative to Python for good)."""
+    try:
+        return tuple(disp.typeof_pyval(a) for a in args) in disp.overloads
+    except Exception:
+        return False
 
 
 def _first_line(e):

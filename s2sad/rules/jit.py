@@ -16,6 +16,7 @@ from numba.extending import overload, register_jitable
 from ..runtime import jit as _jrt
 from . import jit_lapack   # (registers the LAPACK names compiled helpers call, for numba's cache)
 from . import jit_reductions as _R     # (its (outer, n, inner) split of a shape at an axis)
+from .jit_einsum import adjoint as einsum, tangent as einsum_tangent    # noqa: F401 (_adj's)
 
 
 def sum(g, a, axis=None, keepdims=False):
@@ -1466,7 +1467,7 @@ def namespace():
                  "reshape_back", "transpose", "inv", "det", "slogdet", "solve", "cholesky",
                  "where", "maximum", "_correction", "var", "std", "prod", "prod_tangent",
                  "extremum", "norm", "nansum", "nansum_tangent", "diff", "sort",
-                 "sort_tangent", "logsumexp",
+                 "sort_tangent", "einsum", "einsum_tangent", "logsumexp",
                  "logsumexp_tangent", "softmax",
                  "log_softmax",
                  "norm_tangent",

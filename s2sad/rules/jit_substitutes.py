@@ -132,6 +132,8 @@ def _load():
     substitute(np.kron)(kron)
     substitute(np.concatenate)(concatenate)
     substitute(np.stack)(stack)
+    from . import jit_einsum        # (np.einsum with literal subscripts, as loop nests)
+    substitute(np.einsum)(jit_einsum.einsum)
     from . import jit_reductions    # (np.max/min/mean/... over one axis, keepdims)
     for fn, version in jit_reductions.versions().items():
         substitute(fn)(version)
