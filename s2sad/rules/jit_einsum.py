@@ -36,7 +36,7 @@ def tangent(t, operands):
     raise NotImplementedError
 
 
-# -- the loop nests ---------------------------------------------------------------------------------
+# -- the loop nests ------------------------------------------------------------------------------
 @register_jitable
 def _size(n, m):
     """The size of an index letter seen so far (``n``, 1 while unseen) joined with a dimension
@@ -159,7 +159,7 @@ def _contraction(ins, out, shaped, scalars, dtype, plain=False):
     return register_jitable(namespace["contract"])
 
 
-# -- typing: which calls have a loop nest -----------------------------------------------------------
+# -- typing: which calls have a loop nest --------------------------------------------------------
 def _operand(t):
     """A real operand: a real array, or a real number."""
     if isinstance(t, nt.Array):

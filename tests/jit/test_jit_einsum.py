@@ -10,7 +10,7 @@ import pytest
 import s2sad
 from s2sad.errors import JitFallbackWarning
 
-from .compare import compiled, fallback_same_as_python, same_as_python, same_jvp_as_python
+from .compare import fallback_same_as_python, same_as_python, same_jvp_as_python
 
 numba = pytest.importorskip("numba")
 
@@ -87,8 +87,8 @@ CASES = [
     (broadcast_row, (_R.normal(size=(1, 80)), _R.normal(size=(70, 80))), (0, 1)),
 ]
 IDS = ["matvec", "matvec-strided", "ij,kj", "same-array", "trace-diag", "outer", "implicit",
-       "batched", "ellipsis", "three", "total", "number", "broadcast-row", "spaces", "blas-ij,kj", "blas-batched",
-       "blas-ellipsis", "blas-outer", "broadcast-large"]
+       "batched", "ellipsis", "three", "total", "number", "broadcast-row", "spaces", "blas-ij,kj",
+       "blas-batched", "blas-ellipsis", "blas-outer", "broadcast-large"]
 
 
 @pytest.mark.parametrize("f, args, wrt", CASES, ids=IDS)
