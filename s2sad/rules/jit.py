@@ -16,7 +16,9 @@ from numba.extending import overload, register_jitable
 from ..runtime import jit as _jrt
 from . import jit_lapack   # (registers the LAPACK names compiled helpers call, for numba's cache)
 from . import jit_reductions as _R     # (its (outer, n, inner) split of a shape at an axis)
-from .jit_einsum import adjoint as einsum, tangent as einsum_tangent    # noqa: F401 (_adj's)
+from .jit_einsum import adjoint as einsum, tangent as einsum_tangent  # noqa: F401 (_adj's)
+from .jit_arrays import (roll, tile, repeat, cumprod, polyval,   # noqa: F401 (_adj's, named
+                         polyval_tangent)                        # in namespace())
 
 
 def sum(g, a, axis=None, keepdims=False):
@@ -277,8 +279,47 @@ def _reduced(g, a, axis):
     return None
 
 
+# -- reductions over a tuple of axes -----------------------------------------------------------
+def rows_of(g, n):
+    raise NotImplementedError
+
+
+@overload(rows_of)
+def _rows_of(g, n):
+    """A reduction's result (or adjoint) over a tuple of axes as the 1-d array of its ``n``
+    values in C order (a number: the reduction over every axis)."""
+    if isinstance(g, nt.Array):
+        return lambda g, n: np.ascontiguousarray(g).reshape(n)
+    if isinstance(g, (nt.Float, nt.Integer)):
+        return lambda g, n: np.full(n, g)
+
+
+def _over_axes(g, a, axis):
+    """The adjoint of a reduction of the float array ``a`` over a tuple of axes, which the
+    helpers below take as one over axis 1 of ``a`` arranged as rows (``jit_reductions.to_rows``:
+    the reduced axes last, the rest first)."""
+    return _R._axes_tuple(axis) and isinstance(a, nt.Array) and \
+        isinstance(a.dtype, nt.Float) and (isinstance(g, nt.Array) or isinstance(g, nt.Float))
+
+
+def _rows_adjoint(signature, call):
+    """An adjoint ``impl(signature)`` of a reduction over a tuple of axes: ``call`` (reading
+    ``G``, g as rows, and ``b``, a as rows, ``n`` rows) over axis 1 of the rows, and its result
+    put back in ``a``'s shape."""
+    src = (f"def impl({signature}):\n"
+           f"    b, perm = to_rows(a, axes_array(axis))\n"
+           f"    n = b.shape[0]\n"
+           f"    G = rows_of(g, n)\n"
+           f"    return from_rows({call}, a, perm)\n")
+    ns = dict(globals(), to_rows=_R.to_rows, axes_array=_R.axes_array, from_rows=_R.from_rows)
+    exec(src, ns)
+    return ns["impl"]
+
+
 @overload(sum)
 def _sum(g, a, axis=None, keepdims=False):
+    if _over_axes(g, a, axis):
+        return _rows_adjoint("g, a, axis=None, keepdims=False", "sum(G, b, 1, False)")
     if not (isinstance(a, nt.Array) and _fits(g, a)) and not isinstance(a, (nt.Float, nt.Integer)):
         return None
     if _whole(axis) and isinstance(a, nt.Array) and not isinstance(g, nt.Array):
@@ -297,6 +338,8 @@ def _sum(g, a, axis=None, keepdims=False):
 
 @overload(mean)
 def _mean(g, a, axis=None, keepdims=False):
+    if _over_axes(g, a, axis):
+        return _rows_adjoint("g, a, axis=None, keepdims=False", "mean(G, b, 1, False)")
     if not (isinstance(a, nt.Array) and _fits(g, a)):
         return None
     dt = _jrt._float_dtype(a)
@@ -721,6 +764,9 @@ def _stat_args(g, a, axis):
 
 @overload(var)
 def _var(g, a, axis=None, ddof=0, keepdims=False, mean=None):
+    if _over_axes(g, a, axis) and _whole(mean):
+        return _rows_adjoint("g, a, axis=None, ddof=0, keepdims=False, mean=None",
+                             "var(G, b, 1, ddof, False, None)")
     kind = _stat_args(g, a, axis)
     if kind is None or not _whole(mean):
         return None
@@ -740,6 +786,9 @@ def _var(g, a, axis=None, ddof=0, keepdims=False, mean=None):
 
 @overload(std)
 def _std(g, ans, a, axis=None, ddof=0, keepdims=False):
+    if _over_axes(g, a, axis):
+        return _rows_adjoint("g, ans, a, axis=None, ddof=0, keepdims=False",
+                             "std(G, rows_of(ans, n), b, 1, ddof, False)")
     kind = _stat_args(g, a, axis)
     if kind is None:
         return None
@@ -789,6 +838,8 @@ def _others_along(a, ax, one):
 def _prod(g, a, axis=None, keepdims=False):
     """g times the product of the other elements, exact with zeros (left and right running
     products, as the Python helper's cumprods); over the whole array or one axis."""
+    if _over_axes(g, a, axis):
+        return _rows_adjoint("g, a, axis=None, keepdims=False", "prod(G, b, 1, False)")
     if not (_fc_array(a) and _fits(g, a)):
         return None
     dt = a.dtype
@@ -834,6 +885,9 @@ def _prod_tangent(t, a, axis=None, keepdims=False):
 @overload(extremum)
 def _extremum(g, ans, a, axis=None, keepdims=False):
     """g shared evenly among the elements equal to the max/min."""
+    if _over_axes(g, a, axis):
+        return _rows_adjoint("g, ans, a, axis=None, keepdims=False",
+                             "extremum(G, rows_of(ans, n), b, 1, False)")
     kind = _stat_args(g, a, axis)
     if kind is None:
         return None
@@ -1460,6 +1514,53 @@ def standin(shape):
     return np.broadcast_to(np.zeros(1), shape)
 
 
+# -- np.vstack, np.hstack of a list; a list's tangents ---------------------------------------
+def vstack(g, tup):
+    raise NotImplementedError
+
+
+def hstack(g, tup):
+    raise NotImplementedError
+
+
+def tangent_list(t, arrays):
+    raise NotImplementedError
+
+
+@overload(tangent_list)
+def _tangent_list(t, arrays):
+    """The tangents of a list's arrays: compiled, a list of them (none left out)."""
+    if isinstance(t, nt.List) and isinstance(t.dtype, nt.Array):
+        return lambda t, arrays: t
+
+
+@overload(vstack)
+def _vstack(g, tup):
+    """The rows of g for 1-d items; for items of 2 or more dimensions their pieces of g along
+    axis 0 (``_adj.concatenate``)."""
+    if not _array_list(tup, g):
+        return None
+    if tup.dtype.ndim == 1 and g.ndim == 2:
+        def rows(g, tup):
+            out = []
+            for k in range(len(tup)):
+                out.append(g[k].copy())
+            return out
+        return rows
+    if tup.dtype.ndim >= 2 and g.ndim == tup.dtype.ndim:
+        return lambda g, tup: concatenate(g, tup, 0)
+
+
+@overload(hstack)
+def _hstack(g, tup):
+    """The pieces of g along axis 0 for 1-d items, along axis 1 for others."""
+    if not (_array_list(tup, g) and g.ndim == tup.dtype.ndim):
+        return None
+    if g.ndim == 1:
+        return lambda g, tup: concatenate(g, tup, 0)
+    return lambda g, tup: concatenate(g, tup, 1)
+
+
 def namespace():
     """A module holding the compiled helpers under the names templates use (``_adj``)."""
     return _jrt.helper_module("s2sad_jit_adjoints", "_adj", (
@@ -1467,10 +1568,9 @@ def namespace():
                  "reshape_back", "transpose", "inv", "det", "slogdet", "solve", "cholesky",
                  "where", "maximum", "_correction", "var", "std", "prod", "prod_tangent",
                  "extremum", "norm", "nansum", "nansum_tangent", "diff", "sort",
-                 "sort_tangent", "einsum", "einsum_tangent", "logsumexp",
-                 "logsumexp_tangent", "softmax",
-                 "log_softmax",
-                 "norm_tangent",
+                 "sort_tangent", "einsum", "einsum_tangent", "roll", "tile", "repeat",
+                 "cumprod", "polyval", "polyval_tangent", "vstack", "hstack", "tangent_list",
+                 "logsumexp", "logsumexp_tangent", "softmax", "log_softmax", "norm_tangent",
                  "power_base", "power_exponent", "array_adjoint_of", "solve_triangular",
                  "concatenate", "stack", "cumsum", "trace", "clip_bounds", "clip",
                  "cho_solve", "standin"), globals())

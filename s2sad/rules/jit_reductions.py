@@ -82,6 +82,93 @@ def _axis_of(axis, nd):
     return axis % nd
 
 
+def _axes_tuple(axis):
+    """``axis`` is a tuple of integers (``np.sum(x, axis=(0, 2))``)."""
+    return isinstance(axis, nt.BaseTuple) and len(axis.types) > 0 and \
+        all(isinstance(t, nt.Integer) for t in axis.types)
+
+
+def axes_array(axes):
+    raise NotImplementedError
+
+
+@overload(axes_array)
+def _axes_array(axes):
+    """A tuple of integers (each a literal or not) as an int64 array."""
+    if _axes_tuple(axes):
+        src = "def f(axes):\n    return np.array([" + \
+            "".join(f"np.int64(axes[{i}]), " for i in range(len(axes.types))) + "])\n"
+        ns = {"np": np}
+        exec(src, ns)
+        return ns["f"]
+
+
+@register_jitable
+def to_rows(a, axes):
+    """``a`` with the axes ``axes`` (an int64 array, negative ones from the end) moved last, in
+    their order, the others first, in theirs, as a C-ordered (outer, n) array, and the
+    permutation: a reduction over several axes as one over axis 1.  NumPy's errors for an axis
+    out of range or repeated."""
+    nd = a.ndim
+    red = np.zeros(nd, np.bool_)
+    for ax in axes:
+        k = _axis_of(ax, nd)
+        if red[k]:
+            raise ValueError("duplicate value in 'axis'")
+        red[k] = True
+    perm = a.shape
+    j = 0
+    outer = 1
+    n = 1
+    for d in range(nd):
+        if not red[d]:
+            perm = tuple_setitem(perm, j, d)
+            j += 1
+            outer *= a.shape[d]
+    for d in range(nd):
+        if red[d]:
+            perm = tuple_setitem(perm, j, d)
+            j += 1
+            n *= a.shape[d]
+    return np.ascontiguousarray(np.transpose(a, perm)).reshape((outer, n)), perm
+
+
+@register_jitable
+def from_rows(r, a, perm):
+    """The inverse of :func:`to_rows`: ``r`` (outer, n) back in ``a``'s shape and axis order."""
+    pshape = a.shape
+    inv = a.shape
+    for j in range(a.ndim):
+        pshape = tuple_setitem(pshape, j, a.shape[perm[j]])
+        inv = tuple_setitem(inv, perm[j], j)
+    return np.ascontiguousarray(np.transpose(np.ascontiguousarray(r).reshape(pshape), inv))
+
+
+@register_jitable
+def kept_shape(shape, axes, zeros):
+    """``shape`` without the axes ``axes`` (a tuple of the result's length, ``zeros``)."""
+    nd = len(shape)
+    red = np.zeros(nd, np.bool_)
+    for ax in axes:
+        red[ax % nd] = True
+    out = zeros
+    j = 0
+    for d in range(nd):
+        if not red[d]:
+            out = tuple_setitem(out, j, shape[d])
+            j += 1
+    return out
+
+
+@register_jitable
+def ones_at(shape, axes):
+    """``shape`` with 1 at the axes ``axes`` (keepdims)."""
+    out = shape
+    for ax in axes:
+        out = tuple_setitem(out, ax % len(shape), 1)
+    return out
+
+
 def _kernel(code):
     """The kernel of ``code``: (b, ddof, dt) -> the (outer, inner) result of reducing a C-ordered
     b of shape (outer, n, inner) over its middle axis, in dtype ``dt``."""
@@ -191,10 +278,24 @@ def _logsumexp_kernel(b, ddof, dt):
     return r
 
 
-def _impl(code, nd, keep, whole, dt):
+def _impl(code, nd, keep, whole, dt, naxes=0):
     """The body (a, axis, ddof) -> result for an array of ``nd`` dims: over the whole array
-    (``whole``) or one axis, with kept dims when ``keep``."""
+    (``whole``), one axis, or a tuple of ``naxes`` axes, with kept dims when ``keep``."""
     kernel = _logsumexp_kernel if code == _LSE else _kernel(code)
+    if naxes:
+        zeros = (0,) * max(nd - naxes, 1)
+
+        @register_jitable
+        def over_axes(a, axis, ddof):
+            axes = axes_array(axis)
+            b, perm = to_rows(a, axes)
+            r = kernel(b.reshape((b.shape[0], b.shape[1], 1)), ddof, dt)
+            if keep:
+                return r.reshape(ones_at(a.shape, axes))
+            if nd == naxes:
+                return r[0, 0]
+            return r.reshape(kept_shape(a.shape, axes, zeros))
+        return over_axes
     if whole and keep:
         @register_jitable
         def whole_keep(a, axis, ddof):
@@ -254,7 +355,7 @@ def _typed(code, a, axis, keepdims):
     if keep is None:
         return None
     whole = _whole(axis)
-    if not whole and not isinstance(axis, nt.Integer):
+    if not whole and not isinstance(axis, nt.Integer) and not _axes_tuple(axis):
         return None
     if code in (_MEAN, _VAR, _STD, _LSE):
         dt = a.dtype if isinstance(a.dtype, nt.Float) else nt.float64
@@ -262,7 +363,7 @@ def _typed(code, a, axis, keepdims):
         dt = nt.int64 if a.dtype.signed else nt.uint64
     else:
         dt = a.dtype
-    return a.ndim, keep, whole, dt
+    return a.ndim, keep, whole, dt, len(axis.types) if _axes_tuple(axis) else 0
 
 
 def _np_dtype(dt):
@@ -293,7 +394,7 @@ def _extremum(code, builtin):
         t = _typed(code, a, axis, keepdims)
         if t is None:
             return None
-        run = _impl(code, t[0], t[1], t[2], _np_dtype(t[3]))
+        run = _impl(code, t[0], t[1], t[2], _np_dtype(t[3]), t[4])
         return lambda a, axis=None, out=None, keepdims=False, initial=None, where=True: \
             run(a, axis, 0)
     return ov
@@ -323,11 +424,11 @@ def _additive(code, builtin):
         t = _typed(code, a, axis, keepdims)
         if t is None:
             return None
-        nd, keep, whole, dt = t
-        if code == _SUM and not keep and not whole:
+        nd, keep, whole, dt, naxes = t
+        if code == _SUM and not keep and not whole and not naxes:
             return lambda a, axis=None, dtype=None, out=None, keepdims=False, initial=None, \
                 where=True: builtin(a, axis=axis)
-        run = _impl(code, nd, keep, whole, _np_dtype(dt))
+        run = _impl(code, nd, keep, whole, _np_dtype(dt), naxes)
         return lambda a, axis=None, dtype=None, out=None, keepdims=False, initial=None, \
             where=True: run(a, axis, 0)
     return ov
@@ -346,8 +447,8 @@ def _mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
     t = _typed(_MEAN, a, axis, keepdims)
     if t is None:
         return None
-    nd, keep, whole, dt = t
-    run = _impl(_MEAN, nd, keep, whole, _np_dtype(dt))
+    nd, keep, whole, dt, naxes = t
+    run = _impl(_MEAN, nd, keep, whole, _np_dtype(dt), naxes)
     return lambda a, axis=None, dtype=None, out=None, keepdims=False, where=True: run(a, axis, 0)
 
 
@@ -365,7 +466,7 @@ def _spread(code, builtin):
         t = _typed(code, a, axis, keepdims)
         if t is None:
             return None
-        run = _impl(code, t[0], t[1], t[2], _np_dtype(t[3]))
+        run = _impl(code, t[0], t[1], t[2], _np_dtype(t[3]), t[4])
         return lambda a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=True, \
             mean=None, correction=None: run(a, axis, ddof)
     return ov
@@ -388,7 +489,7 @@ def _logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     t = _typed(_LSE, a, axis, keepdims)
     if t is None:
         return None
-    run = _impl(_LSE, t[0], t[1], t[2], _np_dtype(t[3]))
+    run = _impl(_LSE, t[0], t[1], t[2], _np_dtype(t[3]), t[4])
     return lambda a, axis=None, b=None, keepdims=False, return_sign=False: run(a, axis, 0)
 
 

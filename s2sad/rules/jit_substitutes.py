@@ -132,8 +132,14 @@ def _load():
     substitute(np.kron)(kron)
     substitute(np.concatenate)(concatenate)
     substitute(np.stack)(stack)
+    substitute(np.vstack)(vstack)
+    substitute(np.hstack)(hstack)
     from . import jit_einsum        # (np.einsum with literal subscripts, as loop nests)
     substitute(np.einsum)(jit_einsum.einsum)
+    from . import jit_arrays        # (np.roll, np.flip, np.repeat with an axis)
+    for fn, version in jit_arrays.versions().items():
+        substitute(fn)(version)
+        _NUMPY_LEAVES[(fn.__name__,)] = version
     from . import jit_reductions    # (np.max/min/mean/... over one axis, keepdims)
     for fn, version in jit_reductions.versions().items():
         substitute(fn)(version)
@@ -462,3 +468,32 @@ def _stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
             r[i] = arrays[i]
         return r
     return impl
+
+
+# -- np.vstack, np.hstack of a list -----------------------------------------------------------
+def vstack(tup):
+    raise NotImplementedError
+
+
+def hstack(tup):
+    raise NotImplementedError
+
+
+@overload(vstack)
+def _vstack(tup):
+    """A list of arrays: 1-d items as the rows of a 2-d array, others joined along axis 0."""
+    if not (isinstance(tup, nt.List) and isinstance(tup.dtype, nt.Array)):
+        return None
+    if tup.dtype.ndim == 1:
+        return lambda tup: stack(tup, 0)
+    return lambda tup: concatenate(tup, 0)
+
+
+@overload(hstack)
+def _hstack(tup):
+    """A list of arrays joined along axis 0 (1-d items) or 1."""
+    if not (isinstance(tup, nt.List) and isinstance(tup.dtype, nt.Array)):
+        return None
+    if tup.dtype.ndim == 1:
+        return lambda tup: concatenate(tup, 0)
+    return lambda tup: concatenate(tup, 1)

@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 from numba.core import types as nt
 from numba.core.errors import TypingError
-from numba.cpython.unsafe.tuple import tuple_setitem
+from numba.cpython.unsafe.tuple import tuple_setitem  # noqa: F401 (rules/jit.py reads it)
 from numba.extending import overload, register_jitable
 
 _SCALAR = (nt.Float, nt.Integer, nt.Boolean)
@@ -191,6 +191,9 @@ def _keep_if(keep, g):
 
 @overload(zero_of)
 def _zero_of(x):
+    if isinstance(x, nt.BaseTuple) and x.types and \
+            all(isinstance(t, nt.Array) or _is_scalar(t) for t in x.types):
+        return _tuple_fn(len(x.types), "zero_of(x[{i}])", "x")
     if isinstance(x, nt.Array):
         dt = _float_dtype(x)
         return lambda x: np.zeros(x.shape, dt)
@@ -221,6 +224,8 @@ def _acc(a, b):
 def _is_zero(a):
     if isinstance(a, nt.NoneType):
         return lambda a: True
+    if isinstance(a, nt.BaseTuple):
+        return lambda a: False          # (a tuple's adjoint: its zeros are added as they are)
     if _is_scalar(a) or isinstance(a, nt.Complex):
         return lambda a: a == 0
     if isinstance(a, nt.Array):
@@ -301,15 +306,26 @@ def _unbroadcast(g, x):
             return lambda g, x: _reduce_to(g, x, np.zeros(x.shape, dt))
 
 
+def _item_of_tuple(x, idx):
+    """The position (0 <= k < n) a literal integer ``idx`` picks in the tuple type ``x`` of
+    arrays and numbers, or None."""
+    if not (isinstance(x, nt.BaseTuple) and isinstance(idx, nt.IntegerLiteral) and x.types and
+            all(isinstance(t, nt.Array) or _is_scalar(t) for t in x.types)):
+        return None
+    n, k = len(x.types), idx.literal_value
+    return k % n if -n <= k < n else None
+
+
 @overload(getitem_adjoint, prefer_literal=True)
 def _getitem_adjoint(g, x, idx):
-    if isinstance(x, nt.BaseTuple) and len(x.types) == 2 and isinstance(idx, nt.IntegerLiteral) \
-            and isinstance(g, nt.Float):
-        # a pair's item (``s, l = np.linalg.slogdet(a)``): g at idx, 0.0 at the other place
-        if idx.literal_value in (0, -2):
-            return lambda g, x, idx: (g, 0.0)
-        if idx.literal_value in (1, -1):
-            return lambda g, x, idx: (0.0, g)
+    k = _item_of_tuple(x, idx)
+    if k is not None and (isinstance(g, nt.Float) or
+                          (isinstance(g, nt.Array) and isinstance(g.dtype, nt.Float))):
+        # a tuple's item (``s, l = np.linalg.slogdet(a)``; ``zip(x, y)``'s sequences): g at k,
+        # zeros of the other items' shapes elsewhere
+        return _tuple_fn(len(x.types), lambda i: "g" if i == k else f"zero_of(x[{i}])",
+                         "g, x, idx")
+    if isinstance(x, nt.BaseTuple):
         return None
     gather = _gather_index(idx, x, contiguous=False)     # (scattered into new zeros)
     if gather is not None and isinstance(g, nt.Array):
@@ -331,16 +347,14 @@ def _getitem_adjoint(g, x, idx):
 
 @overload(acc_getitem, prefer_literal=True)
 def _acc_getitem(acc, x, idx, g):
-    if isinstance(acc, nt.UniTuple) and isinstance(acc.dtype, nt.Float) and \
-            isinstance(x, nt.BaseTuple) and len(x.types) == len(acc.types) and \
-            isinstance(idx, nt.IntegerLiteral) and isinstance(g, (nt.Float, nt.Integer)):
-        # a tuple's item (``mu, l = f(t)``): the adjoint of the tuple, g added at idx
-        n = len(acc.types)
-        k = idx.literal_value
-        if not -n <= k < n:
-            return None
-        k %= n
-        return lambda acc, x, idx, g: tuple_setitem(acc, k, acc[k] + g)
+    k = _item_of_tuple(x, idx)
+    if k is not None and isinstance(acc, nt.BaseTuple) and len(acc.types) == len(x.types) and \
+            (_is_scalar(g) or isinstance(g, nt.Array)):
+        # a tuple's item (``mu, l = f(t)``): the adjoint of the tuple, g added at k
+        return _tuple_fn(len(acc.types), lambda i: f"add_to(acc[{i}], g)" if i == k else
+                         f"acc[{i}]", "acc, x, idx, g", {"add_to": globals()["acc"]})
+    if isinstance(acc, nt.BaseTuple):
+        return None
     gather = _gather_index(idx, acc)
     if gather is not None and isinstance(g, nt.Array):
         if gather == "rows":
@@ -548,6 +562,33 @@ def _seq_adjoint_of(g, x):
         return lambda g, x: g
 
 
+def zip_seq(*xs):
+    raise NotImplementedError
+
+
+def zip_seq_adjoint(g, xs, ans):
+    raise NotImplementedError
+
+
+@overload(zip_seq)
+def _zip_seq(*xs):
+    """``runtime.containers.zip_seq``: what ``for a, b in zip(x, y)`` walks by index, the lists,
+    tuples and arrays as they are (an iterator does not compile)."""
+    if xs and all(_walkable(x) for x in xs):
+        return lambda *xs: xs
+
+
+@overload(zip_seq_adjoint)
+def _zip_seq_adjoint(g, xs, ans):
+    """The adjoints of the zipped sequences: each item of ``g``, the adjoint of one sequence, is
+    its adjoint (as :func:`seq_adjoint_of`)."""
+    if isinstance(g, nt.BaseTuple) and isinstance(xs, nt.BaseTuple) and \
+            len(g.types) == len(xs.types) and \
+            all(isinstance(x, (nt.Array, nt.List)) and isinstance(gj, (nt.Array, nt.List))
+                for gj, x in zip(g.types, xs.types)):
+        return lambda g, xs, ans: g
+
+
 @overload(unappend)
 def _unappend(g):
     """``runtime.containers.unappend``: (the adjoint of the list before ``append``, the appended
@@ -571,10 +612,12 @@ def _parts(g, n):
         return impl
 
 
-def _tuple_fn(n, item, args):
-    """A function of ``args`` returning the n-tuple whose item i is ``item.format(i=i)``."""
-    src = f"def f({args}):\n    return (" + "".join(item.format(i=i) + ", " for i in range(n)) + ")\n"
-    ns = {}
+def _tuple_fn(n, item, args, namespace=None):
+    """A function of ``args`` returning the n-tuple whose item i is ``item.format(i=i)`` (or
+    ``item(i)``, a callable), reading this module's helpers and the names of ``namespace``."""
+    text = item if callable(item) else (lambda i: item.format(i=i))
+    src = f"def f({args}):\n    return (" + "".join(text(i) + ", " for i in range(n)) + ")\n"
+    ns = dict(globals(), **(namespace or {}))
     exec(src, ns)
     return ns["f"]
 
@@ -715,7 +758,8 @@ def namespace():
                  "getitem_adjoint", "acc_getitem", "setitem_adjoint", "setitem_value_adjoint",
                  "add", "snap", "own",
                  "pow_base_adjoint", "pow_exponent_adjoint", "abs_adjoint", "seq", "loop_seq",
-                 "seq_adjoint_of", "unappend", "parts", "extremum_adjoint", "fdiv", "flat",
+                 "seq_adjoint_of", "zip_seq", "zip_seq_adjoint", "unappend", "parts",
+                 "extremum_adjoint", "fdiv", "flat",
                  "inexact", "keep_if", "times_initial", "keys_read", "sum_adjoint"),
                  globals())
 

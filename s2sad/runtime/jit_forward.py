@@ -188,10 +188,23 @@ def _seq_tangent(t, x, ans):
         return lambda t, x, ans: t
 
 
+def zip_seq_tangent(t, xs, ans):
+    raise NotImplementedError
+
+
+@overload(zip_seq_tangent)
+def _zip_seq_tangent(t, xs, ans):
+    """``runtime.tangents.zip_seq_tangent``: each zipped sequence's :func:`seq_tangent`."""
+    if isinstance(t, nt.BaseTuple) and isinstance(xs, nt.BaseTuple) and \
+            isinstance(ans, nt.BaseTuple) and len(t.types) == len(xs.types) == len(ans.types):
+        return _jrt._tuple_fn(len(t.types), "seq_tangent(t[{i}], xs[{i}], ans[{i}])",
+                              "t, xs, ans", {"seq_tangent": seq_tangent})
+
+
 def namespace():
     """A module holding the compiled helpers under the names generated forward code uses
     (``_fw``)."""
     return _jrt.helper_module("s2sad_jit_forward", "_fw", (
         "zeros_like", "bcast", "into", "out_zeros", "out_size", "basis", "inner", "put",
-        "seq_tangent"), globals())
+        "seq_tangent", "zip_seq_tangent"), globals())
 
