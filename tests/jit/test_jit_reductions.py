@@ -98,16 +98,17 @@ def test_errors_as_numpy():
 
 
 def test_other_arguments_are_not_compiled():
-    # out=, initial=, where=, a tuple of axes: a typing error (the derivative then runs as Python)
+    # out=, initial=, where=: a typing error (the derivative then runs as Python; a tuple of
+    # axes compiles: test_jit_axes.py)
     @numba.njit
     def initial(a):
         return R.amax(a, axis=0, initial=1.0)
 
     @numba.njit
-    def axes(a):
-        return R.sum(a, axis=(0, 1))
+    def where(a):
+        return R.sum(a, axis=0, where=a > 0)
 
-    for f in (initial, axes):
+    for f in (initial, where):
         with pytest.raises(numba.core.errors.TypingError):
             f(np.ones((2, 3)))
 
