@@ -18,7 +18,8 @@ from . import jit_lapack   # (registers the LAPACK names compiled helpers call, 
 from . import jit_reductions as _R     # (its (outer, n, inner) split of a shape at an axis)
 from .jit_einsum import adjoint as einsum, tangent as einsum_tangent  # noqa: F401 (_adj's)
 from .jit_arrays import (roll, tile, repeat, cumprod, polyval,   # noqa: F401 (_adj's, named
-                         polyval_tangent)                        # in namespace())
+                         polyval_tangent, interp, interp_tangent,  # in namespace())
+                         tangent_as)
 
 
 def sum(g, a, axis=None, keepdims=False):
@@ -1570,6 +1571,7 @@ def namespace():
                  "extremum", "norm", "nansum", "nansum_tangent", "diff", "sort",
                  "sort_tangent", "einsum", "einsum_tangent", "roll", "tile", "repeat",
                  "cumprod", "polyval", "polyval_tangent", "vstack", "hstack", "tangent_list",
+                 "interp", "interp_tangent", "tangent_as",
                  "logsumexp", "logsumexp_tangent", "softmax", "log_softmax", "norm_tangent",
                  "power_base", "power_exponent", "array_adjoint_of", "solve_triangular",
                  "concatenate", "stack", "cumsum", "trace", "clip_bounds", "clip",

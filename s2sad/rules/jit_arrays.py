@@ -281,5 +281,196 @@ def _polyval_tangent(t, p, x, which="p"):
 def versions():
     """{NumPy function: its numba version}, for the names holding NumPy in generated code."""
     return {np.roll: np_roll, np.flip: np_flip, np.repeat: np_repeat, np.tile: np_tile,
-            np.polyval: np_polyval, np.cumprod: np_cumprod}
+            np.polyval: np_polyval, np.cumprod: np_cumprod, np.interp: np_interp}
 
+
+
+# -- np.interp ------------------------------------------------------------------------------------
+interp, interp_tangent, tangent_as = (_stub(n) for n in ("interp", "interp_tangent",
+                                                         "tangent_as"))
+
+
+def _knots(t):
+    """xp or fp: a 1-d float array, or a list of floats (a literal in the user's call)."""
+    return (_real_array(t) and t.ndim == 1) or \
+        (isinstance(t, nt.List) and isinstance(t.dtype, (nt.Float, nt.Integer)))
+
+
+def _interp_args(x, xp, fp, left, right, which):
+    w = getattr(which, "literal_value", which)
+    ok = (_real_array(x) and x.ndim == 1) or isinstance(x, nt.Float)
+    ends = all(_none(b) or isinstance(b, (nt.Float, nt.Integer)) for b in (left, right))
+    return w if ok and _knots(xp) and _knots(fp) and ends and \
+        w in ("x", "xp", "fp", "left", "right") else None
+
+
+@register_jitable
+def _segment(P, xv):
+    """Where ``xv`` falls among the knots ``P`` (as ``rules.numpy.signal._interp_setup``): the
+    segment's ends j, j1, the weight of j1, and whether xv is below / above the knots."""
+    n = P.shape[0]
+    j = min(max(np.searchsorted(P, xv, side="right") - 1, 0), max(n - 2, 0))
+    j1 = min(j + 1, n - 1)
+    dx = P[j1] - P[j]
+    w = 0.0 if dx == 0 else (xv - P[j]) / dx
+    return j, j1, w, dx, xv < P[0], xv > P[n - 1]
+
+
+@register_jitable
+def _interp_terms(x, xp, fp, left, right, g, which):
+    """The adjoint of ``np.interp(x, xp, fp, left, right)`` for ``which`` ('x', 'xp', 'fp',
+    'left', 'right', as ``rules.numpy.signal.interp``), g and x as 1-d arrays: the result as a
+    1-d array (one value for left/right)."""
+    P = np.asarray(xp, dtype=np.float64)
+    F = np.asarray(fp, dtype=np.float64)
+    n = P.shape[0]
+    out = np.zeros(x.shape[0] if which == "x" else n if which in ("xp", "fp") else 1)
+    for i in range(x.shape[0]):
+        j, j1, w, dx, below, above = _segment(P, x[i])
+        inside = not (below or above)
+        slope = (F[j1] - F[j]) / dx if inside and dx != 0 else 0.0
+        if which == "x":
+            out[i] = g[i] * slope
+        elif which == "fp":
+            if inside:
+                out[j] += g[i] * (1 - w)
+                out[j1] += g[i] * w
+            if below and left is None:
+                out[0] += g[i]
+            if above and right is None:
+                out[n - 1] += g[i]
+        elif which == "xp":
+            out[j] -= g[i] * slope * (1 - w)
+            out[j1] -= g[i] * slope * w
+        elif which == "left":
+            out[0] += g[i] if below else 0.0
+        else:
+            out[0] += g[i] if above else 0.0
+    return out
+
+
+def np_interp(x, xp, fp, left=None, right=None, period=None):
+    raise NotImplementedError
+
+
+@overload(np_interp)
+def _np_interp(x, xp, fp, left=None, right=None, period=None):
+    """``np.interp`` with ``left=``/``right=`` (numba's own takes neither): numba's, then the
+    given end values where x is beyond the knots."""
+    if not _none(period):
+        return None
+    if _none(left) and _none(right):
+        return lambda x, xp, fp, left=None, right=None, period=None: np.interp(x, xp, fp)
+    if not (isinstance(x, nt.Array) and x.ndim == 1 and
+            all(_none(b) or isinstance(b, (nt.Float, nt.Integer)) for b in (left, right))):
+        return None
+
+    def impl(x, xp, fp, left=None, right=None, period=None):
+        r = np.interp(x, xp, fp)
+        P = np.asarray(xp)
+        for i in range(x.shape[0]):
+            if left is not None and x[i] < P[0]:
+                r[i] = left
+            if right is not None and x[i] > P[-1]:
+                r[i] = right
+        return r
+    return impl
+
+
+@overload(interp, prefer_literal=True)
+def _interp(g, x, xp, fp, left=None, right=None, which="fp"):
+    w = _interp_args(x, xp, fp, left, right, which)
+    if w is None or not (isinstance(g, nt.Float) or (_real_array(g) and g.ndim == 1)):
+        return None
+    number = isinstance(x, nt.Float)
+
+    def impl(g, x, xp, fp, left=None, right=None, which="fp"):
+        xs = np.full(1, x) if number else np.asarray(x)
+        return _interp_terms(xs, xp, fp, left, right, np.full(xs.shape[0], 1.0) * g, w)
+    if w in ("left", "right") or (w == "x" and number):     # (a number's adjoint: a number)
+        run = register_jitable(impl)
+        return lambda g, x, xp, fp, left=None, right=None, which="fp": \
+            run(g, x, xp, fp, left, right, which)[0]
+    return impl
+
+
+@register_jitable
+def _tangent_x(t, i, j, j1, w, slope, below, above, inside, n, left, right):
+    return slope * _item(t, i)
+
+
+@register_jitable
+def _tangent_fp(t, i, j, j1, w, slope, below, above, inside, n, left, right):
+    r = (1 - w) * t[j] + w * t[j1] if inside else 0.0
+    if below and left is None:
+        r += t[0]
+    if above and right is None:
+        r += t[n - 1]
+    return r
+
+
+@register_jitable
+def _tangent_xp(t, i, j, j1, w, slope, below, above, inside, n, left, right):
+    return -slope * ((1 - w) * t[j] + w * t[j1])
+
+
+@register_jitable
+def _tangent_left(t, i, j, j1, w, slope, below, above, inside, n, left, right):
+    return t if below else 0.0 * t
+
+
+@register_jitable
+def _tangent_right(t, i, j, j1, w, slope, below, above, inside, n, left, right):
+    return t if above else 0.0 * t
+
+
+_TANGENTS = {"x": _tangent_x, "fp": _tangent_fp, "xp": _tangent_xp, "left": _tangent_left,
+             "right": _tangent_right}
+
+
+@overload(interp_tangent, prefer_literal=True)
+def _interp_tangent(t, x, xp, fp, left=None, right=None, which="fp"):
+    """The tangent through ``which`` at each point of x (``rules.numpy.signal.interp_tangent``):
+    the knots' weights times t, the slope times t, or t where x is beyond an end."""
+    w = _interp_args(x, xp, fp, left, right, which)
+    if w is None or not (isinstance(t, nt.Float) or (_real_array(t) and t.ndim == 1)):
+        return None
+    number = isinstance(x, nt.Float)
+    point = _TANGENTS[w]
+
+    def impl(t, x, xp, fp, left=None, right=None, which="fp"):
+        xs = np.full(1, x) if number else np.asarray(x)
+        P = np.asarray(xp, dtype=np.float64)
+        F = np.asarray(fp, dtype=np.float64)
+        n = P.shape[0]
+        out = np.zeros(xs.shape[0])
+        for i in range(xs.shape[0]):
+            j, j1, wt, dx, below, above = _segment(P, xs[i])
+            inside = not (below or above)
+            slope = (F[j1] - F[j]) / dx if inside and dx != 0 else 0.0
+            out[i] = point(t, i, j, j1, wt, slope, below, above, inside, n, left, right)
+        return out
+    if number:
+        run = register_jitable(impl)
+        return lambda t, x, xp, fp, left=None, right=None, which="fp": \
+            run(t, x, xp, fp, left, right, which)[0]
+    return impl
+
+
+def _item(t, i):
+    raise NotImplementedError
+
+
+@overload(_item)
+def _item_ov(t, i):
+    """t[i] of an array, t itself of a number."""
+    if isinstance(t, nt.Array):
+        return lambda t, i: t[i]
+    return lambda t, i: t
+
+
+@overload(tangent_as)
+def _tangent_as(t, ans):
+    """``rules.adjoints.tangent_as``: float64 tangents of float64 outputs, as they are."""
+    if isinstance(t, (nt.Float, nt.Array)) and isinstance(ans, (nt.Float, nt.Array)):
+        return lambda t, ans: t
