@@ -98,7 +98,7 @@ def maximum(g, x1, x2, which, sign=1, nan=False):
     raise NotImplementedError
 
 
-def _correction(ddof, correction):
+def _correction(ddof=0, correction=None):
     raise NotImplementedError
 
 
@@ -746,10 +746,10 @@ def _maximum(g, x1, x2, which, sign=1, nan=False):
 
 # -- statistics ---------------------------------------------------------------------------------
 @overload(_correction)
-def _correction_ov(ddof, correction):
+def _correction_ov(ddof=0, correction=None):
     if _whole(correction):
-        return lambda ddof, correction: ddof
-    return lambda ddof, correction: correction
+        return lambda ddof=0, correction=None: ddof
+    return lambda ddof=0, correction=None: correction
 
 
 def _stat_args(g, a, axis):
@@ -875,12 +875,141 @@ def _prod_tangent(t, a, axis=None, keepdims=False):
             f = np.ascontiguousarray(a).ravel()
             return np.sum(np.ascontiguousarray(t).ravel() * _others_along(f, 0, dt(1)))
         return whole
+    if _R._axes_tuple(axis):
+        run = _row_tangent(_prod_rows, False, t, a, axis, keepdims, True)
+        if run is not None:
+            return lambda t, a, axis=None, keepdims=False: run(t, 0.0, a, axis, 0)
+        return None
     if isinstance(axis, nt.Integer) and keep in (False, True):
         def along(t, a, axis=None, keepdims=False):
             ax = axis % a.ndim
             s = np.sum(t * _others_along(a, ax, dt(1)), axis=ax)
             return np.expand_dims(s, ax) if keep else s
         return along
+
+
+# -- the tangents of var, std and max/min (and prod over a tuple of axes), read as rows ----------
+def var_tangent(t, a, axis=None, ddof=0, keepdims=False, where=True):
+    raise NotImplementedError
+
+
+def std_tangent(t, ans, a, axis=None, ddof=0, keepdims=False, where=True):
+    raise NotImplementedError
+
+
+def extremum_tangent(t, ans, a, axis=None, keepdims=False, where=True):
+    raise NotImplementedError
+
+
+def axes_of(axis, nd):
+    raise NotImplementedError
+
+
+@overload(axes_of)
+def _axes_of(axis, nd):
+    """The reduced axes as an int64 array: every axis (None), one, or a tuple's."""
+    if _whole(axis):
+        return lambda axis, nd: np.arange(nd)
+    if isinstance(axis, nt.Integer):
+        return lambda axis, nd: np.full(1, axis, np.int64)
+    if _R._axes_tuple(axis):
+        return lambda axis, nd: _R.axes_array(axis)
+
+
+@register_jitable
+def _var_rows(T, b, ans, ddof):
+    """Per row: 2/(n - ddof) * sum((b - mean) * T) (``rules.numpy.reductions.var_tangent``)."""
+    out = np.empty(b.shape[0], b.dtype)
+    n = b.shape[1]
+    for o in range(b.shape[0]):
+        mu = np.sum(b[o]) / n
+        out[o] = np.sum((b[o] - mu) * T[o]) * (2.0 / (n - ddof))
+    return out
+
+
+@register_jitable
+def _std_rows(T, b, ans, ddof):
+    """var's tangent / (2 std), 0 where the standard deviation is 0."""
+    v = _var_rows(T, b, ans, ddof)
+    for o in range(v.shape[0]):
+        v[o] = 0.0 if ans[o] == 0 else v[o] / (2 * ans[o])
+    return v
+
+
+@register_jitable
+def _extremum_rows(T, b, ans, ddof):
+    """The mean of T over the elements equal to the row's max/min (a select: a NaN tangent off
+    the extremum does not reach it; 0 for a row of NaN)."""
+    out = np.empty(b.shape[0], b.dtype)
+    for o in range(b.shape[0]):
+        s = 0.0
+        c = 0
+        for k in range(b.shape[1]):
+            if b[o, k] == ans[o]:
+                s += T[o, k]
+                c += 1
+        out[o] = s / max(c, 1)
+    return out
+
+
+@register_jitable
+def _prod_rows(T, b, ans, ddof):
+    out = np.empty(b.shape[0], b.dtype)
+    for o in range(b.shape[0]):
+        out[o] = np.sum(T[o] * _others_along(b[o], 0, b.dtype.type(1)))
+    return out
+
+
+def _row_tangent(rows, with_ans, t, a, axis, keepdims, where):
+    """The impl of a reduction's tangent from ``rows(T, b, ans_rows, ddof)`` (per row of the
+    array read as rows over the reduced axes), shaped as the reduction's result."""
+    keep = _lit(keepdims, _NOLIT)
+    if not (isinstance(a, nt.Array) and isinstance(a.dtype, nt.Float) and
+            isinstance(t, nt.Array) and t.ndim == a.ndim and isinstance(t.dtype, nt.Float) and
+            keep in (False, True) and _R._no_value(where)) or \
+            not (_whole(axis) or isinstance(axis, nt.Integer) or _R._axes_tuple(axis)):
+        return None
+    nd = a.ndim
+    k = nd if _whole(axis) else 1 if isinstance(axis, nt.Integer) else len(axis.types)
+    zeros = (0,) * max(nd - k, 1)
+    scalar = not keep and k == nd
+
+    @register_jitable
+    def run(t, ans, a, axis, ddof):
+        axes = axes_of(axis, a.ndim)
+        b, perm = _R.to_rows(a, axes)
+        T, _ = _R.to_rows(t, axes)
+        r = rows(T, b, rows_of(ans, b.shape[0]) if with_ans else b[:, 0], ddof)
+        if scalar:
+            return r[0]
+        if keep:
+            return r.reshape(_R.ones_at(a.shape, axes))
+        return r.reshape(_R.kept_shape(a.shape, axes, zeros))
+    return run
+
+
+@overload(var_tangent)
+def _var_tangent(t, a, axis=None, ddof=0, keepdims=False, where=True):
+    run = _row_tangent(_var_rows, False, t, a, axis, keepdims, where)
+    if run is not None and isinstance(ddof, (nt.Integer, nt.Omitted, int)):
+        return lambda t, a, axis=None, ddof=0, keepdims=False, where=True: \
+            run(t, 0.0, a, axis, ddof)
+
+
+@overload(std_tangent)
+def _std_tangent(t, ans, a, axis=None, ddof=0, keepdims=False, where=True):
+    run = _row_tangent(_std_rows, True, t, a, axis, keepdims, where)
+    if run is not None and isinstance(ddof, (nt.Integer, nt.Omitted, int)):
+        return lambda t, ans, a, axis=None, ddof=0, keepdims=False, where=True: \
+            run(t, ans, a, axis, ddof)
+
+
+@overload(extremum_tangent)
+def _extremum_tangent(t, ans, a, axis=None, keepdims=False, where=True):
+    run = _row_tangent(_extremum_rows, True, t, a, axis, keepdims, where)
+    if run is not None:
+        return lambda t, ans, a, axis=None, keepdims=False, where=True: \
+            run(t, ans, a, axis, 0)
 
 
 @overload(extremum)
@@ -1571,6 +1700,7 @@ def namespace():
                  "extremum", "norm", "nansum", "nansum_tangent", "diff", "sort",
                  "sort_tangent", "einsum", "einsum_tangent", "roll", "tile", "repeat",
                  "cumprod", "polyval", "polyval_tangent", "vstack", "hstack", "tangent_list",
+                 "var_tangent", "std_tangent", "extremum_tangent",
                  "interp", "interp_tangent", "tangent_as",
                  "logsumexp", "logsumexp_tangent", "softmax", "log_softmax", "norm_tangent",
                  "power_base", "power_exponent", "array_adjoint_of", "solve_triangular",
