@@ -474,3 +474,77 @@ def _tangent_as(t, ans):
     """``rules.adjoints.tangent_as``: float64 tangents of float64 outputs, as they are."""
     if isinstance(t, (nt.Float, nt.Array)) and isinstance(ans, (nt.Float, nt.Array)):
         return lambda t, ans: t
+
+
+# -- np.trapezoid of a 1-d array --------------------------------------------------------------------
+trapezoid, trapezoid_tangent = _stub("trapezoid"), _stub("trapezoid_tangent")
+
+
+def _trap_args(y, x, dx, axis, which):
+    """A 1-d float ``y`` (axis 0 or -1), ``x`` None or a 1-d float array, ``dx`` a number."""
+    w = getattr(which, "literal_value", which)
+    ax = getattr(axis, "literal_value", getattr(axis, "value", axis))
+    return w if (_real_array(y) and y.ndim == 1 and (_none(x) or (_real_array(x) and
+                                                                   x.ndim == 1)) and
+                 (isinstance(dx, (nt.Float, nt.Integer, float, int)) or
+                  isinstance(dx, nt.Omitted)) and ax in (0, -1) and
+                 w in ("y", "x", "dx")) else None
+
+
+@register_jitable
+def _steps(y, x, dx):
+    """The widths d_k of the trapezoids: diff(x), or dx each (NumPy's error for x of another
+    length than y)."""
+    n = y.shape[0]
+    if x is None:
+        return np.full(max(n - 1, 0), 1.0) * dx
+    if x.shape[0] != n:
+        raise ValueError("operands could not be broadcast together")
+    return x[1:] - x[:-1]
+
+
+@overload(trapezoid, prefer_literal=True)
+def _trapezoid(g, y, x=None, dx=1.0, axis=-1, which="y"):
+    """``rules.numpy.signal.trapezoid`` for a 1-d ``y``: y gets g (d_{k-1} + d_k) / 2, x gets
+    diff's adjoint of g (y_k + y_{k+1}) / 2, dx gets g sum((y_k + y_{k+1}) / 2)."""
+    w = _trap_args(y, x, dx, axis, which)
+    if w is None or not isinstance(g, nt.Float) or (w == "x" and _none(x)):
+        return None
+    if w == "y":
+        def wrt_y(g, y, x=None, dx=1.0, axis=-1, which="y"):
+            d = _steps(y, x, dx)
+            out = np.zeros(y.shape[0])
+            for k in range(d.shape[0]):
+                out[k] += g * d[k] / 2
+                out[k + 1] += g * d[k] / 2
+            return out
+        return wrt_y
+    if w == "dx":
+        return lambda g, y, x=None, dx=1.0, axis=-1, which="y": \
+            g * np.sum((y[1:] + y[:-1]) / 2)
+
+    def wrt_x(g, y, x=None, dx=1.0, axis=-1, which="y"):
+        _steps(y, x, dx)
+        out = np.zeros(x.shape[0])
+        for k in range(x.shape[0] - 1):
+            gd = g * (y[k] + y[k + 1]) / 2
+            out[k + 1] += gd
+            out[k] -= gd
+        return out
+    return wrt_x
+
+
+@overload(trapezoid_tangent, prefer_literal=True)
+def _trapezoid_tangent(t, y, x=None, dx=1.0, axis=-1, which="y"):
+    w = _trap_args(y, x, dx, axis, which)
+    if w is None or (w == "x" and _none(x)):
+        return None
+    if w == "y" and _real_array(t) and t.ndim == 1:
+        return lambda t, y, x=None, dx=1.0, axis=-1, which="y": \
+            np.sum(_steps(y, x, dx) * (t[1:] + t[:-1]) / 2)
+    if w == "dx" and isinstance(t, (nt.Float, nt.Integer)):
+        return lambda t, y, x=None, dx=1.0, axis=-1, which="y": \
+            t * np.sum((y[1:] + y[:-1]) / 2)
+    if w == "x" and _real_array(t) and t.ndim == 1:
+        return lambda t, y, x=None, dx=1.0, axis=-1, which="y": \
+            np.sum((t[1:] - t[:-1]) * (y[1:] + y[:-1]) / 2)
