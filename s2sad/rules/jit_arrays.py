@@ -476,7 +476,7 @@ def _tangent_as(t, ans):
         return lambda t, ans: t
 
 
-# -- np.trapezoid of a 1-d array --------------------------------------------------------------------
+# -- np.trapezoid of a 1-d array ---------------------------------------------------------------
 trapezoid, trapezoid_tangent = _stub("trapezoid"), _stub("trapezoid_tangent")
 
 
