@@ -548,3 +548,62 @@ def _trapezoid_tangent(t, y, x=None, dx=1.0, axis=-1, which="y"):
     if w == "x" and _real_array(t) and t.ndim == 1:
         return lambda t, y, x=None, dx=1.0, axis=-1, which="y": \
             np.sum((t[1:] - t[:-1]) * (y[1:] + y[:-1]) / 2)
+
+
+# -- np.linalg.matrix_power of a real matrix -------------------------------------------------------
+matrix_power, matrix_power_tangent = _stub("matrix_power"), _stub("matrix_power_tangent")
+
+
+@register_jitable
+def _powers(B, k):
+    """[I, B, B^2, ..., B^(k-1)] of a C-ordered square matrix."""
+    pows = [np.eye(B.shape[0])]
+    for i in range(1, k):
+        pows.append(np.ascontiguousarray(pows[i - 1] @ B))
+    return pows
+
+
+@overload(matrix_power)
+def _matrix_power(g, a, n):
+    """sum_k (A^T)^k G (A^T)^(n-1-k); for n < 0 through B = inv(A), gA = -B^T gB B^T (as
+    ``rules.numpy.linalg.matrix_power``, real matrices)."""
+    if not (_real_array(a) and a.ndim == 2 and _real_array(g) and g.ndim == 2 and _int(n)):
+        return None
+
+    def impl(g, a, n):
+        if n == 0:
+            return np.zeros(a.shape)
+        A = np.ascontiguousarray(a)
+        Bt = np.ascontiguousarray((np.linalg.inv(A) if n < 0 else A).T)
+        k = abs(n)
+        pows = _powers(Bt, k)
+        G = np.ascontiguousarray(g)
+        gB = np.zeros(a.shape)
+        for i in range(k):
+            gB += pows[i] @ G @ pows[k - 1 - i]
+        if n < 0:
+            gB = -(Bt @ gB @ Bt)
+        return gB
+    return impl
+
+
+@overload(matrix_power_tangent)
+def _matrix_power_tangent(t, a, n):
+    if not (_real_array(a) and a.ndim == 2 and _real_array(t) and t.ndim == 2 and _int(n)):
+        return None
+
+    def impl(t, a, n):
+        if n == 0:
+            return np.zeros(a.shape)
+        A = np.ascontiguousarray(a)
+        B = np.ascontiguousarray(np.linalg.inv(A)) if n < 0 else A
+        T = np.ascontiguousarray(t)
+        if n < 0:
+            T = -(B @ T @ B)
+        k = abs(n)
+        pows = _powers(B, k)
+        r = np.zeros(a.shape)
+        for i in range(k):
+            r += pows[i] @ T @ pows[k - 1 - i]
+        return r
+    return impl
