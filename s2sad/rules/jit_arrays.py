@@ -550,7 +550,7 @@ def _trapezoid_tangent(t, y, x=None, dx=1.0, axis=-1, which="y"):
             np.sum((t[1:] - t[:-1]) * (y[1:] + y[:-1]) / 2)
 
 
-# -- np.linalg.matrix_power of a real matrix -------------------------------------------------------
+# -- np.linalg.matrix_power of a real matrix --------------------------------------------------
 matrix_power, matrix_power_tangent = _stub("matrix_power"), _stub("matrix_power_tangent")
 
 
@@ -606,4 +606,43 @@ def _matrix_power_tangent(t, a, n):
         for i in range(k):
             r += pows[i] @ T @ pows[k - 1 - i]
         return r
+    return impl
+
+
+# -- np.linalg.eigh of a real symmetric matrix ------------------------------------------------
+eigh = _stub("eigh")
+
+
+@overload(eigh, prefer_literal=True)
+def _eigh(g, ans, a, UPLO="L"):
+    """V (diag(gw) + F o (V^T gV)) V^T, symmetrised, onto the triangle LAPACK read (twice off the
+    diagonal), F_ij = 1 / (w_j - w_i) off the diagonal: ``rules.numpy.linalg.eigh`` for one real
+    matrix (distinct eigenvalues assumed there too)."""
+    uplo = getattr(UPLO, "literal_value", getattr(UPLO, "value", UPLO))
+    if not (_real_array(a) and a.ndim == 2 and uplo in ("L", "U", "l", "u") and
+            isinstance(g, nt.BaseTuple) and len(g.types) == 2 and
+            all(_real_array(t) for t in g.types) and g.types[0].ndim == 1 and
+            g.types[1].ndim == 2 and isinstance(ans, nt.BaseTuple)):
+        return None
+    lower = uplo in ("L", "l")
+
+    def impl(g, ans, a, UPLO="L"):
+        w, v = ans
+        gw, gv = g
+        n = w.shape[0]
+        vt = np.ascontiguousarray(v.T)
+        P = vt @ np.ascontiguousarray(gv)
+        inner = np.zeros((n, n))
+        for i in range(n):
+            for j in range(n):
+                inner[i, j] = gw[i] if i == j else P[i, j] / (w[j] - w[i])
+        S = np.ascontiguousarray(v) @ inner @ vt
+        out = np.zeros((n, n))
+        for i in range(n):
+            for j in range(n):
+                if i == j:
+                    out[i, i] = S[i, i]
+                elif (i > j) == lower:
+                    out[i, j] = S[i, j] + S[j, i]       # (2 x the symmetrised S)
+        return out
     return impl
