@@ -20,7 +20,8 @@ from .jit_einsum import adjoint as einsum, tangent as einsum_tangent  # noqa: F4
 from .jit_arrays import (roll, tile, repeat, cumprod, polyval,   # noqa: F401 (_adj's, named
                          polyval_tangent, interp, interp_tangent,  # in namespace())
                          tangent_as, trapezoid, trapezoid_tangent, matrix_power,
-                         matrix_power_tangent, eigh)
+                         matrix_power_tangent, eigh, sinc, inner, convolve, take,
+                         take_along_axis)
 
 
 def sum(g, a, axis=None, keepdims=False):
@@ -1703,7 +1704,8 @@ def namespace():
                  "cumprod", "polyval", "polyval_tangent", "vstack", "hstack", "tangent_list",
                  "var_tangent", "std_tangent", "extremum_tangent",
                  "interp", "interp_tangent", "tangent_as", "trapezoid", "trapezoid_tangent",
-                 "matrix_power", "matrix_power_tangent", "eigh",
+                 "matrix_power", "matrix_power_tangent", "eigh", "sinc", "inner", "convolve",
+                 "take", "take_along_axis",
                  "logsumexp", "logsumexp_tangent", "softmax", "log_softmax", "norm_tangent",
                  "power_base", "power_exponent", "array_adjoint_of", "solve_triangular",
                  "concatenate", "stack", "cumsum", "trace", "clip_bounds", "clip",

@@ -281,7 +281,8 @@ def _polyval_tangent(t, p, x, which="p"):
 def versions():
     """{NumPy function: its numba version}, for the names holding NumPy in generated code."""
     return {np.roll: np_roll, np.flip: np_flip, np.repeat: np_repeat, np.tile: np_tile,
-            np.polyval: np_polyval, np.cumprod: np_cumprod, np.interp: np_interp}
+            np.polyval: np_polyval, np.cumprod: np_cumprod, np.interp: np_interp,
+            np.inner: np_inner}
 
 
 
@@ -644,5 +645,113 @@ def _eigh(g, ans, a, UPLO="L"):
                     out[i, i] = S[i, i]
                 elif (i > j) == lower:
                     out[i, j] = S[i, j] + S[j, i]       # (2 x the symmetrised S)
+        return out
+    return impl
+
+
+# -- np.sinc, np.inner and np.convolve of vectors, np.take and np.take_along_axis of a vector ------
+sinc, inner, convolve, take, take_along_axis = (
+    _stub(n) for n in ("sinc", "inner", "convolve", "take", "take_along_axis"))
+
+
+@overload(sinc)
+def _sinc(x):
+    """The normalized sinc's derivative: (cos(pi x) - sinc(x)) / x, 0 at x = 0."""
+    if isinstance(x, nt.Float):
+        return lambda x: 0.0 if x == 0 else (np.cos(np.pi * x) - np.sinc(x)) / x
+    if _real_array(x):
+        def impl(x):
+            safe = np.where(x == 0, 1.0, x)
+            return np.where(x == 0, 0.0, (np.cos(np.pi * safe) - np.sinc(safe)) / safe)
+        return impl
+
+
+def np_inner(a, b):
+    raise NotImplementedError
+
+
+@overload(np_inner)
+def _np_inner(a, b):
+    """np.inner of two real vectors (numba has no np.inner)."""
+    if _real_array(a) and _real_array(b) and a.ndim == 1 and b.ndim == 1:
+        def impl(a, b):
+            if a.shape[0] != b.shape[0]:
+                raise ValueError("shapes not aligned")
+            return np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
+        return impl
+
+
+@overload(inner, prefer_literal=True)
+def _inner(g, a, b, which):
+    """np.inner of two vectors: g times the other."""
+    k = getattr(which, "literal_value", which)
+    if _real_array(a) and _real_array(b) and a.ndim == 1 and b.ndim == 1 and \
+            isinstance(g, nt.Float) and k in (0, 1):
+        if k == 0:
+            return lambda g, a, b, which: g * b
+        return lambda g, a, b, which: g * a
+
+
+@register_jitable
+def _correlate_valid(f, k):
+    """``np.correlate(f, k, 'valid')`` of real vectors, len(f) >= len(k)."""
+    n = f.shape[0] - k.shape[0] + 1
+    out = np.zeros(max(n, 0))
+    for i in range(n):
+        s = 0.0
+        for j in range(k.shape[0]):
+            s += f[i + j] * k[j]
+        out[i] = s
+    return out
+
+
+@overload(convolve, prefer_literal=True)
+def _convolve(g, a, v, mode="full", which=0):
+    """Mode 'full' of two vectors: a gets correlate(g, v, 'valid'), v correlate(g, a, 'valid')."""
+    m = getattr(mode, "literal_value", getattr(mode, "value", mode))
+    k = getattr(which, "literal_value", getattr(which, "value", which))
+    if not (_real_array(a) and _real_array(v) and a.ndim == 1 and v.ndim == 1 and
+            _real_array(g) and g.ndim == 1 and m in ("full", 2) and k in (0, 1)):
+        return None
+    if k == 0:
+        return lambda g, a, v, mode="full", which=0: _correlate_valid(g, v.astype(np.float64))
+    return lambda g, a, v, mode="full", which=0: _correlate_valid(g, a.astype(np.float64))
+
+
+@overload(take, prefer_literal=True)
+def _take(g, a, indices, axis=None, mode="raise"):
+    """A vector's items at integer indices (mode 'raise', negative ones from the end): g added
+    back at each index (repeated ones add up)."""
+    md = getattr(mode, "literal_value", getattr(mode, "value", mode))
+    idx_ok = (isinstance(indices, nt.Array) and isinstance(indices.dtype, nt.Integer) and
+              indices.ndim == 1) or (isinstance(indices, nt.List) and
+                                      isinstance(indices.dtype, nt.Integer))
+    if not (_real_array(a) and a.ndim == 1 and _none(axis) and md == "raise" and idx_ok and
+            _real_array(g) and g.ndim == 1):
+        return None
+
+    def impl(g, a, indices, axis=None, mode="raise"):
+        out = np.zeros(a.shape[0], a.dtype)
+        n = a.shape[0]
+        for k in range(len(indices)):
+            out[indices[k] % n] += g[k]
+        return out
+    return impl
+
+
+@overload(take_along_axis, prefer_literal=True)
+def _take_along_axis(g, arr, indices, axis=-1):
+    """Of a vector (axis 0 or -1): g added back at each index."""
+    ax = getattr(axis, "literal_value", getattr(axis, "value", axis))
+    if not (_real_array(arr) and arr.ndim == 1 and isinstance(indices, nt.Array) and
+            isinstance(indices.dtype, nt.Integer) and indices.ndim == 1 and ax in (0, -1) and
+            _real_array(g) and g.ndim == 1):
+        return None
+
+    def impl(g, arr, indices, axis=-1):
+        out = np.zeros(arr.shape[0], arr.dtype)
+        n = arr.shape[0]
+        for k in range(indices.shape[0]):
+            out[indices[k] % n] += g[k]
         return out
     return impl
