@@ -58,6 +58,33 @@ def _gather_index(idx, x, contiguous=True):
     return None
 
 
+def _points(idx, x):
+    """``x[i, j, ...]`` with one 1-d integer array per dimension of ``x`` (the points
+    (i[m], j[m], ...)): their number, else None."""
+    if isinstance(idx, nt.BaseTuple) and isinstance(x, nt.Array) and len(idx.types) >= 2 and \
+            len(idx.types) == x.ndim and \
+            all(isinstance(t, nt.Array) and isinstance(t.dtype, nt.Integer) and t.ndim == 1
+                for t in idx.types):
+        return len(idx.types)
+    return None
+
+
+def _points_fn(k, body, args):
+    """A jitable function of ``args`` looping over the points of ``idx`` (``k`` arrays): ``body``
+    reads ``p``, the point as an index tuple (each index from the end where negative)."""
+    pos = ", ".join(f"idx[{d}][m] % shape[{d}]" for d in range(k))
+    src = (f"def f({args}):\n"
+           f"    shape = {'acc' if args.startswith('acc') else 'g'}.shape\n"
+           f"    for d in range({k}):\n"
+           f"        if idx[d].shape[0] != idx[0].shape[0]:\n"
+           f"            raise IndexError('shape mismatch: indexing arrays could not be "
+           f"broadcast together')\n"
+           + body.format(pos=f"({pos},)"))
+    ns = dict(globals())
+    exec(src, ns)
+    return register_jitable(ns["f"])
+
+
 @register_jitable
 def _scatter_rows(acc, idx, g):
     """acc[idx] += g with repeated indices each added (np.add.at): rows of acc."""
@@ -327,6 +354,13 @@ def _getitem_adjoint(g, x, idx):
                          "g, x, idx")
     if isinstance(x, nt.BaseTuple):
         return None
+    k = _points(idx, x)
+    if k is not None and isinstance(g, nt.Array) and g.ndim == 1:
+        # x[i, j]: each point's g added at it (repeated points add up)
+        add = _points_fn(k, "    for m in range(idx[0].shape[0]):\n"
+                            "        acc[{pos}] += g[m]\n    return acc\n", "acc, idx, g")
+        dt = _float_dtype(x)
+        return lambda g, x, idx: add(np.zeros(x.shape, dt), idx, real_like(g, x))
     gather = _gather_index(idx, x, contiguous=False)     # (scattered into new zeros)
     if gather is not None and isinstance(g, nt.Array):
         dt = _float_dtype(x)
@@ -355,6 +389,11 @@ def _acc_getitem(acc, x, idx, g):
                          f"acc[{i}]", "acc, x, idx, g", {"add_to": globals()["acc"]})
     if isinstance(acc, nt.BaseTuple):
         return None
+    k = _points(idx, acc)
+    if k is not None and isinstance(g, nt.Array) and g.ndim == 1:
+        add = _points_fn(k, "    for m in range(idx[0].shape[0]):\n"
+                            "        acc[{pos}] += g[m]\n    return acc\n", "acc, idx, g")
+        return lambda acc, x, idx, g: add(acc, idx, real_like(g, acc))
     gather = _gather_index(idx, acc)
     if gather is not None and isinstance(g, nt.Array):
         if gather == "rows":
@@ -374,6 +413,11 @@ def _acc_getitem(acc, x, idx, g):
 def _setitem_adjoint(g, idx):
     if _is_scalar(g):
         return lambda g, idx: g
+    if _points(idx, g) is not None:                 # (x[i, j] = v: zeros at the points)
+        clear = _points_fn(_points(idx, g), "    out = g.copy()\n"
+                           "    for m in range(idx[0].shape[0]):\n"
+                           "        out[{pos}] = 0\n    return out\n", "g, idx")
+        return lambda g, idx: clear(g, idx)
     if isinstance(g, nt.Array) and _basic_index(idx):
         def impl(g, idx):
             out = g.copy()
@@ -384,6 +428,17 @@ def _setitem_adjoint(g, idx):
 
 @overload(setitem_value_adjoint)
 def _setitem_value_adjoint(g, idx, v):
+    if _points(idx, g) is not None:
+        # x[i, j] = v: g at each point for v, where a repeated point's last write alone survives
+        # (as runtime.indexing._setitem_fancy_adjoint)
+        pick = _points_fn(_points(idx, g), "    seen = np.zeros(shape, np.bool_)\n"
+                          "    r = np.zeros(idx[0].shape[0], g.dtype)\n"
+                          "    for m in range(idx[0].shape[0] - 1, -1, -1):\n"
+                          "        p = {pos}\n"
+                          "        if not seen[p]:\n"
+                          "            r[m] = g[p]\n"
+                          "            seen[p] = True\n    return r\n", "g, idx")
+        return lambda g, idx, v: unbroadcast(pick(g, idx), v)
     if not (isinstance(g, nt.Array) and _basic_index(idx)):
         return None
     if isinstance(v, nt.Array):
