@@ -15,7 +15,7 @@ from numba.core import types as nt
 from numba.cpython.unsafe.tuple import tuple_setitem
 from numba.extending import overload, register_jitable
 
-from .jit_reductions import _split
+from .jit_reductions import _split, _value
 
 
 def _stub(name):
@@ -237,7 +237,7 @@ def _derivative_at(p, x):
 @overload(polyval, prefer_literal=True)
 def _polyval(g, p, x, which="p"):
     """``p[k]`` gets sum(g x^(N-k)); ``x`` gets g p'(x)."""
-    w = getattr(which, "literal_value", which)
+    w = _value(which)
     if not (_poly_args(p, x) and (isinstance(g, nt.Float) or _real_array(g)) and
             w in ("p", "x")):
         return None
@@ -269,7 +269,7 @@ def _polyval(g, p, x, which="p"):
 
 @overload(polyval_tangent, prefer_literal=True)
 def _polyval_tangent(t, p, x, which="p"):
-    w = getattr(which, "literal_value", which)
+    w = _value(which)
     if not (_poly_args(p, x) and w in ("p", "x")):
         return None
     if w == "x":
@@ -285,7 +285,6 @@ def versions():
             np.inner: np_inner}
 
 
-
 # -- np.interp ------------------------------------------------------------------------------------
 interp, interp_tangent, tangent_as = (_stub(n) for n in ("interp", "interp_tangent",
                                                          "tangent_as"))
@@ -298,7 +297,7 @@ def _knots(t):
 
 
 def _interp_args(x, xp, fp, left, right, which):
-    w = getattr(which, "literal_value", which)
+    w = _value(which)
     ok = (_real_array(x) and x.ndim == 1) or isinstance(x, nt.Float)
     ends = all(_none(b) or isinstance(b, (nt.Float, nt.Integer)) for b in (left, right))
     return w if ok and _knots(xp) and _knots(fp) and ends and \
@@ -318,36 +317,66 @@ def _segment(P, xv):
 
 
 @register_jitable
-def _interp_terms(x, xp, fp, left, right, g, which):
-    """The adjoint of ``np.interp(x, xp, fp, left, right)`` for ``which`` ('x', 'xp', 'fp',
-    'left', 'right', as ``rules.numpy.signal.interp``), g and x as 1-d arrays: the result as a
-    1-d array (one value for left/right)."""
+def _segments(xs, xp, fp):
+    """Each point of ``xs`` among the knots (``_segment``): the arrays of its segment's ends
+    j, j1, the weight w of j1, the segment's slope (0 beyond the knots or on a zero-width
+    segment), whether it is below / above the knots; and the number of knots."""
     P = np.asarray(xp, dtype=np.float64)
     F = np.asarray(fp, dtype=np.float64)
-    n = P.shape[0]
-    out = np.zeros(x.shape[0] if which == "x" else n if which in ("xp", "fp") else 1)
-    for i in range(x.shape[0]):
-        j, j1, w, dx, below, above = _segment(P, x[i])
-        inside = not (below or above)
-        slope = (F[j1] - F[j]) / dx if inside and dx != 0 else 0.0
-        if which == "x":
-            out[i] = g[i] * slope
-        elif which == "fp":
-            if inside:
-                out[j] += g[i] * (1 - w)
-                out[j1] += g[i] * w
-            if below and left is None:
-                out[0] += g[i]
-            if above and right is None:
-                out[n - 1] += g[i]
-        elif which == "xp":
-            out[j] -= g[i] * slope * (1 - w)
-            out[j1] -= g[i] * slope * w
-        elif which == "left":
-            out[0] += g[i] if below else 0.0
-        else:
-            out[0] += g[i] if above else 0.0
+    m = xs.shape[0]
+    J = np.empty(m, np.intp)
+    J1 = np.empty(m, np.intp)
+    W = np.empty(m)
+    S = np.empty(m)
+    below = np.empty(m, np.bool_)
+    above = np.empty(m, np.bool_)
+    for i in range(m):
+        j, j1, w, dx, lo, hi = _segment(P, xs[i])
+        J[i], J1[i], W[i], below[i], above[i] = j, j1, w, lo, hi
+        S[i] = (F[j1] - F[j]) / dx if not (lo or hi) and dx != 0 else 0.0
+    return J, J1, W, S, below, above, P.shape[0]
+
+
+@register_jitable
+def _adjoint_x(g, J, J1, W, S, below, above, n, left, right):
+    return g * S
+
+
+@register_jitable
+def _adjoint_fp(g, J, J1, W, S, below, above, n, left, right):
+    out = np.zeros(n)
+    for i in range(g.shape[0]):
+        if not (below[i] or above[i]):
+            out[J[i]] += g[i] * (1 - W[i])
+            out[J1[i]] += g[i] * W[i]
+        if below[i] and left is None:
+            out[0] += g[i]
+        if above[i] and right is None:
+            out[n - 1] += g[i]
     return out
+
+
+@register_jitable
+def _adjoint_xp(g, J, J1, W, S, below, above, n, left, right):
+    out = np.zeros(n)
+    for i in range(g.shape[0]):
+        out[J[i]] -= g[i] * S[i] * (1 - W[i])
+        out[J1[i]] -= g[i] * S[i] * W[i]
+    return out
+
+
+@register_jitable
+def _adjoint_left(g, J, J1, W, S, below, above, n, left, right):
+    return np.sum(np.where(below, g, 0.0))
+
+
+@register_jitable
+def _adjoint_right(g, J, J1, W, S, below, above, n, left, right):
+    return np.sum(np.where(above, g, 0.0))
+
+
+_ADJOINTS = {"x": _adjoint_x, "fp": _adjoint_fp, "xp": _adjoint_xp, "left": _adjoint_left,
+             "right": _adjoint_right}
 
 
 def np_interp(x, xp, fp, left=None, right=None, period=None):
@@ -380,15 +409,18 @@ def _np_interp(x, xp, fp, left=None, right=None, period=None):
 
 @overload(interp, prefer_literal=True)
 def _interp(g, x, xp, fp, left=None, right=None, which="fp"):
+    """The adjoint for ``which`` ('x', 'xp', 'fp', 'left', 'right', as
+    ``rules.numpy.signal.interp``), chosen when the derivative compiles."""
     w = _interp_args(x, xp, fp, left, right, which)
     if w is None or not (isinstance(g, nt.Float) or (_real_array(g) and g.ndim == 1)):
         return None
     number = isinstance(x, nt.Float)
+    adjoint = _ADJOINTS[w]
 
     def impl(g, x, xp, fp, left=None, right=None, which="fp"):
         xs = np.full(1, x) if number else np.asarray(x)
-        return _interp_terms(xs, xp, fp, left, right, np.full(xs.shape[0], 1.0) * g, w)
-    if w in ("left", "right") or (w == "x" and number):     # (a number's adjoint: a number)
+        return adjoint(np.full(xs.shape[0], 1.0) * g, *_segments(xs, xp, fp), left, right)
+    if w == "x" and number:                                 # (a number's adjoint: a number)
         run = register_jitable(impl)
         return lambda g, x, xp, fp, left=None, right=None, which="fp": \
             run(g, x, xp, fp, left, right, which)[0]
@@ -441,15 +473,11 @@ def _interp_tangent(t, x, xp, fp, left=None, right=None, which="fp"):
 
     def impl(t, x, xp, fp, left=None, right=None, which="fp"):
         xs = np.full(1, x) if number else np.asarray(x)
-        P = np.asarray(xp, dtype=np.float64)
-        F = np.asarray(fp, dtype=np.float64)
-        n = P.shape[0]
+        J, J1, W, S, below, above, n = _segments(xs, xp, fp)
         out = np.zeros(xs.shape[0])
         for i in range(xs.shape[0]):
-            j, j1, wt, dx, below, above = _segment(P, xs[i])
-            inside = not (below or above)
-            slope = (F[j1] - F[j]) / dx if inside and dx != 0 else 0.0
-            out[i] = point(t, i, j, j1, wt, slope, below, above, inside, n, left, right)
+            out[i] = point(t, i, J[i], J1[i], W[i], S[i], below[i], above[i],
+                           not (below[i] or above[i]), n, left, right)
         return out
     if number:
         run = register_jitable(impl)
@@ -483,8 +511,8 @@ trapezoid, trapezoid_tangent = _stub("trapezoid"), _stub("trapezoid_tangent")
 
 def _trap_args(y, x, dx, axis, which):
     """A 1-d float ``y`` (axis 0 or -1), ``x`` None or a 1-d float array, ``dx`` a number."""
-    w = getattr(which, "literal_value", which)
-    ax = getattr(axis, "literal_value", getattr(axis, "value", axis))
+    w = _value(which)
+    ax = _value(axis)
     return w if (_real_array(y) and y.ndim == 1 and (_none(x) or (_real_array(x) and
                                                                    x.ndim == 1)) and
                  (isinstance(dx, (nt.Float, nt.Integer, float, int)) or
@@ -619,7 +647,7 @@ def _eigh(g, ans, a, UPLO="L"):
     """V (diag(gw) + F o (V^T gV)) V^T, symmetrised, onto the triangle LAPACK read (twice off the
     diagonal), F_ij = 1 / (w_j - w_i) off the diagonal: ``rules.numpy.linalg.eigh`` for one real
     matrix (distinct eigenvalues assumed there too)."""
-    uplo = getattr(UPLO, "literal_value", getattr(UPLO, "value", UPLO))
+    uplo = _value(UPLO)
     if not (_real_array(a) and a.ndim == 2 and uplo in ("L", "U", "l", "u") and
             isinstance(g, nt.BaseTuple) and len(g.types) == 2 and
             all(_real_array(t) for t in g.types) and g.types[0].ndim == 1 and
@@ -684,7 +712,7 @@ def _np_inner(a, b):
 @overload(inner, prefer_literal=True)
 def _inner(g, a, b, which):
     """np.inner of two vectors: g times the other."""
-    k = getattr(which, "literal_value", which)
+    k = _value(which)
     if _real_array(a) and _real_array(b) and a.ndim == 1 and b.ndim == 1 and \
             isinstance(g, nt.Float) and k in (0, 1):
         if k == 0:
@@ -708,8 +736,8 @@ def _correlate_valid(f, k):
 @overload(convolve, prefer_literal=True)
 def _convolve(g, a, v, mode="full", which=0):
     """Mode 'full' of two vectors: a gets correlate(g, v, 'valid'), v correlate(g, a, 'valid')."""
-    m = getattr(mode, "literal_value", getattr(mode, "value", mode))
-    k = getattr(which, "literal_value", getattr(which, "value", which))
+    m = _value(mode)
+    k = _value(which)
     if not (_real_array(a) and _real_array(v) and a.ndim == 1 and v.ndim == 1 and
             _real_array(g) and g.ndim == 1 and m in ("full", 2) and k in (0, 1)):
         return None
@@ -718,11 +746,21 @@ def _convolve(g, a, v, mode="full", which=0):
     return lambda g, a, v, mode="full", which=0: _correlate_valid(g, a.astype(np.float64))
 
 
+@register_jitable
+def _scatter_back(g, n, dt, indices):
+    """Zeros of length ``n`` with each ``g[k]`` added at ``indices[k]`` (negative ones from the
+    end; repeated ones add up): the adjoint of a gather from a vector."""
+    out = np.zeros(n, dt)
+    for k in range(len(indices)):
+        out[indices[k] % n] += g[k]
+    return out
+
+
 @overload(take, prefer_literal=True)
 def _take(g, a, indices, axis=None, mode="raise"):
     """A vector's items at integer indices (mode 'raise', negative ones from the end): g added
     back at each index (repeated ones add up)."""
-    md = getattr(mode, "literal_value", getattr(mode, "value", mode))
+    md = _value(mode)
     idx_ok = (isinstance(indices, nt.Array) and isinstance(indices.dtype, nt.Integer) and
               indices.ndim == 1) or (isinstance(indices, nt.List) and
                                       isinstance(indices.dtype, nt.Integer))
@@ -730,28 +768,17 @@ def _take(g, a, indices, axis=None, mode="raise"):
             _real_array(g) and g.ndim == 1):
         return None
 
-    def impl(g, a, indices, axis=None, mode="raise"):
-        out = np.zeros(a.shape[0], a.dtype)
-        n = a.shape[0]
-        for k in range(len(indices)):
-            out[indices[k] % n] += g[k]
-        return out
-    return impl
+    return lambda g, a, indices, axis=None, mode="raise": \
+        _scatter_back(g, a.shape[0], a.dtype, indices)
 
 
 @overload(take_along_axis, prefer_literal=True)
 def _take_along_axis(g, arr, indices, axis=-1):
     """Of a vector (axis 0 or -1): g added back at each index."""
-    ax = getattr(axis, "literal_value", getattr(axis, "value", axis))
+    ax = _value(axis)
     if not (_real_array(arr) and arr.ndim == 1 and isinstance(indices, nt.Array) and
             isinstance(indices.dtype, nt.Integer) and indices.ndim == 1 and ax in (0, -1) and
             _real_array(g) and g.ndim == 1):
         return None
 
-    def impl(g, arr, indices, axis=-1):
-        out = np.zeros(arr.shape[0], arr.dtype)
-        n = arr.shape[0]
-        for k in range(indices.shape[0]):
-            out[indices[k] % n] += g[k]
-        return out
-    return impl
+    return lambda g, arr, indices, axis=-1: _scatter_back(g, arr.shape[0], arr.dtype, indices)
