@@ -173,7 +173,7 @@ def _dtype_of(t):
 
 def _dtype(t):
     from numba.np.numpy_support import as_dtype
-    return as_dtype(t.dtype if isinstance(t, nt.Array) else t)
+    return as_dtype(_dtype_of(t))
 
 
 def _parsed(subscripts, ops):
@@ -218,16 +218,11 @@ def _einsum(*operands):
     ins, out = got
     dt = np.result_type(*[_dtype(t) for t in ops]).name
     f = _contraction(ins, out, False, _scalars(ops), dt, _plain(ops, dt))
-    n = len(ops)
-    return _star(n, "f", "", {"f": f})
-
-
-def _star(n, fn, lead, namespace, extra=""):
-    """``lambda *operands: fn(lead operands[1], ..., operands[n]extra)`` spelled out for ``n``
-    operands (numba unpacks a star-argument tuple by constant indices)."""
-    ops = ", ".join(f"operands[{k + 1}]" for k in range(n))
-    src = f"def impl(*operands):\n    return {fn}({lead}{ops}{extra})\n"
-    exec(src, namespace)
+    # (``lambda *operands: f(operands[1], ..., operands[n])`` spelled out: numba unpacks a
+    # star-argument tuple by constant indices)
+    namespace = {"f": f}
+    exec("def impl(*operands):\n    return f(" +
+         ", ".join(f"operands[{k + 1}]" for k in range(len(ops))) + ")\n", namespace)
     return namespace["impl"]
 
 
@@ -235,11 +230,9 @@ def _star(n, fn, lead, namespace, extra=""):
 def _adjoint(g, operands, which):
     """The adjoints of every real floating operand (a tuple, None first for the subscripts and
     for operands without one), or of the operand ``which`` alone (a literal)."""
-    if not isinstance(operands, (nt.Tuple, nt.UniTuple)) or len(operands) < 2:
+    if not isinstance(operands, nt.Tuple) or len(operands) < 2:    # (subscripts, operands...)
         return None
-    ops = tuple(operands.types[1:]) if isinstance(operands, nt.Tuple) else None
-    if ops is None:
-        return None
+    ops = tuple(operands.types[1:])
     got = _parsed(operands.types[0], ops)
     k_only = None if isinstance(which, (nt.NoneType, nt.Omitted)) or which is None else \
         getattr(which, "literal_value", None)

@@ -69,12 +69,13 @@ def _points(idx, x):
     return None
 
 
-def _points_fn(k, body, args):
-    """A jitable function of ``args`` looping over the points of ``idx`` (``k`` arrays): ``body``
-    reads ``p``, the point as an index tuple (each index from the end where negative)."""
+def _points_fn(k, body, args, shape_of):
+    """A jitable function of ``args`` looping over the points of ``idx`` (``k`` arrays) in the
+    array ``shape_of``: ``body`` reads ``{pos}``, the point as an index tuple (each index from the
+    end where negative)."""
     pos = ", ".join(f"idx[{d}][m] % shape[{d}]" for d in range(k))
     src = (f"def f({args}):\n"
-           f"    shape = {'acc' if args.startswith('acc') else 'g'}.shape\n"
+           f"    shape = {shape_of}.shape\n"
            f"    for d in range({k}):\n"
            f"        if idx[d].shape[0] != idx[0].shape[0]:\n"
            f"            raise IndexError('shape mismatch: indexing arrays could not be "
@@ -83,6 +84,12 @@ def _points_fn(k, body, args):
     ns = dict(globals())
     exec(src, ns)
     return register_jitable(ns["f"])
+
+
+def _points_add(k):
+    """``acc[i[m], j[m], ...] += g[m]`` for every point (repeated ones add up), returning acc."""
+    return _points_fn(k, "    for m in range(idx[0].shape[0]):\n"
+                         "        acc[{pos}] += g[m]\n    return acc\n", "acc, idx, g", "acc")
 
 
 @register_jitable
@@ -357,8 +364,7 @@ def _getitem_adjoint(g, x, idx):
     k = _points(idx, x)
     if k is not None and isinstance(g, nt.Array) and g.ndim == 1:
         # x[i, j]: each point's g added at it (repeated points add up)
-        add = _points_fn(k, "    for m in range(idx[0].shape[0]):\n"
-                            "        acc[{pos}] += g[m]\n    return acc\n", "acc, idx, g")
+        add = _points_add(k)
         dt = _float_dtype(x)
         return lambda g, x, idx: add(np.zeros(x.shape, dt), idx, real_like(g, x))
     gather = _gather_index(idx, x, contiguous=False)     # (scattered into new zeros)
@@ -391,8 +397,7 @@ def _acc_getitem(acc, x, idx, g):
         return None
     k = _points(idx, acc)
     if k is not None and isinstance(g, nt.Array) and g.ndim == 1:
-        add = _points_fn(k, "    for m in range(idx[0].shape[0]):\n"
-                            "        acc[{pos}] += g[m]\n    return acc\n", "acc, idx, g")
+        add = _points_add(k)
         return lambda acc, x, idx, g: add(acc, idx, real_like(g, acc))
     gather = _gather_index(idx, acc)
     if gather is not None and isinstance(g, nt.Array):
@@ -416,7 +421,7 @@ def _setitem_adjoint(g, idx):
     if _points(idx, g) is not None:                 # (x[i, j] = v: zeros at the points)
         clear = _points_fn(_points(idx, g), "    out = g.copy()\n"
                            "    for m in range(idx[0].shape[0]):\n"
-                           "        out[{pos}] = 0\n    return out\n", "g, idx")
+                           "        out[{pos}] = 0\n    return out\n", "g, idx", "g")
         return lambda g, idx: clear(g, idx)
     if isinstance(g, nt.Array) and _basic_index(idx):
         def impl(g, idx):
@@ -437,7 +442,7 @@ def _setitem_value_adjoint(g, idx, v):
                           "        p = {pos}\n"
                           "        if not seen[p]:\n"
                           "            r[m] = g[p]\n"
-                          "            seen[p] = True\n    return r\n", "g, idx")
+                          "            seen[p] = True\n    return r\n", "g, idx", "g")
         return lambda g, idx, v: unbroadcast(pick(g, idx), v)
     if not (isinstance(g, nt.Array) and _basic_index(idx)):
         return None
