@@ -34,6 +34,12 @@ def compiled_jvp(f, args, tangents):
         return s2sad.jvp(f, args, tangents, jit=True)
 
 
+def random_tangents(args, seed):
+    """Standard normal tangents in the arguments' shapes (a float for a number)."""
+    r = np.random.default_rng(seed)
+    return tuple(r.normal(size=np.shape(a)) if np.ndim(a) else float(r.normal()) for a in args)
+
+
 def same_jvp_as_python(f, args, tangents, rel=1e-10):
     """The compiled jvp of a scalar function: its value as Python mode's (1e-12), its tangent to
     ``rel``."""

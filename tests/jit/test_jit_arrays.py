@@ -4,7 +4,7 @@ as Python before.  Each case: Python mode's numbers (1e-12), central differences
 import numpy as np
 import pytest
 
-from .compare import same_as_python, same_jvp_as_python
+from .compare import random_tangents, same_as_python, same_jvp_as_python
 
 numba = pytest.importorskip("numba")
 
@@ -76,8 +76,7 @@ def test_compiles(f, args):
 
 @pytest.mark.parametrize("f, args", CASES, ids=IDS)
 def test_tangent(f, args):
-    r = np.random.default_rng(7)
-    same_jvp_as_python(f, args, tuple(r.normal(size=np.shape(a)) for a in args))
+    same_jvp_as_python(f, args, random_tangents(args, 7))
 
 
 def test_forward_versions_match_numpy():

@@ -9,7 +9,7 @@ import pytest
 import s2sad
 from s2sad.errors import JitFallbackWarning
 
-from .compare import same_as_python, same_jvp_as_python
+from .compare import random_tangents, same_as_python, same_jvp_as_python
 
 numba = pytest.importorskip("numba")
 
@@ -61,8 +61,7 @@ def test_tuple_of_axes_compiles(f, args):
 
 @pytest.mark.parametrize("f, args", CASES, ids=IDS)
 def test_tuple_of_axes_tangent(f, args):
-    r = np.random.default_rng(3)
-    same_jvp_as_python(f, args, tuple(r.normal(size=np.shape(a)) for a in args))
+    same_jvp_as_python(f, args, random_tangents(args, 3))
 
 
 def repeated(X, w):

@@ -10,7 +10,8 @@ import pytest
 import s2sad
 from s2sad.errors import JitFallbackWarning
 
-from .compare import fallback_same_as_python, same_as_python, same_jvp_as_python
+from .compare import (fallback_same_as_python, random_tangents, same_as_python,
+                      same_jvp_as_python)
 
 numba = pytest.importorskip("numba")
 
@@ -98,8 +99,7 @@ def test_einsum_compiles(f, args, wrt):
 
 @pytest.mark.parametrize("f, args, wrt", CASES, ids=IDS)
 def test_einsum_tangent_compiles(f, args, wrt):
-    r = np.random.default_rng(5)
-    tangents = tuple(r.normal(size=np.shape(a)) if np.ndim(a) else 0.7 for a in args)
+    tangents = random_tangents(args, 5)
     same_jvp_as_python(f, args, tangents)
 
 

@@ -4,7 +4,7 @@ as ``rules.numpy.signal._interp_setup`` finds it); np.interp made the derivative
 import numpy as np
 import pytest
 
-from .compare import same_as_python, same_jvp_as_python
+from .compare import random_tangents, same_as_python, same_jvp_as_python
 
 numba = pytest.importorskip("numba")
 
@@ -35,9 +35,7 @@ def test_interp_compiles(f, args):
 
 @pytest.mark.parametrize("f, args", CASES, ids=["fp", "xp", "left-right"])
 def test_interp_tangent(f, args):
-    r = np.random.default_rng(4)
-    same_jvp_as_python(f, args, tuple(r.normal(size=np.shape(a)) if np.ndim(a) else 0.8
-                                      for a in args))
+    same_jvp_as_python(f, args, random_tangents(args, 4))
 
 
 def test_forward_version_with_end_values_matches_numpy():

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from .compare import same_as_python, same_jvp_as_python
+from .compare import random_tangents, same_as_python, same_jvp_as_python
 
 numba = pytest.importorskip("numba")
 
@@ -28,6 +28,4 @@ def test_trapezoid_compiles(f, args):
 
 @pytest.mark.parametrize("f, args", CASES, ids=["x", "dx"])
 def test_trapezoid_tangent(f, args):
-    r = np.random.default_rng(5)
-    same_jvp_as_python(f, args, tuple(r.normal(size=np.shape(a)) if np.ndim(a) else 0.6
-                                      for a in args))
+    same_jvp_as_python(f, args, random_tangents(args, 5))

@@ -3,7 +3,7 @@ vectors compile (rules/jit_arrays.py); each made the derivative run as Python be
 import numpy as np
 import pytest
 
-from .compare import same_as_python, same_jvp_as_python
+from .compare import random_tangents, same_as_python, same_jvp_as_python
 
 numba = pytest.importorskip("numba")
 
@@ -32,5 +32,4 @@ def test_compiles(f, args):
 
 @pytest.mark.parametrize("f, args", CASES, ids=["filters", "sinc-at-zero", "gathers"])
 def test_tangent(f, args):
-    r = np.random.default_rng(8)
-    same_jvp_as_python(f, args, tuple(r.normal(size=a.shape) for a in args))
+    same_jvp_as_python(f, args, random_tangents(args, 8))

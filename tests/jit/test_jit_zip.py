@@ -4,7 +4,7 @@ of arrays); such a loop made the whole derivative run as Python before."""
 import numpy as np
 import pytest
 
-from .compare import same_as_python, same_jvp_as_python
+from .compare import random_tangents, same_as_python, same_jvp_as_python
 
 numba = pytest.importorskip("numba")
 
@@ -57,8 +57,7 @@ def test_zip_loops_compile(f, args, wrt):
 
 @pytest.mark.parametrize("f, args, wrt", CASES, ids=IDS)
 def test_zip_loops_tangent(f, args, wrt):
-    r = np.random.default_rng(2)
-    same_jvp_as_python(f, args, tuple(r.normal(size=np.shape(a)) for a in args))
+    same_jvp_as_python(f, args, random_tangents(args, 2))
 
 
 def test_one_sequence_differentiated():
