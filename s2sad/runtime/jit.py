@@ -350,6 +350,17 @@ def _item_of_tuple(x, idx):
     return k % n if -n <= k < n else None
 
 
+def _list_item(x, idx, g):
+    """``x[idx]`` reads an item (a real number ``g``'s) or a slice (a 1-d real array ``g``'s)
+    of the list of numbers ``x``."""
+    if not (isinstance(x, (nt.List, nt.ListType)) and isinstance(x.dtype, _NUMBER)):
+        return False
+    if isinstance(idx, nt.Integer):
+        return isinstance(g, (nt.Float, nt.Integer))
+    return isinstance(idx, nt.SliceType) and isinstance(g, nt.Array) and g.ndim == 1 and \
+        isinstance(g.dtype, (nt.Float, nt.Integer))
+
+
 @overload(getitem_adjoint, prefer_literal=True)
 def _getitem_adjoint(g, x, idx):
     k = _item_of_tuple(x, idx)
@@ -367,6 +378,14 @@ def _getitem_adjoint(g, x, idx):
         add = _points_add(k)
         dt = _float_dtype(x)
         return lambda g, x, idx: add(np.zeros(x.shape, dt), idx, real_like(g, x))
+    if _list_item(x, idx, g):
+        # an item or a slice of a list of numbers, whose adjoint is a 1-d array
+
+        def of_list(g, x, idx):
+            out = np.zeros(len(x), np.float64)
+            out[idx] += g
+            return out
+        return of_list
     gather = _gather_index(idx, x, contiguous=False)     # (scattered into new zeros)
     if gather is not None and isinstance(g, nt.Array):
         dt = _float_dtype(x)
@@ -399,6 +418,11 @@ def _acc_getitem(acc, x, idx, g):
     if k is not None and isinstance(g, nt.Array) and g.ndim == 1:
         add = _points_add(k)
         return lambda acc, x, idx, g: add(acc, idx, real_like(g, acc))
+    if _list_item(x, idx, g) and isinstance(acc, nt.Array) and acc.ndim == 1:
+        def of_list(acc, x, idx, g):
+            acc[idx] += g
+            return acc
+        return of_list
     gather = _gather_index(idx, acc)
     if gather is not None and isinstance(g, nt.Array):
         if gather == "rows":
@@ -478,6 +502,16 @@ def _add(a, b):
     ok = (nt.Float, nt.Integer, nt.Complex, nt.Array)
     if isinstance(a, ok) and isinstance(b, ok):
         return lambda a, b: a + b
+    if isinstance(a, nt.List) and isinstance(b, nt.List) and \
+            isinstance(a.dtype, _NUMBER) and isinstance(b.dtype, _NUMBER):
+        def lists(a, b):                # the tangents of two lists of numbers, item by item
+            if len(a) != len(b):
+                raise ValueError(SHAPE_ERROR)
+            return [a[k] + b[k] for k in range(len(a))]
+        return lists
+
+
+_NUMBER = (nt.Float, nt.Integer, nt.Boolean)
 
 
 @overload(snap)
@@ -573,6 +607,20 @@ def _abs_adjoint(g, x):
         return lambda g, x: g * np.sign(x)
 
 
+def abs_tangent(t, x):
+    raise NotImplementedError
+
+
+@overload(abs_tangent)
+def _abs_tangent(t, x):
+    """``runtime.arrays.abs_tangent`` of a real number or array: t times the sign of x."""
+    if _is_scalar(x) and isinstance(t, (nt.Float, nt.Integer)):
+        return lambda t, x: t * (1.0 if x > 0 else -1.0 if x < 0 else 0.0)
+    if isinstance(x, nt.Array) and isinstance(x.dtype, (nt.Float, nt.Integer)) and \
+            (_is_scalar(t) or isinstance(t, nt.Array)):
+        return lambda t, x: t * np.sign(x)
+
+
 # -- sequences a loop or a comprehension walks (runtime/containers.py) ----------------------------
 def seq(x):
     raise NotImplementedError
@@ -649,6 +697,94 @@ def _zip_seq_adjoint(g, xs, ans):
         return lambda g, xs, ans: g
 
 
+def loop_zip_seq(*xs):
+    raise NotImplementedError
+
+
+@overload(loop_zip_seq)
+def _loop_zip_seq(*xs):
+    """``loop_zip_seq``: :func:`zip_seq` (only iterators, which do not compile, are marked)."""
+    if xs and all(_walkable(x) for x in xs):
+        return lambda *xs: xs
+
+
+def seq_adjoint(g, seq):
+    raise NotImplementedError
+
+
+def _numbers(t):
+    """A list of real numbers, or a 1-d real array: what a list of floats and its adjoint are in
+    compiled code."""
+    if isinstance(t, (nt.List, nt.ListType)):
+        return isinstance(t.dtype, _NUMBER)
+    return isinstance(t, nt.Array) and t.ndim == 1 and isinstance(t.dtype, _NUMBER)
+
+
+@overload(seq_adjoint)
+def _seq_adjoint(g, seq):
+    """``runtime.containers.seq_adjoint`` of ``list(seq)`` for a 1-d real array or a list of
+    numbers, whose adjoint ``g`` (the list's) is a 1-d array or a list of numbers: the same
+    values, as an array of the array's float dtype (a new one: the list's adjoint stays its
+    own) or as they are for a list."""
+    if not (_numbers(seq) and _numbers(g)):
+        return None
+    if isinstance(seq, nt.Array):
+        dt = _float_dtype(seq)
+
+        def impl(g, seq):
+            if len(g) != len(seq):
+                raise ValueError(SHAPE_ERROR)
+            return np.array([g[k] for k in range(len(g))], dt)
+        return impl
+    return lambda g, seq: g
+
+
+def add_part(g, a, b, which):
+    raise NotImplementedError
+
+
+def add_part_tangent(t, a, b, which):
+    raise NotImplementedError
+
+
+@overload(add_part, prefer_literal=True)
+def _add_part(g, a, b, which):
+    """``runtime.containers.add_part``: the adjoint of list ``a`` (which=0) or ``b`` (1) in
+    ``a + b`` of two lists of numbers, the slice of ``g`` (a 1-d array or a list) that is its
+    part; for numbers and arrays, ``g`` summed to the operand's shape."""
+    if not isinstance(which, nt.IntegerLiteral):
+        return None
+    first = which.literal_value == 0
+    if isinstance(a, (nt.List, nt.ListType)) and isinstance(b, (nt.List, nt.ListType)):
+        if not (_numbers(a) and _numbers(b) and _numbers(g)):
+            return None
+        if first:
+            return lambda g, a, b, which: g[:len(a)]
+        return lambda g, a, b, which: g[len(a):]
+    ok = (nt.Float, nt.Integer, nt.Array)
+    if isinstance(a, ok) and isinstance(b, ok):
+        if first:
+            return lambda g, a, b, which: unbroadcast(g, a)
+        return lambda g, a, b, which: unbroadcast(g, b)
+
+
+@overload(add_part_tangent, prefer_literal=True)
+def _add_part_tangent(t, a, b, which):
+    """``runtime.containers.add_part_tangent``: for two lists of numbers, the tangent ``t`` of
+    one part (a list) with zeros for the other; else ``t``."""
+    if not isinstance(which, nt.IntegerLiteral):
+        return None
+    if isinstance(a, (nt.List, nt.ListType)) and isinstance(b, (nt.List, nt.ListType)):
+        if not (_numbers(a) and _numbers(b) and isinstance(t, nt.List) and _numbers(t)):
+            return None
+        if which.literal_value == 0:
+            return lambda t, a, b, which: [float(v) for v in t] + [0.0] * len(b)
+        return lambda t, a, b, which: [0.0] * len(a) + [float(v) for v in t]
+    ok = (nt.Float, nt.Integer, nt.Array)
+    if isinstance(a, ok) and isinstance(b, ok):
+        return lambda t, a, b, which: t
+
+
 @overload(unappend)
 def _unappend(g):
     """``runtime.containers.unappend``: (the adjoint of the list before ``append``, the appended
@@ -713,13 +849,12 @@ def _extremum_adjoint(g, args, key, pick, *ans):
         # (floats only: an int compared with a float as Python does it exactly)
         out = register_jitable(_tuple_fn(n, "g if best == {i} else 0.0", "g, best"))
         return lambda g, args, key, pick, *ans: out(float(g), _first_best(args, sign))
-    if n == 1 and isinstance(args.types[0], nt.Array) and args.types[0].ndim == 1 and \
-            isinstance(args.types[0].dtype, nt.Float):
-        dt = args.types[0].dtype
+    if n == 1 and _numbers(args.types[0]) and isinstance(args.types[0].dtype, nt.Float):
+        dt = args.types[0].dtype            # (a list's adjoint is a 1-d array in compiled code)
 
         def impl1(g, args, key, pick, *ans):
             x = args[0]
-            out = np.zeros(x.shape, dt)
+            out = np.zeros(len(x), dt)
             if len(x):
                 out[_first_best(x, sign)] = g
             return (out,)
@@ -819,6 +954,7 @@ def namespace():
                  "add", "snap", "own",
                  "pow_base_adjoint", "pow_exponent_adjoint", "abs_adjoint", "seq", "loop_seq",
                  "seq_adjoint_of", "zip_seq", "zip_seq_adjoint", "unappend", "parts",
+                 "abs_tangent", "loop_zip_seq", "seq_adjoint", "add_part", "add_part_tangent",
                  "extremum_adjoint", "fdiv", "flat",
                  "inexact", "keep_if", "times_initial", "keys_read", "sum_adjoint"),
                  globals())

@@ -201,10 +201,79 @@ def _zip_seq_tangent(t, xs, ans):
                               "t, xs, ans", {"seq_tangent": seq_tangent})
 
 
+def sum_tangent(t, iterable, ans):
+    raise NotImplementedError
+
+
+@overload(sum_tangent)
+def _sum_tangent(t, iterable, ans):
+    """``runtime.tangents.sum_tangent`` of builtin ``sum``: the items' tangents added from the
+    first, for a list of numbers or a 1-d real array (its tangent a list or a 1-d array); for an
+    array of more dimensions, the tangent summed over its first axis."""
+    if _jrt._numbers(iterable) and _jrt._numbers(t) and _real_float(ans):
+        def impl(t, iterable, ans):
+            if len(t) != len(iterable):
+                raise ValueError(_jrt.SHAPE_ERROR)
+            out = 0.0
+            for v in t:
+                out += v
+            return out
+        return impl
+    if isinstance(iterable, nt.Array) and iterable.ndim > 1 and isinstance(t, nt.Array) and \
+            t.ndim == iterable.ndim and _real_float(t) and isinstance(ans, nt.Array):
+        def rows(t, iterable, ans):
+            if t.shape != iterable.shape:
+                raise ValueError(_jrt.SHAPE_ERROR)
+            return t.sum(axis=0) + np.zeros(ans.shape, ans.dtype)
+        return rows
+
+
+def extremum_tangent(t, args, key, pick):
+    raise NotImplementedError
+
+
+@overload(extremum_tangent)
+def _extremum_tangent(t, args, key, pick):
+    """``runtime.tangents.extremum_tangent`` of the builtin ``max``/``min`` of several real
+    numbers, or of one list of them or 1-d real array, without ``key``: the tangent of the item
+    Python picks (the first of equal ones), as ``_rt.extremum_adjoint`` picks it."""
+    import builtins
+    if not isinstance(key, nt.NoneType) or not isinstance(args, nt.BaseTuple) or \
+            not isinstance(t, nt.BaseTuple) or len(t.types) != len(args.types):
+        return None
+    fn = getattr(pick, "typing_key", None)
+    sign = 1 if fn is builtins.max else -1 if fn is builtins.min else 0
+    n = len(args.types)
+    if not sign:
+        return None
+    if n >= 2 and isinstance(args, nt.UniTuple) and isinstance(args.dtype, nt.Float) and \
+            all(isinstance(ti, (nt.Float, nt.Integer)) for ti in t.types):
+        pick_t = _jrt.register_jitable(_choose(n))
+        return lambda t, args, key, pick: pick_t(t, _jrt._first_best(args, sign))
+    if n == 1 and _jrt._numbers(args.types[0]) and isinstance(args.types[0].dtype, nt.Float) \
+            and _jrt._numbers(t.types[0]):
+        def impl1(t, args, key, pick):
+            x, tx = args[0], t[0]
+            if len(tx) != len(x):
+                raise ValueError(_jrt.SHAPE_ERROR)
+            return float(tx[_jrt._first_best(x, sign)])
+        return impl1
+
+
+def _choose(n):
+    """A function ``(t, best) -> float(t[best])`` for an n-tuple ``t`` of numbers whose items
+    may differ in type (an integer zero among floats)."""
+    body = "".join(f"    if best == {k}:\n        return float(t[{k}])\n" for k in range(n - 1))
+    src = f"def choose(t, best):\n{body}    return float(t[{n - 1}])\n"
+    ns = {}
+    exec(src, ns)
+    return ns["choose"]
+
+
 def namespace():
     """A module holding the compiled helpers under the names generated forward code uses
     (``_fw``)."""
     return _jrt.helper_module("s2sad_jit_forward", "_fw", (
         "zeros_like", "bcast", "into", "out_zeros", "out_size", "basis", "inner", "put",
-        "seq_tangent", "zip_seq_tangent"), globals())
+        "seq_tangent", "zip_seq_tangent", "sum_tangent", "extremum_tangent"), globals())
 

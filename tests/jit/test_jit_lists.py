@@ -1,41 +1,89 @@
-"""jit=True: builtin ``sum`` of a list built in a loop, of a display of numbers, and of a 1-d
-array compiles (runtime/jit.py: ``_rt.sum_adjoint``, and ``_rt.keys_read``, the dict-key check
-that has nothing to check for lists); such a derivative ran as Python before."""
-import math
-
+"""jit=True: builtin ``max``/``min``/``sum``/``abs`` and lists of numbers compile in both modes
+(runtime/jit.py: abs_tangent, loop_zip_seq, seq_adjoint, add_part and add_part_tangent, list
+items and slices in getitem_adjoint/acc_getitem, max of a list; runtime/jit_forward.py:
+sum_tangent, extremum_tangent).  Each made the whole derivative run as Python before, in
+functions numba itself compiles (found by the fuzzer: programs whose primal ``numba.njit``
+compiles but whose derivative fell back)."""
 import numpy as np
 import pytest
 
-from .compare import same_as_python
+import s2sad
+
+from .compare import (compiled, compiled_jvp, random_tangents, same_as_python,
+                      same_jvp_as_python)
 
 numba = pytest.importorskip("numba")
 
 
-def appended(x):
-    out = []
-    for v in x.ravel():
-        out.append(v * v)
-    return sum(out)
+def clip_fill(x, y):                 # max of two floats, written into an array in a loop
+    a = np.zeros(3)
+    for i in range(3):
+        a[i] = max(np.cos(y), x[i]) + min(x[i], -y)
+    return 1.3 * np.sum(a)
 
 
-def terms(x, a):
-    acc = []
-    for i in range(x.shape[0]):
-        acc.append(math.sin(x[i] * a) / (i + 1.0))
-    return sum(acc) + sum([a, a * a, 2.0])
+def list_sum(x, y):
+    return sum([y, x[-1] * y, -0.3]) + max([x[0], y, x[1]]) ** 2
 
 
-def over_an_array(x):
-    return sum(np.cos(x)) * 2.0
+def zip_unused(x, y):                # a zip loop whose names the body never reads
+    acc = y
+    for p, q in zip(x, x):
+        acc = x[1] * acc - 1.1
+    return 1.3 * acc
 
 
-_R = np.random.default_rng(4)
+def listed(x, y):                    # list(array) and its sum
+    return 0.5 * sum(list(x * x + y))
 
 
-@pytest.mark.parametrize("f, args, wrt", [
-    (appended, (_R.standard_normal((3, 4)),), (0,)),
-    (terms, (_R.standard_normal(6), 0.7), (0, 1)),
-    (over_an_array, (_R.standard_normal(5),), (0,)),
-], ids=["appended", "terms", "over_an_array"])
-def test_builtin_sum_compiles(f, args, wrt):
-    same_as_python(f, args, wrt)
+def concatenated(x, y):              # list slices and +
+    l2 = [y, x[0], y][1:] + [y * y, y, y][:1]
+    return 0.5 * y + 1.3 * sum(l2) + l2[1] * l2[2]
+
+
+def absolute(x, y):
+    s = 0.0
+    for v in x:
+        s += abs(v - y) * v
+    return s + abs(y)
+
+
+_R = np.random.default_rng(61)
+X, Y = _R.normal(size=3), 0.7
+CASES = [clip_fill, list_sum, zip_unused, listed, concatenated, absolute]
+
+
+@pytest.mark.parametrize("f", CASES, ids=[f.__name__ for f in CASES])
+def test_compiles_as_python(f):
+    same_as_python(f, (X, Y), (0, 1))
+
+
+@pytest.mark.parametrize("f", CASES, ids=[f.__name__ for f in CASES])
+def test_tangent_compiles(f):
+    same_jvp_as_python(f, (X, Y), random_tangents((X, Y), 5))
+
+
+def test_max_of_equal_floats_picks_the_first():
+    """Python's max returns the first of equal items: the derivative goes to it alone, in both
+    modes, compiled as in Python."""
+    def f(x, y):
+        return max(y, x[0], y) * 2.0 + min([x[1], y, x[1]])
+    x = np.array([0.2, 0.4, 0.0])
+    _, g = compiled(f, (0, 1), (x, 0.4))          # (a tie: no central differences)
+    _, gp = s2sad.value_and_grad(f, wrt=(0, 1))(x, 0.4)
+    assert g[1] == gp[1] == 2.0                   # max's first y; min's first x[1], not y
+    np.testing.assert_array_equal(g[0], [0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(gp[0], g[0])
+    _, t = compiled_jvp(f, (x, 0.4), (np.array([1.0, 10.0, 100.0]), 1000.0))
+    assert t == s2sad.jvp(f, (x, 0.4), (np.array([1.0, 10.0, 100.0]), 1000.0))[1] == 2010.0
+
+
+def test_a_list_of_another_length_is_a_shape_error_as_in_python():
+    """The tangent of a sum needs the list's own tangents: a list built longer in the primal
+    than its tangent (not possible in generated code) would raise, not read past the end."""
+    from s2sad.runtime import jit_forward
+    f = numba.njit(lambda n: jit_forward.sum_tangent([1.0, 2.0], [5.0] * n, 0.0))
+    with pytest.raises(ValueError):
+        f(3)
+    assert f(2) == 3.0
