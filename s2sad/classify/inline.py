@@ -29,7 +29,8 @@ from ..frontend.source import FunctionSource
 from ..runtime.values import STATIC, static_value
 
 _SIMPLE = (ir.Assign, ir.ExprStmt, ir.SetItem, ir.If, ir.For, ir.While, ir.Break, ir.Return)
-_EXTRA_OK = {"augmented"}
+# (consumer: a _rt.here cursor and the call it feeds, which are inlined together)
+_EXTRA_OK = {"augmented", "consumer"}
 MAX_DEPTH = 4
 MAX_STATEMENTS = 400
 
