@@ -85,8 +85,13 @@ def test_compiled_helper_is_cacheable(tmp_path):
     import subprocess
     import sys
     (tmp_path / "cached_chol.py").write_text(_CACHED)
+    import os
+    # (numba caches no function that calls another one at NUMBA_OPT=0, the suite's level: the
+    # unoptimised call holds an address)
+    env = dict(os.environ, NUMBA_OPT="3")
     runs = [subprocess.run([sys.executable, "-W", "error::numba.NumbaWarning", "-c",
-                            "import cached_chol"], cwd=tmp_path, capture_output=True, text=True)
+                            "import cached_chol"], cwd=tmp_path, capture_output=True, text=True,
+                           env=env)
             for _ in range(2)]
     for r in runs:
         assert r.returncode == 0, r.stderr
