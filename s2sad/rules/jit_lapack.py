@@ -79,10 +79,12 @@ def _helper(fn):
     gradient).  numba's cache does not tell optimisation levels apart, so code compiled under
     another ``NUMBA_OPT`` than the default (the test suite's 0) is not cached: it would be what
     later processes load."""
-    from numba import config, njit
+    import os
 
-    from .. import diskcache
-    return njit(cache=diskcache.enabled() and config.OPT == 3)(fn)
+    from numba import config, njit
+    # (diskcache.enabled's test, read here: the disk cache is a layer above the rules)
+    on = os.environ.get("S2SAD_CACHE", "1").strip().lower() not in ("0", "false", "off", "no")
+    return njit(cache=on and config.OPT == 3)(fn)
 
 
 @_helper

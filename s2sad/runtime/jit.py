@@ -235,6 +235,8 @@ def _zero_of(x):
         return lambda x: 0j
     if _is_scalar(x):
         return lambda x: 0.0
+    if isinstance(x, (nt.List, nt.ListType)) and isinstance(x.dtype, _NUMBER):
+        return lambda x: np.zeros(len(x), np.float64)   # (a list's adjoint: a 1-d array)
 
 
 @overload(acc)
@@ -861,6 +863,41 @@ def _extremum_adjoint(g, args, key, pick, *ans):
         return impl1
 
 
+def sorted_adjoint(g, iterable, key, reverse, ans=None):
+    raise NotImplementedError
+
+
+@register_jitable
+def sorted_order(items, reverse):
+    """The positions of ``items`` in the order Python's ``sorted`` puts them (stable: equal items
+    keep their order, with ``reverse=True`` too)."""
+    v = np.empty(len(items), np.float64)
+    for k in range(len(items)):
+        v[k] = -items[k] if reverse else items[k]
+    return np.argsort(v, kind="mergesort")
+
+
+@overload(sorted_adjoint)
+def _sorted_adjoint(g, iterable, key, reverse, ans=None):
+    """``runtime.containers.sorted_adjoint`` without ``key``, of a list of floats or a 1-d float
+    array (whose adjoint, and the sorted list's, is a 1-d array in compiled code): each item's
+    adjoint is the one of its place in the result."""
+    if not (isinstance(key, nt.NoneType) and _numbers(iterable) and
+            isinstance(iterable.dtype, nt.Float) and isinstance(g, nt.Array) and g.ndim == 1):
+        return None
+    dt = _float_dtype(iterable) if isinstance(iterable, nt.Array) else nt.float64
+
+    def impl(g, iterable, key, reverse, ans=None):
+        if len(g) != len(iterable):
+            raise ValueError(SHAPE_ERROR)
+        order = sorted_order(iterable, reverse)
+        out = np.zeros(len(iterable), dt)
+        for pos in range(len(order)):
+            out[order[pos]] = g[pos]
+        return out
+    return impl
+
+
 # -- what fused loops call (codegen/jit_fuse.py) -------------------------------------------------
 @njit(error_model="numpy")
 def fdiv(a, b):
@@ -955,6 +992,7 @@ def namespace():
                  "pow_base_adjoint", "pow_exponent_adjoint", "abs_adjoint", "seq", "loop_seq",
                  "seq_adjoint_of", "zip_seq", "zip_seq_adjoint", "unappend", "parts",
                  "abs_tangent", "loop_zip_seq", "seq_adjoint", "add_part", "add_part_tangent",
+                 "sorted_adjoint",
                  "extremum_adjoint", "fdiv", "flat",
                  "inexact", "keep_if", "times_initial", "keys_read", "sum_adjoint"),
                  globals())

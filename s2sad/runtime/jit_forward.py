@@ -260,6 +260,27 @@ def _extremum_tangent(t, args, key, pick):
         return impl1
 
 
+def sorted_tangent(t, iterable, key=None, reverse=False):
+    raise NotImplementedError
+
+
+@overload(sorted_tangent)
+def _sorted_tangent(t, iterable, key=None, reverse=False):
+    """``runtime.tangents.sorted_tangent`` without ``key``, of a list of floats or a 1-d float
+    array: the items' tangents in the order of the sorted list (a list)."""
+    if not ((key is None or isinstance(key, (nt.NoneType, nt.Omitted))) and
+            _jrt._numbers(iterable) and
+            isinstance(iterable.dtype, nt.Float) and _jrt._numbers(t)):
+        return None
+
+    def impl(t, iterable, key=None, reverse=False):
+        if len(t) != len(iterable):
+            raise ValueError(_jrt.SHAPE_ERROR)
+        order = _jrt.sorted_order(iterable, reverse)
+        return [float(t[order[pos]]) for pos in range(len(order))]
+    return impl
+
+
 def _choose(n):
     """A function ``(t, best) -> float(t[best])`` for an n-tuple ``t`` of numbers whose items
     may differ in type (an integer zero among floats)."""
@@ -275,5 +296,6 @@ def namespace():
     (``_fw``)."""
     return _jrt.helper_module("s2sad_jit_forward", "_fw", (
         "zeros_like", "bcast", "into", "out_zeros", "out_size", "basis", "inner", "put",
-        "seq_tangent", "zip_seq_tangent", "sum_tangent", "extremum_tangent"), globals())
+        "seq_tangent", "zip_seq_tangent", "sum_tangent", "extremum_tangent",
+        "sorted_tangent"), globals())
 

@@ -1,9 +1,9 @@
-"""jit=True: builtin ``max``/``min``/``sum``/``abs`` and lists of numbers compile in both modes
-(runtime/jit.py: abs_tangent, loop_zip_seq, seq_adjoint, add_part and add_part_tangent, list
-items and slices in getitem_adjoint/acc_getitem, max of a list; runtime/jit_forward.py:
-sum_tangent, extremum_tangent).  Each made the whole derivative run as Python before, in
-functions numba itself compiles (found by the fuzzer: programs whose primal ``numba.njit``
-compiles but whose derivative fell back)."""
+"""jit=True: builtin ``max``/``min``/``sum``/``abs``/``sorted`` and lists of numbers compile
+in both modes (runtime/jit.py: abs_tangent, loop_zip_seq, seq_adjoint, add_part and
+add_part_tangent, zero_of of a list, list items and slices in getitem_adjoint/acc_getitem, max of
+a list, sorted_adjoint; runtime/jit_forward.py: sum_tangent, extremum_tangent, sorted_tangent).
+Each made the whole derivative run as Python before, in functions numba itself compiles (found
+by the fuzzer: programs whose primal ``numba.njit`` compiles but whose derivative fell back)."""
 import numpy as np
 import pytest
 
@@ -49,9 +49,22 @@ def absolute(x, y):
     return s + abs(y)
 
 
+def ordered(x, y):                   # sorted without a key, both directions
+    s = sorted([y, x[1] * y, x[2]])
+    r = sorted(x, reverse=True)
+    return s[0] * 2.0 + s[-1] + r[0] * r[2]
+
+
+def list_loop(x, y):                 # a loop over a list that is not differentiated in every item
+    acc = y
+    for t in [t for t in [y, x[0], 2.0]]:
+        acc = acc * np.tanh(acc / (1.0 + t ** 2))
+    return acc
+
+
 _R = np.random.default_rng(61)
 X, Y = _R.normal(size=3), 0.7
-CASES = [clip_fill, list_sum, zip_unused, listed, concatenated, absolute]
+CASES = [clip_fill, list_sum, zip_unused, listed, concatenated, absolute, ordered, list_loop]
 
 
 @pytest.mark.parametrize("f", CASES, ids=[f.__name__ for f in CASES])
@@ -87,3 +100,18 @@ def test_a_list_of_another_length_is_a_shape_error_as_in_python():
     with pytest.raises(ValueError):
         f(3)
     assert f(2) == 3.0
+
+
+def test_sorted_keeps_equal_items_in_order_as_python():
+    """sorted is stable, reverse=True too: of equal items the first stays first, and its
+    adjoint goes to it, in both modes, compiled as in Python."""
+    def f(x, y):
+        s = sorted([y, x[0], y, x[1]], reverse=True)
+        return s[0] * 1.0 + s[1] * 10.0 + s[2] * 100.0 + s[3] * 1000.0
+    x = np.array([0.4, 0.1, 0.0])
+    _, g = compiled(f, (0, 1), (x, 0.4))
+    _, gp = s2sad.value_and_grad(f, wrt=(0, 1))(x, 0.4)
+    assert g[1] == gp[1] and np.array_equal(g[0], gp[0])
+    assert g[1] == 1.0 + 100.0 and g[0][0] == 10.0        # y, x[0], y: the first y leads
+    t = (np.array([1.0, 2.0, 0.0]), 5.0)
+    assert compiled_jvp(f, (x, 0.4), t)[1] == s2sad.jvp(f, (x, 0.4), t)[1]
