@@ -223,8 +223,9 @@ def _splice(s, fn, body_fn, args, name, taken, counter):
 # captured variables bound to the enclosing ones as they are there, computes the same.  numba
 # cannot compile the dynamic call, so without this a local right-hand side made the whole
 # derivative run as Python.  Only a closure bound once, without default values, that writes no
-# captured variable (``nonlocal``), whose name is read only as the callee of direct calls, and
-# whose captured variables are exactly the enclosing function's locals it reads.
+# captured variable (``nonlocal``), whose name is read only as the callee of direct calls, whose
+# captured variables are exactly the enclosing function's locals it reads, and none of which a
+# method or an attribute write changes in place (``l.insert(...)``, ``o.v = 1.0``).
 def _closures(fn):
     """{name: (the making statement, the closure's code object)} of the local closures of
     ``fn`` that qualify (above)."""
@@ -233,8 +234,10 @@ def _closures(fn):
     code = getattr(pyfunc, "__code__", None)
     if code is None:
         return {}
-    makers, bound, other_reads = {}, {}, set()
+    makers, bound, other_reads, mutated = {}, {}, set(), set()
     for s in ir.walk(fn.body):
+        if isinstance(s, ir.Mutate) or (isinstance(s, ir.SetItem) and s.attr is not None):
+            mutated.add(s.obj)                  # (l.insert(...), o.v = ..., setattr(o, 'v', ...))
         for v in bound_names(s):
             bound[v] = bound.get(v, 0) + 1
         call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) \
@@ -253,6 +256,11 @@ def _closures(fn):
         keys = s.value.args[0].value if isinstance(s.value.args[0], ir.Const) else None
         if bound.get(name) != 1 or name in other_reads or name in fn.params or \
                 not isinstance(keys, tuple) or any(k.endswith("=") for k in keys):
+            continue
+        held = [a for a in s.value.args[1:] if isinstance(a, str)]
+        if mutated.intersection(held):
+            # (its body bound to a list or an object changed in place later: the alias that
+            # binding makes is refused, where the call kept as it is runs as Python mode does)
             continue
         nested = _nested_code(code, s.value.extra.get("name") or "<lambda>", s.origin)
         if nested is None or set(nested.co_freevars) != set(keys) or _writes_cells(nested):

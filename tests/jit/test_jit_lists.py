@@ -115,3 +115,40 @@ def test_sorted_keeps_equal_items_in_order_as_python():
     assert g[1] == 1.0 + 100.0 and g[0][0] == 10.0        # y, x[0], y: the first y leads
     t = (np.array([1.0, 2.0, 0.0]), 5.0)
     assert compiled_jvp(f, (x, 0.4), t)[1] == s2sad.jvp(f, (x, 0.4), t)[1]
+
+
+_CLOSURE_OVER_CHANGED_LIST = '''
+import heapq
+import itertools
+import operator
+
+import numpy as np
+
+
+def f(x, y):
+    l1 = list(itertools.accumulate([y, x[0], 0.25]))
+    s2 = heapq.nlargest(2, [v for i, v in enumerate([x[2], x[-1], x[-1]])])[1]
+    a3 = np.array(np.stack([x.item(0), max(zip(x, list(x)), key=operator.itemgetter(1))[1],
+                            x[-1]]))
+    acc4 = y
+    n5 = 0
+    while n5 < 3:
+        acc4 = acc4 + ((np.array(l1) @ np.c_[a3, x][:, 1]) *
+                       (lambda t: min(l1, key=np.sin))(np.c_[a3, x].sum()))
+        n5 += 1
+    l1.insert(0, a3[-3]); l1.pop()
+    s8 = min(l1[-1], s2)
+    return 0.5 * sum(l1) + 1.3 * s8
+'''
+
+
+def test_a_closure_over_a_list_changed_later_is_not_inlined():
+    """Fuzz seed 120701 program 2050 (shortened): Python mode differentiates it; once inlined, the
+    lambda's binding of ``l1`` made an alias that ``l1.insert`` then changed, and jit=True refused
+    the function.  A closure over a variable changed in place later stays a call (jit=True runs
+    the derivative as Python, with its warning)."""
+    from tests.fuzz.oracle import check_source
+    for point in (0, 1):
+        res = check_source(_CLOSURE_OVER_CHANGED_LIST, seed=point, modes=("rev", "revjit"))
+        assert res.modes["rev"].outcome == "agree", res.report()
+        assert res.modes["revjit"].outcome in ("agree", "fellback"), res.report()
