@@ -9,6 +9,7 @@ import inspect
 import os
 import sys
 import threading
+import warnings
 
 from . import runtime
 from .cache import (CACHE, forward_derivative, forward_jit_derivative, jit_derivative,
@@ -223,11 +224,41 @@ class _Spec:
                 c = self._memo[k] = jit_derivative(self.pyfunc, key[0], key[1], options, types)
             except S2SADError as e:
                 _relocate(e)
-                raise
+                # the numba build inlines callees and closures, which Python mode keeps as
+                # calls: a refusal only that build meets (an alias its bindings make) runs as
+                # Python, as any construct numba does not compile; Python mode's own refusal,
+                # where it has one, is raised by _compiled_value_and_grad
+                c = self._memo[k] = _JitRefused(e, self.pyfunc)
         return c
 
 
 _TYPED_MAX = 8          # typed specialisations of one function per argument kinds
+
+
+class _JitRefused:
+    """Stands for a numba derivative whose build refused the function (see _Spec._compiled):
+    ``run`` gives None, the derivative runs as Python, with one JitFallbackWarning naming the
+    refusal."""
+    failed = None
+
+    def __init__(self, error, pyfunc):
+        self.error, self.pyfunc, self._warned = error, pyfunc, False
+        self.failed = f"{type(error).__name__}: {error}"
+
+    def fresh(self):
+        return True
+
+    def run(self, *args):
+        if not self._warned:
+            self._warned = True
+            from .errors import JitFallbackWarning
+            where = self.error.origin.short() if self.error.origin is not None else \
+                self.pyfunc.__qualname__
+            first = str(self.error.message).split("\n", 1)[0]
+            warnings.warn(f"{where}: jit=True could not build the derivative of "
+                          f"{self.pyfunc.__qualname__}: {first}\nIt runs as Python (the same "
+                          f"numbers, without the speed).", JitFallbackWarning, stacklevel=4)
+        return None
 
 _SPECS = {}              # (function, wrt) -> _Spec, most recent last: grad(f)(x) inside a loop
 _SPECS_MAX = 128
@@ -460,6 +491,8 @@ def _compiled_value_and_grad(spec, args, wrt, has_aux, options):
     if has_aux:
         return None
     c, full = spec.derivative(args, wrt, jit=options)
+    if isinstance(c, _JitRefused):
+        spec.derivative(args, wrt)          # (Python mode's own refusal first, where it has one)
     out = _run(c.run, full, 1.0)
     if out is None:
         return None
@@ -603,6 +636,8 @@ class Differentiable:
         if args or kwargs:
             spec = self._specs.get(args, kwargs)
             d = spec.derivative(spec.bind(args, kwargs), spec.wrt, jit=opts)[0]
+            if isinstance(d, _JitRefused):
+                raise d.error                   # (no numba derivative to show)
             if opts is None:
                 self._last = d
             return d
@@ -953,6 +988,9 @@ def _vjp(fn, args, kwargs, jit):
         full[w[0]] if w[1] is None else full[w[0]][w[1]])]
     if jit is not None and wrt:
         c, allargs = spec.derivative(full, wrt, check=False, jit=jit)
+        if isinstance(c, _JitRefused):
+            spec.derivative(full, wrt, check=False)     # (Python mode's own refusal first)
+            c.run()
         if c.failed is None:
             value = _run(spec.pyfunc, *allargs)
 
@@ -1049,7 +1087,23 @@ def _compiled_jvp(options, used):
     tangents (copies of those the function writes), or None where it runs as Python; ``used``
     gets (compiled derivative, mask) of each run."""
     def run(fn, mask, kinds, args, targs):
-        c = forward_jit_derivative(fn, mask, kinds, options, tuple(type_of(a) for a in args))
+        types = tuple(type_of(a) for a in args)
+        key = (fn, tuple(mask), tuple(kinds), tuple(sorted(dict(options).items())), types)
+        if key in _JVP_REFUSED:
+            return None
+        try:
+            c = forward_jit_derivative(fn, mask, kinds, options, types)
+        except S2SADError as e:
+            # a refusal only the numba build meets (see _Spec._compiled): Python mode's own
+            # refusal where it has one, else the derivative runs as Python, with one warning
+            forward_derivative(fn, tuple(mask), tuple(kinds))
+            if e.origin is None:
+                e.locate(_def_origin(fn))
+            refused = _JitRefused(e, fn)
+            if len(_JVP_REFUSED) >= 256:
+                _JVP_REFUSED.clear()
+            _JVP_REFUSED[key] = refused
+            return refused.run()
         if c.failed is not None:
             return None
         written = set(c.written_params)
@@ -1068,6 +1122,7 @@ def _compiled_jvp(options, used):
 # are unchanged and it has not fallen back; the checks of the full path that the types do not
 # settle (tangent shapes) are made again
 _JVP_MEMO = {}       # (f, options, primals' signature, tangents' signature) -> (c, mask, generation)
+_JVP_REFUSED = {}    # (f, mask, kinds, options, types) -> _JitRefused: the numba build refused
 _FUNCTION = type(_signature)
 
 

@@ -152,3 +152,59 @@ def test_a_closure_over_a_list_changed_later_is_not_inlined():
         res = check_source(_CLOSURE_OVER_CHANGED_LIST, seed=point, modes=("rev", "revjit"))
         assert res.modes["rev"].outcome == "agree", res.report()
         assert res.modes["revjit"].outcome in ("agree", "fellback"), res.report()
+
+
+def _helper(a, b):
+    return a * b + np.sin(b)
+
+
+def accumulate_through_helper(x, y):
+    acc = 0.0
+    for t in [y, -1.1, y]:
+        acc += _helper(acc, y) * t
+    return acc + x[0]
+
+
+def test_a_refusal_only_the_numba_build_meets_runs_as_python():
+    """The numba build inlines ``_helper``, binding its parameter to ``acc``; the aliasing check
+    then took ``acc += ...`` for an in-place change of a shared object and jit=True refused a
+    function Python mode differentiates (fuzz seed 120704 program 1625).  Such a refusal now runs
+    the derivative as Python, with one JitFallbackWarning naming it, in both modes."""
+    import warnings
+
+    from s2sad.errors import JitFallbackWarning
+    x, y = np.array([0.3, 0.5, 0.1]), 0.7
+    want = s2sad.value_and_grad(accumulate_through_helper, wrt=(0, 1))(x, y)
+    counts = []
+    for _ in range(2):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            got = s2sad.value_and_grad(accumulate_through_helper, wrt=(0, 1), jit=True)(x, y)
+            tj = s2sad.jvp(accumulate_through_helper, (x, y), (np.ones(3), 2.0), jit=True)
+        assert got[0] == want[0] and got[1][1] == want[1][1]
+        np.testing.assert_array_equal(got[1][0], want[1][0])
+        assert tj == s2sad.jvp(accumulate_through_helper, (x, y), (np.ones(3), 2.0))
+        msgs = [str(m.message) for m in w if issubclass(m.category, JitFallbackWarning)]
+        assert all("could not build the derivative" in m and "acc +=" in m for m in msgs)
+        counts.append(len(msgs))
+    assert counts == [2, 0]        # (reverse and forward mode once each; then no more)
+
+
+def closure_over_changed_list(x, y):
+    l1 = [y, x[0], 0.25]
+    k = lambda t: l1[0] * t  # noqa: E731
+    m = k(2.0)
+    l1.insert(0, x[1])
+    return m * sum(l1)
+
+
+def test_python_modes_own_refusal_is_what_jit_raises():
+    """Where Python mode refuses too, jit=True raises Python mode's refusal (its message, its
+    line), not the numba build's."""
+    from s2sad.errors import UnsupportedSyntaxError
+    x = np.array([0.3, 0.5, 0.1])
+    with pytest.raises(UnsupportedSyntaxError) as py:
+        s2sad.value_and_grad(closure_over_changed_list, wrt=(0, 1))(x, 0.7)
+    with pytest.raises(UnsupportedSyntaxError) as jit:
+        s2sad.value_and_grad(closure_over_changed_list, wrt=(0, 1), jit=True)(x, 0.7)
+    assert str(jit.value) == str(py.value)
