@@ -746,6 +746,40 @@ def _maximum(g, x1, x2, which, sign=1, nan=False):
     return impl
 
 
+def maximum_tangent(t, x1, x2, which, sign=1, nan=False):
+    raise NotImplementedError
+
+
+@overload(maximum_tangent, prefer_literal=True)
+def _maximum_tangent(t, x1, x2, which, sign=1, nan=False):
+    """``rules.numpy.elementwise.maximum_tangent``: the tangent ``t`` of operand ``which`` where it
+    wins, half of it at a tie, zero elsewhere, in the result's shape (maximum/minimum with sign
+    -1, fmax/fmin with nan=True; real operands)."""
+    w, sg, nn = _lit(which, _NOLIT), _lit(sign, _NOLIT), _lit(nan, _NOLIT)
+    if w not in (0, 1) or sg not in (1, -1) or nn not in (True, False):
+        return None
+    if not (_real(t) and _real(x1) and _real(x2)):
+        return None
+    if not any(isinstance(v, nt.Array) for v in (t, x1, x2)):
+        def scalar(t, x1, x2, which, sign=1, nan=False):
+            a, b = (x1, x2) if w == 0 else (x2, x1)
+            win = (a > b) if sg > 0 else (a < b)
+            if nn:
+                win = win or (np.isnan(b) and not np.isnan(a))
+            return float(t) if win else 0.5 * t if a == b else 0.0
+        return scalar
+    C = _jrt.const_of(x1 if isinstance(x1, nt.Array) else x2)
+
+    def impl(t, x1, x2, which, sign=1, nan=False):
+        a, b = (x1, x2) if w == 0 else (x2, x1)
+        win = (a > b) if sg > 0 else (a < b)
+        if nn:
+            win = win | (np.isnan(b) & ~np.isnan(a))
+        tt = t + np.zeros_like(win, C)           # (t in the result's shape)
+        return np.where(win, tt, np.where(a == b, C(0.5) * tt, C(0) * tt))
+    return impl
+
+
 # -- statistics ---------------------------------------------------------------------------------
 @overload(_correction)
 def _correction_ov(ddof=0, correction=None):
@@ -1698,7 +1732,8 @@ def namespace():
     return _jrt.helper_module("s2sad_jit_adjoints", "_adj", (
                  "sum", "mean", "matmul", "dot", "like", "kron", "diag", "triu", "tril", "outer",
                  "reshape_back", "transpose", "inv", "det", "slogdet", "solve", "cholesky",
-                 "where", "maximum", "_correction", "var", "std", "prod", "prod_tangent",
+                 "where", "maximum", "maximum_tangent", "_correction", "var", "std", "prod",
+                 "prod_tangent",
                  "extremum", "norm", "nansum", "nansum_tangent", "diff", "sort",
                  "sort_tangent", "einsum", "einsum_tangent", "roll", "tile", "repeat",
                  "cumprod", "polyval", "polyval_tangent", "vstack", "hstack", "tangent_list",
