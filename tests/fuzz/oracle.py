@@ -355,6 +355,38 @@ def check_source(source, seed=0, modes=MODES, timeout=60):
             loaded.close()
 
 
+def njit_primal(source, seed=0, timeout=30):
+    """Whether ``numba.njit`` compiles and runs the program's plain ``f`` at the point
+    :func:`check_source` draws from ``seed``: a program whose derivative falls back with
+    ``jit=True`` although numba compiles the function itself is a gap of the compiled mode (most
+    fallbacks are Python objects numba cannot compile either)."""
+    import numba
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(3)
+    y = float(rng.standard_normal())
+    old = None
+    if timeout and hasattr(signal, "SIGALRM"):
+        def _alarm(signum, frame):
+            raise Timeout()
+        old = signal.signal(signal.SIGALRM, _alarm)
+        signal.alarm(int(timeout))
+    loaded = None
+    try:
+        loaded = Loaded(source)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            numba.njit(loaded.f)(x, y)
+        return True
+    except Exception:            # (numba's typing errors, the program's own, Timeout)
+        return False
+    finally:
+        if old is not None:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, old)
+        if loaded is not None:
+            loaded.close()
+
+
 def _clear_cache():
     try:
         from s2sad.cache import CACHE

@@ -16,7 +16,7 @@ import zlib
 
 from .grammar import TAGS, random_program
 from .known import KNOWN_BROKEN
-from .oracle import ALL_MODES, DISCARDED, JUDGED, MODES, check_source
+from .oracle import ALL_MODES, DISCARDED, JUDGED, MODES, check_source, njit_primal
 
 
 def point_seed(seed, k):
@@ -28,11 +28,15 @@ def program_for(seed, k, exclude=frozenset()):
 
 
 def _one(task):
-    seed, k, exclude, modes, timeout = task
+    seed, k, exclude, modes, timeout = task[:5]
     prog = program_for(seed, k, exclude)
     res = check_source(prog.source, seed=point_seed(seed, k), modes=modes, timeout=timeout)
     fail = res.outcome in ("wrong", "crash")
+    njit = None
+    if len(task) > 5 and task[5] and res.outcome == "fellback":
+        njit = njit_primal(prog.source, point_seed(seed, k))
     return {
+        "njit_primal": njit,
         "k": k,
         "outcome": res.outcome,
         "modes": {m: (r.outcome, r.signature, r.detail) for m, r in res.modes.items()},
@@ -54,16 +58,19 @@ def _run_tasks(tasks, jobs):
         yield from pool.imap(_one, tasks, chunksize=4)
 
 
-def run(n, seed, jobs=1, exclude=frozenset(), modes=MODES, timeout=60, progress=None):
+def run(n, seed, jobs=1, exclude=frozenset(), modes=MODES, timeout=60, progress=None,
+        njit=False):
     """The first ``n`` judged programs of ``seed`` (a list of row dicts, by k) and the
-    discarded ones."""
+    discarded ones.  ``njit``: a fallen-back program's row says whether numba compiles its plain
+    function (``njit_primal``)."""
     judged, discarded = [], []
     k0 = 0
     t0 = time.time()
     while len(judged) < n:
         need = n - len(judged)
         batch = need + max(8, need // 20)
-        tasks = [(seed, k, frozenset(exclude), tuple(modes), timeout) for k in range(k0, k0 + batch)]
+        tasks = [(seed, k, frozenset(exclude), tuple(modes), timeout, njit)
+                 for k in range(k0, k0 + batch)]
         k0 += batch
         for row in _run_tasks(tasks, jobs):
             if row["outcome"] in JUDGED:
@@ -98,6 +105,26 @@ def breakdown(judged):
     for t in sorted(per, key=lambda t: (-per[t]["wrong"] - per[t]["crash"], t)):
         c = per[t]
         lines.append(f"{t:<20} {sum(c.values()):>8} " + " ".join(f"{c[o]:>8}" for o in JUDGED))
+    return "\n".join(lines)
+
+
+def njit_gaps(judged, seed):
+    """The fallen-back programs whose plain function numba compiles, counted by the first line of
+    each mode's fallback reason (numbers and names left out)."""
+    import re
+    fell = [r for r in judged if r["outcome"] == "fellback"]
+    gaps = [r for r in fell if r.get("njit_primal")]
+    why = collections.Counter()
+    first = {}
+    for r in gaps:
+        for m, (o, _, detail) in sorted(r["modes"].items()):
+            if o == "fellback":
+                text = re.sub(r"\d+", "N", str(detail).split(" here: ", 1)[-1])[:100]
+                why[(m, text)] += 1
+                first.setdefault((m, text), f"{seed}:{r['k']}")
+    lines = [f"fell back: {len(fell)}; of those, numba.njit compiles the plain f: {len(gaps)}"]
+    lines += [f"  {n:4d} {m}: {text} (e.g. {first[(m, text)]})"
+              for (m, text), n in why.most_common(20)]
     return "\n".join(lines)
 
 
@@ -141,6 +168,9 @@ def main(argv=None):
     ap.add_argument("--replay", metavar="SEED:K", help="print program K of SEED and judge it")
     ap.add_argument("--file", help="judge the program in this file (defines f(x, y))")
     ap.add_argument("--list-tags", action="store_true", help="print the construct names")
+    ap.add_argument("--njit-primal", action="store_true",
+                    help="with jit modes: count the fallbacks whose plain f numba.njit compiles "
+                         "(the compiled mode's own gaps), by reason")
     ap.add_argument("--save", metavar="PATH",
                     help="write every wrong/crash/refused/fellback program (JSON lines: id, "
                          "outcome, "
@@ -181,8 +211,12 @@ def main(argv=None):
 
     t0 = time.time()
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
-    judged, discarded = run(a.n, a.seed, a.jobs, exclude, modes, a.timeout, progress=log)
+    judged, discarded = run(a.n, a.seed, a.jobs, exclude, modes, a.timeout, progress=log,
+                            njit=a.njit_primal)
     secs = time.time() - t0
+    if a.njit_primal:
+        print(njit_gaps(judged, a.seed))
+        print()
     if a.save:
         import json
         with open(a.save, "w") as fh:

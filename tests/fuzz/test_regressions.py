@@ -2437,3 +2437,12 @@ def test_oracle_judges_jit_against_python_mode():
     assert (r.outcome, r.signature) == ("wrong", "wrong vs Python mode")
     fell = ModeResult("fellback", numbers=ref.numbers.copy())
     assert _against_python(fell, ref).outcome == "fellback"
+
+
+def test_njit_primal_tells_what_numba_compiles():
+    """``python -m tests.fuzz --njit-primal``'s check: numba compiles the first plain function,
+    not the second (an object of a Python class)."""
+    pytest.importorskip("numba")
+    from .oracle import njit_primal
+    assert njit_primal("import numpy as np\n\ndef f(x, y):\n    return max(y, x[0]) * np.sum(x)\n")
+    assert not njit_primal("class P:\n    pass\n\n\ndef f(x, y):\n    P()\n    return y\n")
