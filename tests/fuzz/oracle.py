@@ -293,6 +293,25 @@ def _against_python(r, ref):
     return r
 
 
+def _start_alarm(timeout):
+    """Raise :class:`Timeout` after ``timeout`` seconds (where the platform has SIGALRM); the
+    handler it replaced, for :func:`_stop_alarm`, or None."""
+    if not (timeout and hasattr(signal, "SIGALRM")):
+        return None
+
+    def _alarm(signum, frame):
+        raise Timeout()
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(int(timeout))
+    return old
+
+
+def _stop_alarm(old):
+    if old is not None:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def check_source(source, seed=0, modes=MODES, timeout=60):
     """Judge the program ``source`` (defining ``f(x, y)``) at a point drawn from ``seed``."""
     rng = np.random.default_rng(seed)
@@ -302,12 +321,7 @@ def check_source(source, seed=0, modes=MODES, timeout=60):
     vy = float(rng.standard_normal())
     w = float(0.5 + rng.random())
 
-    old = None
-    if timeout and hasattr(signal, "SIGALRM"):
-        def _alarm(signum, frame):
-            raise Timeout()
-        old = signal.signal(signal.SIGALRM, _alarm)
-        signal.alarm(int(timeout))
+    old = _start_alarm(timeout)
     loaded = None
     try:
         try:
@@ -348,9 +362,7 @@ def check_source(source, seed=0, modes=MODES, timeout=60):
         worst = min((r.outcome for r in res.values()), key=ORDER.__getitem__)
         return Result(worst, res)
     finally:
-        if old is not None:
-            signal.alarm(0)
-            signal.signal(signal.SIGALRM, old)
+        _stop_alarm(old)
         if loaded is not None:
             loaded.close()
 
@@ -364,12 +376,7 @@ def njit_primal(source, seed=0, timeout=30):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(3)
     y = float(rng.standard_normal())
-    old = None
-    if timeout and hasattr(signal, "SIGALRM"):
-        def _alarm(signum, frame):
-            raise Timeout()
-        old = signal.signal(signal.SIGALRM, _alarm)
-        signal.alarm(int(timeout))
+    old = _start_alarm(timeout)
     loaded = None
     try:
         loaded = Loaded(source)
@@ -380,9 +387,7 @@ def njit_primal(source, seed=0, timeout=30):
     except Exception:            # (numba's typing errors, the program's own, Timeout)
         return False
     finally:
-        if old is not None:
-            signal.alarm(0)
-            signal.signal(signal.SIGALRM, old)
+        _stop_alarm(old)
         if loaded is not None:
             loaded.close()
 
