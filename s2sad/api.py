@@ -239,7 +239,6 @@ class _JitRefused:
     """Stands for a numba derivative whose build refused the function (see _Spec._compiled):
     ``run`` gives None, the derivative runs as Python, with one JitFallbackWarning naming the
     refusal."""
-    failed = None
 
     def __init__(self, error, pyfunc):
         self.error, self.pyfunc, self._warned = error, pyfunc, False

@@ -725,6 +725,16 @@ def _where(g, condition, x, first):
     return lambda g, condition, x, first: _jrt.unbroadcast(np.where(condition, 0 * g, g), x)
 
 
+@register_jitable
+def _wins(a, b, sign, nan):
+    """Where operand ``a`` of np.maximum (sign 1) / np.minimum (-1) is the result, ``b`` one of
+    them an array; with ``nan`` (fmax/fmin) also where only ``b`` is NaN."""
+    win = (a > b) if sign > 0 else (a < b)
+    if nan:
+        win = win | (np.isnan(b) & ~np.isnan(a))
+    return win
+
+
 @overload(maximum, prefer_literal=True)
 def _maximum(g, x1, x2, which, sign=1, nan=False):
     """Adjoint of maximum/minimum (sign -1), fmax/fmin (nan=True): g to the winner, half to each
@@ -738,9 +748,7 @@ def _maximum(g, x1, x2, which, sign=1, nan=False):
 
     def impl(g, x1, x2, which, sign=1, nan=False):
         a, b = (x1, x2) if w == 0 else (x2, x1)
-        win = (a > b) if sg > 0 else (a < b)
-        if nn:
-            win = win | (np.isnan(b) & ~np.isnan(a))
+        win = _wins(a, b, sg, nn)
         r = np.where(win, g, np.where(a == b, C(0.5) * g, 0 * g))
         return _jrt.unbroadcast(r, x1 if w == 0 else x2)
     return impl
@@ -772,9 +780,7 @@ def _maximum_tangent(t, x1, x2, which, sign=1, nan=False):
 
     def impl(t, x1, x2, which, sign=1, nan=False):
         a, b = (x1, x2) if w == 0 else (x2, x1)
-        win = (a > b) if sg > 0 else (a < b)
-        if nn:
-            win = win | (np.isnan(b) & ~np.isnan(a))
+        win = _wins(a, b, sg, nn)
         tt = t + np.zeros_like(win, C)           # (t in the result's shape)
         return np.where(win, tt, np.where(a == b, C(0.5) * tt, C(0) * tt))
     return impl

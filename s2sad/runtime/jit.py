@@ -36,6 +36,9 @@ def _is_complex(t):
     return isinstance(t, nt.Array) and isinstance(t.dtype, nt.Complex)
 
 
+_NUMBER = (nt.Float, nt.Integer, nt.Boolean)       # the items of a list of numbers
+
+
 def _basic_index(idx):
     """Integers, slices, ``None`` (a new axis), and tuples of them: indices whose ``a[idx] += g``
     adds each element once."""
@@ -513,8 +516,6 @@ def _add(a, b):
         return lists
 
 
-_NUMBER = (nt.Float, nt.Integer, nt.Boolean)
-
 
 @overload(snap)
 def _snap(v):
@@ -834,6 +835,13 @@ def _first_best(items, sign):
     return best
 
 
+def pick_sign(pick):
+    """1 where the numba type ``pick`` is the builtin ``max``, -1 for ``min``, else 0."""
+    import builtins
+    fn = getattr(pick, "typing_key", None)
+    return 1 if fn is builtins.max else -1 if fn is builtins.min else 0
+
+
 @overload(extremum_adjoint)
 def _extremum_adjoint(g, args, key, pick, *ans):
     """``runtime.containers.extremum_adjoint`` of the builtin ``max``/``min`` of several real
@@ -841,9 +849,7 @@ def _extremum_adjoint(g, args, key, pick, *ans):
     equal ones), 0.0 to the others."""
     if not (isinstance(key, nt.NoneType) and isinstance(g, (nt.Float, nt.Integer))):
         return None
-    fn = getattr(pick, "typing_key", None)
-    import builtins
-    sign = 1 if fn is builtins.max else -1 if fn is builtins.min else 0
+    sign = pick_sign(pick)
     if not sign or not isinstance(args, nt.BaseTuple):
         return None
     n = len(args.types)

@@ -224,7 +224,7 @@ def _sum_tangent(t, iterable, ans):
         def rows(t, iterable, ans):
             if t.shape != iterable.shape:
                 raise ValueError(_jrt.SHAPE_ERROR)
-            return t.sum(axis=0) + np.zeros(ans.shape, ans.dtype)
+            return t.sum(axis=0)
         return rows
 
 
@@ -237,15 +237,11 @@ def _extremum_tangent(t, args, key, pick):
     """``runtime.tangents.extremum_tangent`` of the builtin ``max``/``min`` of several real
     numbers, or of one list of them or 1-d real array, without ``key``: the tangent of the item
     Python picks (the first of equal ones), as ``_rt.extremum_adjoint`` picks it."""
-    import builtins
-    if not isinstance(key, nt.NoneType) or not isinstance(args, nt.BaseTuple) or \
+    sign = _jrt.pick_sign(pick)
+    if not sign or not isinstance(key, nt.NoneType) or not isinstance(args, nt.BaseTuple) or \
             not isinstance(t, nt.BaseTuple) or len(t.types) != len(args.types):
         return None
-    fn = getattr(pick, "typing_key", None)
-    sign = 1 if fn is builtins.max else -1 if fn is builtins.min else 0
     n = len(args.types)
-    if not sign:
-        return None
     if n >= 2 and isinstance(args, nt.UniTuple) and isinstance(args.dtype, nt.Float) and \
             all(isinstance(ti, (nt.Float, nt.Integer)) for ti in t.types):
         pick_t = _jrt.register_jitable(_choose(n))
