@@ -130,3 +130,120 @@ _MASK_MAKERS = {operator.lt, operator.le, operator.gt, operator.ge, operator.eq,
 
 _VIEW_NAMES = {"T", "mT", "real", "imag", "reshape", "view", "transpose", "swapaxes", "squeeze",
                "ravel", "diagonal", "__getitem__"}
+
+
+# -- which names still hold an object after it is changed in place (flow-sensitive) ------------
+def _flow(block, state, visit):
+    """Run ``visit(stmt, state) -> state`` over ``block`` in the order statements may run, a
+    loop's body again until nothing changes (states are sets, joined by union: a may-analysis).
+    Returns (the state at the end, the union of the states at a ``break``/``continue`` in it
+    (not in a nested loop): what reaches the loop's head and its exit besides the end).  A
+    ``try`` body may stop at any statement: its handlers start from every state in it."""
+    jumps = frozenset()
+    for s in block:
+        state = visit(s, state)
+        if isinstance(s, (ir.Break, ir.Continue)):
+            jumps |= state
+        elif isinstance(s, ir.If):
+            a, ja = _flow(s.body, state, visit)
+            b, jb = _flow(s.orelse, state, visit)
+            state, jumps = a | b, jumps | ja | jb
+        elif isinstance(s, (ir.For, ir.While)):
+            head = state
+            while True:
+                inner = head
+                if isinstance(s, ir.While):
+                    inner, _ = _flow(s.test_body, inner, visit)
+                if isinstance(s, ir.For):
+                    inner = visit(("bind", s.target), inner)
+                out, jb = _flow(s.body, inner, visit)
+                nxt = head | out | jb
+                if nxt == head:
+                    break
+                head = nxt
+            state = head
+            if isinstance(s, ir.While):
+                state, _ = _flow(s.test_body, head, visit)
+                state |= head
+            if s.orelse:
+                o2, j2 = _flow(s.orelse, state, visit)
+                state, jumps = state | o2, jumps | j2
+        elif isinstance(s, (ir.Try, ir.With)):
+            everywhere = [state]
+
+            def each(t, st, _everywhere=everywhere):
+                out = visit(t, st)
+                _everywhere.append(out)
+                return out
+            cur = state
+            for b in ir.children(s):
+                out, jb = _flow(b, cur | frozenset().union(*everywhere), each)
+                cur, jumps = cur | out, jumps | jb
+            state = cur | frozenset().union(*everywhere)
+    return state, jumps
+
+
+def stale_reads(fn, write, obj, names):
+    """Of ``names`` (other names that plain copies may make for ``obj``'s object), those that may
+    still hold the object ``write`` changes in place (through ``obj``) when the write runs, and
+    are read afterwards, directly or through copies made of them later, before they are bound
+    again.  Flow-sensitive, where :func:`_copy_aliases` is not: after a swap of two buffers in a
+    loop (``u, un = un, u``), ``u`` and ``un`` are never one object when ``un[i] = ...`` runs."""
+    def pairs(s, state):
+        if isinstance(s, tuple):                        # ("bind", name): a loop variable
+            return frozenset(p for p in state if s[1] not in p)
+        if isinstance(s, ir.Assign):
+            x = s.target
+            kept = frozenset(p for p in state if x not in p)
+            if isinstance(s.value, str) and s.value != x:
+                y = s.value
+                new = {frozenset((x, y))} | {frozenset((x, *(p - {y}))) for p in state
+                                             if y in p and len(p) == 2 and x not in p}
+                return kept | new
+            return kept
+        bound = [b for b in _bound(s) if b]
+        return frozenset(p for p in state if not (p & set(bound))) if bound else state
+    at = {}
+
+    def record(s, state):
+        if not isinstance(s, tuple):
+            at[id(s)] = at.get(id(s), frozenset()) | state
+        return pairs(s, state)
+    _flow(fn.body, frozenset(), record)
+    held = {v for v in names if frozenset((v, obj)) in at.get(id(write), frozenset())}
+    if not held:
+        return set()
+    # (name, the held name it took its object from): seeded when the write runs
+    found = set()
+
+    def stale(s, state):
+        if isinstance(s, tuple):
+            return frozenset(p for p in state if p[0] != s[1])
+        reads = _read_names(s)
+        found.update(o for w, o in state if w in reads)
+        if s is write:                  # (its own reads run before it writes)
+            state = state | {(v, v) for v in held}
+        if isinstance(s, ir.Assign):
+            x = s.target
+            kept = frozenset(p for p in state if p[0] != x)
+            if isinstance(s.value, str):
+                kept |= {(x, o) for w, o in state if w == s.value}
+            return kept
+        bound = set(b for b in _bound(s) if b)
+        return frozenset(p for p in state if p[0] not in bound) if bound else state
+    _flow(fn.body, frozenset(), stale)
+    return found
+
+
+def _bound(s):
+    from ..frontend.analysis import bound_names
+    return bound_names(s)
+
+
+def _read_names(s):
+    """What a statement reads (an item write reads the object it writes into); for a compound
+    statement only its own operands (the test, the bounds)."""
+    out = set(s.reads())
+    if isinstance(s, (ir.SetItem, ir.DelItem, ir.Mutate)) and isinstance(s.obj, str):
+        out.add(s.obj)
+    return out

@@ -9,7 +9,7 @@ from .. import ir, runtime
 from ..errors import ArgumentWriteError, UnsupportedSyntaxError
 from ..frontend.analysis import positions as _positions
 from .aliases import _copy_aliases, _is_view_call, _read_via_copies, _shares_memory_call, \
-    advanced_index, defining_call
+    advanced_index, defining_call, stale_reads
 from .common import _hashable, _insert_guards
 from .iterators import _check_loop_sources, _check_pending_iterators
 from .lazy import _check_bound_methods, _check_lazy
@@ -175,6 +175,8 @@ def check_mutation(fn, varied):
                           f"result, or return the new value instead of storing it"))
         group = _copy_aliases(fn, s, pos).get(obj, {obj})
         others = sorted(v for v in group if v != obj and _read_via_copies(fn, v, obj, reads))
+        if others:      # (only those that still hold the object when it is changed)
+            others = sorted(set(others) & stale_reads(fn, s, obj, set(others)))
         made = defining_call(fn, obj)
         if made is not None and isinstance(made.fn, ir.Attr) and isinstance(made.args[0], str):
             owner, name = made.args[0], made.fn.name

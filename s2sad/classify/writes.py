@@ -489,3 +489,24 @@ def _check_augmented_shared(fn, s, pos, guards):
 # functions whose result is taken for a view of their argument (which it is for an array, or the
 # array itself); calls that return their argument only at times: aliases.returned_operand
 _MAY_RETURN_ARGUMENT = {np.real, np.imag, np.asarray, np.asanyarray}
+
+
+def drop_proven_guards(fn, types):
+    """Leave out the checks before ``name op= ...`` (``runtime.inplace_guard``,
+    ``runtime.argument_inplace_guard``) whose value the derivative's types prove a number: a
+    number is rebound by ``op=``, never changed in place.  The kinds the checks were placed by do
+    not know ``acc = 0.0; acc += img[i, j] * k[a, b]`` is a float; the types (classify/types.py,
+    from the arguments' dtypes and ndims) do."""
+    guards = (runtime.inplace_guard, runtime.argument_inplace_guard)
+
+    def proven(s):
+        c = s.call if isinstance(s, ir.ExprStmt) else None
+        return c is not None and isinstance(c.fn, ir.Static) and c.fn.obj in guards and \
+            c.args and isinstance(c.args[0], str) and (types.get(c.args[0]) or ("",))[0] == "s"
+
+    def block(b):
+        b[:] = [s for s in b if not proven(s)]
+        for s in b:
+            for child in ir.children(s):
+                block(child)
+    block(fn.body)

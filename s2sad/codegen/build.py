@@ -3,6 +3,7 @@ import numpy as np
 
 from .. import classify as C
 from ..classify import closures, inline, updates
+from ..classify.writes import drop_proven_guards
 from ..errors import S2SADError
 from .. import ir, runtime
 from ..frontend import analysis, jumps, statics
@@ -130,6 +131,7 @@ def _build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, 
     if param_types is not None:
         from ..classify import types as _types
         types = _types.infer(fn, param_types)
+        drop_proven_guards(fn, types)
     em = ReverseEmitter(fn, kinds, active, varied, wrt, namespace, namer, jit=jit, types=types)
     # a derivative of s2sad's own generated code (second and third derivatives): its adjoint
     # buffers are not written in place (own_buffers), since the rules of the runtime helpers

@@ -521,6 +521,34 @@ def _array_adjoint_of(g, obj):
         return lambda g, obj: like(np.ascontiguousarray(g).reshape(obj.shape), obj)
 
 
+def array_tangent(t, ans, src=None):
+    raise NotImplementedError
+
+
+@overload(array_tangent)
+def _array_tangent(t, ans, src=None):
+    """The tangent of ``np.array(obj)``/``np.asarray(obj)`` (``rules.numpy.shape.array_tangent``)
+    in the result's dtype, as a new array: of a list of numbers (a display ``np.array([a * y[0],
+    -y[1]])``: its items' tangents) or of an array; none (0.0) for an integer or bool result."""
+    if not isinstance(ans, nt.Array):
+        return None
+    if not isinstance(ans.dtype, (nt.Float, nt.Complex)):
+        return lambda t, ans, src=None: 0.0
+    dt = ans.dtype
+    if isinstance(t, nt.List) and isinstance(t.dtype, _jrt._NUMBER + (nt.Complex,)) and \
+            ans.ndim == 1:
+        def impl(t, ans, src=None):
+            out = np.empty(len(t), dt)
+            for i in range(len(t)):
+                out[i] = t[i]
+            return out
+        return impl
+    if isinstance(t, nt.Array) and t.ndim == ans.ndim and \
+            (isinstance(dt, nt.Complex) or not isinstance(t.dtype, nt.Complex)):
+        return lambda t, ans, src=None: t.astype(dt)
+    return None
+
+
 # -- linear algebra (2-d, float or complex; stacks of matrices run as Python) -------------------
 def _mat(*ts):
     return all(_fc_array(t, (2,)) for t in ts)
@@ -1748,6 +1776,7 @@ def namespace():
                  "matrix_power", "matrix_power_tangent", "eigh", "sinc", "inner", "convolve",
                  "take", "take_along_axis",
                  "logsumexp", "logsumexp_tangent", "softmax", "log_softmax", "norm_tangent",
-                 "power_base", "power_exponent", "array_adjoint_of", "solve_triangular",
+                 "power_base", "power_exponent", "array_adjoint_of", "array_tangent",
+                 "solve_triangular",
                  "concatenate", "stack", "cumsum", "trace", "clip_bounds", "clip",
                  "cho_solve", "standin"), globals())

@@ -1000,7 +1000,8 @@ def namespace():
                  "abs_tangent", "loop_zip_seq", "seq_adjoint", "add_part", "add_part_tangent",
                  "sorted_adjoint",
                  "extremum_adjoint", "fdiv", "flat",
-                 "inexact", "keep_if", "times_initial", "keys_read", "sum_adjoint"),
+                 "inexact", "keep_if", "times_initial", "keys_read", "sum_adjoint",
+                 "inplace_guard", "argument_inplace_guard"),
                  globals())
 
 
@@ -1056,6 +1057,35 @@ def _overlaps_impl(a, b):
                     return True
             return False
         return impl
+
+
+def inplace_guard(value, op, name, other, fix, origin, arrays_only=False, *seen):
+    raise NotImplementedError
+
+
+def argument_inplace_guard(value, op, name, param, origin):
+    raise NotImplementedError
+
+
+@overload(inplace_guard)
+def _inplace_guard(value, op, name, other, fix, origin, arrays_only=False, *seen):
+    """``runtime.inplace_guard`` before ``name op= ...``: a number is rebound, never changed in
+    place (numba knows the type where s2sad's kinds did not: ``acc = 0.0`` then ``acc +=
+    img[i, j] * k[a, b]``).  Anything else has no compiled version: the derivative runs as
+    Python, whose check decides (the sharing it looks for may be NumPy's alone: ``a.conj()`` of
+    a real array is ``a`` in NumPy, a copy in numba, so compiled values could not tell)."""
+    if isinstance(value, (nt.Float, nt.Integer, nt.Boolean, nt.Complex)):
+        return lambda value, op, name, other, fix, origin, arrays_only=False, *seen: None
+    return None
+
+
+@overload(argument_inplace_guard)
+def _argument_inplace_guard(value, op, name, param, origin):
+    """``runtime.argument_inplace_guard``: a number passes; anything else runs as Python, whose
+    check refuses an array (changed in place, which the caller would see)."""
+    if isinstance(value, (nt.Float, nt.Integer, nt.Boolean, nt.Complex)):
+        return lambda value, op, name, param, origin: None
+    return None
 
 
 @overload(share_guard)

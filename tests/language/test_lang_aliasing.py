@@ -187,3 +187,77 @@ def test_advanced_indexing_makes_a_copy():
     assert np.array_equal(x, [0.3, -0.5, 0.7, 1.1])
     with pytest.raises(s2sad.errors.ArgumentWriteError):
         s2sad.grad(_slice_view_of_argument)(x)
+
+
+# == case: double buffers swapped in a loop (flow-sensitive aliases: classify.aliases.stale_reads)
+def heat_swap(u0, kappa):
+    u = u0.copy()
+    un = np.empty_like(u)
+    for t in range(4):
+        for i in range(1, u.shape[0] - 1):
+            un[i] = u[i] + kappa * (u[i + 1] - 2.0 * u[i] + np.sin(u[i - 1]))
+        un[0] = u[0]
+        un[-1] = u[-1] * kappa
+        u, un = un, u
+    return np.sum(u ** 2)
+
+
+def heat_tmp_swap(u0, kappa):
+    u = u0.copy()
+    un = np.zeros_like(u)
+    for t in range(3):
+        for i in range(u.shape[0]):
+            un[i] = np.cos(u[i]) * kappa + u[i - 1]
+        tmp = u
+        u = un
+        un = tmp
+    return np.sum(u * un)
+
+
+def test_swapped_buffers_are_followed():
+    r = rng(95)
+    for f in (heat_swap, heat_tmp_swap):
+        check_grads(f, (r.random(6), 0.3), wrt=(0, 1))
+
+
+def _refused(f, *args):
+    import pytest
+    with pytest.raises(s2sad.errors.UnsupportedSyntaxError,
+                       match="refers to the same object|shares its memory"):
+        s2sad.grad(f)(*args)
+
+
+def kept_before_swaps(u0):
+    u = u0.copy()
+    un = np.zeros_like(u)
+    keep = u                    # the first buffer: written through `un` two rounds later
+    for t in range(3):
+        for i in range(u.shape[0]):
+            un[i] = u[i] * u0[i]
+        u, un = un, u
+    return np.sum(keep) + np.sum(u)
+
+
+def rebound_after_write(x):
+    a = x * 2.0
+    b = a
+    a[0] = 5.0                  # b sees it
+    a = np.zeros(3)             # a is another object now; b still the changed one
+    return np.sum(b * x) + np.sum(a)
+
+
+def previous_round(x):
+    u = x * 1.0
+    s = 0.0
+    prev = u
+    for t in range(3):
+        s += np.sum(prev * x)   # prev is u: changed in place at the line below
+        u[t] = x[t] ** 2
+        prev = u
+    return s
+
+
+def test_aliases_that_hold_the_changed_object_are_refused():
+    x = rng(96).random(3)
+    for f in (kept_before_swaps, rebound_after_write, previous_round):
+        _refused(f, x)

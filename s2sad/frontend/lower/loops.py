@@ -14,16 +14,35 @@ from ... import ir, runtime
 from .scopes import _leaves_early, _stores
 
 
+def _is_prange(obj):
+    """Numba's ``prange`` (told by its module and name: s2sad does not import numba for it)."""
+    return isinstance(obj, type) and obj.__name__ == "prange" and \
+        getattr(obj, "__module__", "").startswith("numba.")
+
+
 class LoopLowering:
     """``for`` loops and comprehensions."""
+
+    def _is_range(self, func):
+        """Whether the callee ``func`` (a name or ``module.name``) is Python's ``range``, or
+        Numba's ``prange`` (``numba.prange``, ``from numba import prange``): a loop whose
+        iterations Numba may run in parallel has the meaning of the serial loop, which the
+        derivative runs (its reverse sweep adds into shared adjoints)."""
+        if isinstance(func, gast.Name) and func.id not in self.locals:
+            obj = self.src.resolve(func.id)
+        elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) and \
+                func.value.id not in self.locals:
+            obj = getattr(self.src.resolve(func.value.id), func.attr, None)
+        else:
+            return False
+        return obj is range or _is_prange(obj)
 
     def for_loop(self, target, it, body_fn, o, orelse=(), body_nodes=()):
         """Lower ``for target in it`` with a body produced by ``body_fn()`` into self.block."""
         orelse_ir = self.sub_block(orelse) if orelse else []
         # for x in range(...)
-        if (isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and it.func.id == "range"
-                and it.func.id not in self.locals and not it.keywords
-                and self.src.resolve("range") is range and 1 <= len(it.args) <= 3
+        if (isinstance(it, gast.Call) and self._is_range(it.func) and not it.keywords
+                and 1 <= len(it.args) <= 3
                 and not any(isinstance(a, gast.Starred) for a in it.args)):
             ops = [self.expr(a) for a in it.args]
             start, stop, step = ((ir.Const(0), ops[0], ir.Const(1)) if len(ops) == 1 else

@@ -26,7 +26,7 @@ class StatementLowering:
             if len(node.targets) == 1 and isinstance(node.targets[0], gast.Name) and \
                     self._plain_local(node.targets[0].id):
                 self._assign_value(node.value, node.targets[0].id, o)
-            else:
+            elif not self._display_unpacked(node, o):
                 v = self._unpacked(node.value, node.targets, o)
                 for t in node.targets:
                     self.assign(t, v, o)
@@ -257,6 +257,29 @@ class StatementLowering:
                                  attr=target.attr))
         else:
             self.unsupported(target, f"assignment to {type(target).__name__}")
+
+    def _display_unpacked(self, node, o):
+        """``a, b = b, a`` (a display unpacked into as many targets): each value into a name of
+        its own first, then the targets, with no tuple between (an item of a tuple would be
+        another name for the same object, which the analyses could take for a view).  False
+        when ``node`` is not of that form."""
+        value, targets = node.value, node.targets
+        if len(targets) != 1 or not isinstance(targets[0], (gast.Tuple, gast.List)) or \
+                not isinstance(value, (gast.Tuple, gast.List)) or \
+                len(value.elts) != len(targets[0].elts) or \
+                any(isinstance(e, gast.Starred) for e in value.elts + targets[0].elts):
+            return False
+        ops = []
+        for e in value.elts:
+            v = self.expr(e)
+            if isinstance(v, str):       # (Python evaluates them all before it assigns)
+                t = self.tmp()
+                self.emit(ir.Assign(t, v, o))
+                v = t
+            ops.append(v)
+        for t, v in zip(targets[0].elts, ops):
+            self.assign(t, v, o)
+        return True
 
     def _unpacked(self, value, targets, o):
         """The value of an assignment; an iterator unpacked into names (``a, b = (... for ...)``,
