@@ -106,7 +106,9 @@ def test_cholesky_adjoint_blocked_sweep_accuracy(jitter):
     cond(L)^2 eps (measured: 0.3-0.6% of it; the sweep with triangular solves in its blocks, of
     before, was as far: 8e-13, 9.5e-9, 1.5e-7 against 8.6e-13, 3.9e-10, 7.9e-8 now).  The
     whole-matrix symbolic formula, used below n = 64, is closer still (2.6e-14, 2.1e-13, 1.4e-12):
-    the blocks' updates, not the inverted blocks, cost the digits."""
+    the blocks' updates, not the inverted blocks, cost the digits.  The BLAS's own blocking moves
+    it: on the H200 host, 15 test processes beside each other (each BLAS on several threads), the
+    blocked sweep at 1e-9 was 9.9e-7, 6.7% of the condition; the bound here is a quarter of it."""
     n = 128
     x = np.linspace(0.0, 4.0, n)
     a = np.exp(-0.5 * (x[:, None] - x[None, :]) ** 2) + jitter * np.eye(n)
@@ -118,7 +120,7 @@ def test_cholesky_adjoint_blocked_sweep_accuracy(jitter):
     err_solves = float(np.abs(nl._cholesky_symbolic(sl, gL, L) - ref).max()) / scale
     bound = np.linalg.cond(L) ** 2 * np.finfo(float).eps
     assert err_solves <= 0.05 * bound
-    assert err_blocked <= 0.05 * bound
+    assert err_blocked <= 0.25 * bound
 
 
 def test_cholesky_adjoint_general_path_agrees(monkeypatch):
