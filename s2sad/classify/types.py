@@ -8,6 +8,8 @@ their breadth): a value's type is
 - ``("t", "i")``: a tuple of integers (a shape);
 - ``("T", (t0, t1, ...))``: a tuple display of known length, with its items' types (each may be
   ``None``);
+- ``("L", k)``: a list display of numbers of kind ``k`` (what ``np.array([...])`` turns into a
+  1-d array);
 - ``None``: not known (then the emitter keeps its run-time checks).
 
 A call of a user function that the derivative recurses into (a ``derived`` call site) has the
@@ -131,6 +133,17 @@ def _build_tuple():
     return build_tuple
 
 
+def _numbers_kind(t):
+    """The kind of the numbers a list display of numbers (``("L", k)``) or a tuple display of
+    known numbers holds: ``np.array`` of it is a 1-d array of that kind; else None."""
+    if t is not None and t[0] == "L":
+        return t[1]
+    if t is not None and t[0] == "T" and t[1] and \
+            all(x is not None and x[0] == "s" for x in t[1]):
+        return _kmax(*(x[1] for x in t[1]))
+    return None
+
+
 def _subscript(t, idx, types):
     if t is None:
         return None
@@ -176,6 +189,13 @@ def _call(call, types):
             return _broadcast(obj, args) if not call.kwargs else None
         if obj is _build_tuple() and not call.kwargs and call.args:
             return ("T", tuple(args))
+        if obj is _containers.build_list and not call.kwargs and call.args and \
+                all(a is not None and a[0] == "s" for a in args):
+            return ("L", _kmax(*(a[1] for a in args)))
+        if obj in (np.array, np.asarray) and len(call.args) == 1 and not call.kwargs:
+            k = _numbers_kind(args[0])
+            if k is not None:
+                return ("a", k, 1)
         if obj is operator.getitem and len(call.args) == 2:
             return _subscript(args[0], call.args[1], types)
         if obj in _MATMUL and len(args) == 2 and all(a is not None and a[0] == "a" for a in args):

@@ -166,3 +166,25 @@ def test_a_negated_contribution_is_a_subtraction():
     assert " + -" not in src and "_b_x = _b_x - " in src, src
     check_grads(minus_sin, (x,), modes=("rev",))
     check_grads(log_odds, (0.3,), modes=("rev",))
+
+
+def lotka_volterra(y, a, b):         # np.array of a list display of numbers: a 1-d float array
+    return np.array([a * y[0] - b * y[0] * y[1], -y[1] + b * y[0] * y[1]])
+
+
+def euler_steps(y0, a, b):
+    y = y0.copy()
+    for _ in range(5):
+        y = y + 0.1 * lotka_volterra(y, a, b)
+    return y[0] * y[1]
+
+
+def test_array_of_a_list_of_numbers_is_typed():
+    # the display's items are numbers and np.array makes a 1-d float array of them, so the loop's
+    # `y` stays a typed vector: no run-time unbroadcast or conj between the numbers
+    args = (np.array([1.0, 0.5]), 1.1, 0.4)
+    src = s2sad.differentiate(lotka_volterra, wrt=(0, 1, 2)).adjoint_source(*args)
+    assert "_rt.unbroadcast" not in _bwd(src) and "_rt.cj" not in _bwd(src), src
+    check_grads(euler_steps, args, wrt=(0, 1, 2), modes=("rev", "fwd"))
+    src = s2sad.differentiate(euler_steps, wrt=(0, 1, 2)).adjoint_source(*args)
+    assert "_rt.cj" not in _bwd(src), src

@@ -97,6 +97,38 @@ def heat(u0, kappa):                 # double buffers swapped each step
     return np.sum(u ** 2)
 
 
+@numba.njit
+def thomas(a, b, c, d):              # a tridiagonal solve: arrays read where the loop wrote them
+    n = d.shape[0]
+    cp = np.empty(n)
+    dp = np.empty(n)
+    cp[0] = c[0] / b[0]
+    dp[0] = d[0] / b[0]
+    for i in range(1, n):
+        m = b[i] - a[i] * cp[i - 1]
+        cp[i] = c[i] / m
+        dp[i] = (d[i] - a[i] * dp[i - 1]) / m
+    x = np.empty(n)
+    x[n - 1] = dp[n - 1]
+    for i in range(n - 2, -1, -1):
+        x[i] = dp[i] - cp[i] * x[i + 1]
+    return np.sum(x ** 2)
+
+
+@numba.njit
+def verlet(pos0, vel0, k):           # `+=` on local arrays, a value carried across steps
+    pos = pos0.copy()
+    vel = vel0.copy()
+    dt = 0.01
+    acc = -k * pos
+    for step in range(20):
+        pos += dt * vel + 0.5 * dt * dt * acc
+        new_acc = -k * pos
+        vel += 0.5 * dt * (acc + new_acc)
+        acc = new_acc
+    return np.sum(pos ** 2) + np.sum(vel ** 2)
+
+
 R = np.random.default_rng(41)
 CASES = [
     (conv2d, (R.random((6, 5)), R.random((3, 2))), (0, 1)),
@@ -106,6 +138,8 @@ CASES = [
     (euler, (np.array([1.0, 0.5]), 1.1, 0.4), (0, 1, 2)),
     (asarray_of_array, (R.normal(size=3), 0.6), (0, 1)),
     (heat, (R.random(8), 0.2), (0, 1)),
+    (thomas, (R.random(6), 4 + R.random(6), R.random(6), R.random(6)), (0, 1, 2, 3)),
+    (verlet, (R.normal(size=4), R.normal(size=4), 1.3), (0, 1, 2)),
 ]
 
 
