@@ -24,7 +24,7 @@ def overwrite(x):                 # each element written three times: only the l
     return np.sum(y * x)
 
 
-def recurrence(x):                # y is read as well as written: no buffer of its own
+def recurrence(x):                # y is read as well as written, by element
     y = np.zeros(x.shape[0])
     for i in range(1, x.shape[0]):
         y[i] = y[i - 1] * 0.5 + x[i]
@@ -69,10 +69,17 @@ def test_repeated_writes_give_only_the_last_its_adjoint():
     check_grads(overwrite, (x,))
 
 
-def test_a_buffer_the_loop_also_reads_keeps_the_general_helpers():
+def test_a_buffer_the_loop_also_reads_is_written_in_place():
+    # y[i] written and y[i - 1] read by element: one buffer, its element read and zeroed for the
+    # write, added to for the read (no copy of the adjoint per write, no snapshot of y per read)
     src = bwd_source(recurrence, X[0])
-    assert "_rt.own(_b_y" not in src and "setitem_adjoint" in src
+    assert "_rt.own(_b_y" in src and "setitem_adjoint" not in src and "snap(y)" not in src
     check_grads(recurrence, (X[0],))
+    x = X[0]
+    n = len(x)
+    M = np.tril(0.5 ** np.subtract.outer(np.arange(n), np.arange(n)).clip(0))
+    M[:, 0] = 0.0                   # y = M x (y[0] stays 0)
+    assert np.allclose(s2sad.grad(recurrence)(x), 2 * M.T @ (M @ x), rtol=1e-13)
 
 
 def test_comprehension_pops_its_list_adjoint_in_place():

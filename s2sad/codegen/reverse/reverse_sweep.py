@@ -392,7 +392,9 @@ class ReverseSweep:
             bad.update(bound_names(x))
             if isinstance(x, (ir.Mutate, ir.DelItem)) and isinstance(x.obj, str):
                 bad.add(x.obj)
-        bad |= written & indexed        # (only written or only read: the safe path otherwise)
+        # (an array both written and read by element: the write reads and zeroes its element of
+        # the buffer, a read adds to its element, in the reverse order of the forward; no value
+        # of the array is needed, only its shape)
         arrays = sorted(v for v in seen - bad - self.owned
                         if v in self.active and self.types.get(v, ("?",))[0] == "a")
         # (lists the body only appends to: their adjoints are popped from in place)
