@@ -208,10 +208,13 @@ def returned_operand(call):
     return call.args[0]
 
 
-def written_arrays(fn, classes=False):
+def written_arrays(fn, classes=False, types=None):
     """Variables that may share memory with an array or container changed in place (``x[i] = v``,
     ``l.append(v)``, ``l.reverse()``); with
-    ``classes``, a dict from each such variable to a name for its sharing class."""
+    ``classes``, a dict from each such variable to a name for its sharing class.  ``types``
+    (classify/types.py, where known): a variable typed a number shares memory with nothing (the
+    index ``i + 1`` of ``u[i + 1]``, the element it reads)."""
+    number = {v for v, t in (types or {}).items() if t is not None and t[0] == "s"}
     # every in-place change counts: item writes, list/dict methods with rules (``Mutate``) and
     # method calls that may update their receiver (``l.reverse()``, ``l.sort()``, ``o.add(v)``)
     written = {obj for _, obj in mutations(fn) if isinstance(obj, str)}
@@ -226,6 +229,8 @@ def written_arrays(fn, classes=False):
         return a
 
     def union(a, b):
+        if a in number or b in number:
+            return
         ra, rb = find(a), find(b)
         if ra != rb:
             parent[ra] = rb
@@ -244,6 +249,7 @@ def written_arrays(fn, classes=False):
     for s in ir.walk(fn.body):
         if isinstance(s, ir.Assign):
             allvars.add(s.target)
+    allvars -= number - written
     if classes:
         return {v: find(v) for v in allvars if find(v) in roots}
     return {v for v in allvars if find(v) in roots}

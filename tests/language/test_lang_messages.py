@@ -332,16 +332,23 @@ class Scale:
         return self.c * t
 
 
-def kept_then_changed(x):
-    a3 = x * 2.0
+def kept_then_changed(x):             # rows of a3 (views) kept by the calls, then a3 changed
+    a3 = np.outer(x, x) * 2.0
     lst = list(map(Scale(x[0]), a3))
     a3[1] = lst[2]
-    return sum(lst) + np.sum(a3 * a3)
+    return sum(np.sum(v) for v in lst) + np.sum(a3 * a3)
 
 
 def kept_copy(x):                     # the fix the message gives
-    a3 = x * 2.0
+    a3 = np.outer(x, x) * 2.0
     lst = list(map(Scale(x[0]), a3.copy()))
+    a3[1] = lst[2]
+    return sum(np.sum(v) for v in lst) + np.sum(a3 * a3)
+
+
+def kept_numbers(x):                  # the calls keep elements of a 1-d a3: numbers, no views
+    a3 = x * 2.0
+    lst = list(map(Scale(x[0]), a3))
     a3[1] = lst[2]
     return sum(lst) + np.sum(a3 * a3)
 
@@ -354,3 +361,5 @@ def test_kept_array_is_named_by_the_users_name():
     assert "`a3` is read by a call" in msg and "`a3.copy()`" in msg
     _no_internals(msg)
     check_grads(kept_copy, (X,), modes=MODES)
+    # (before the types told numbers apart, the 1-d case was refused the same way)
+    check_grads(kept_numbers, (X,), modes=MODES)

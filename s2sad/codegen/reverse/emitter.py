@@ -12,13 +12,14 @@ from .names import _TAKEN, _State, b, stack
 from .operands import _index_only_vars
 from .reverse_calls import ReverseCalls
 from .reverse_sweep import ReverseSweep
+from .recompute import Recompute
 from .saves import SavePlan
 from .shapes import ShapeSaves
 from .tuples import TupleAdjoints, known_tuples
 
 
 class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan, ForwardSweep,
-                     TupleAdjoints, ShapeSaves):
+                     TupleAdjoints, ShapeSaves, Recompute):
     def __init__(self, fn, kinds, active, varied, wrt, namespace, derived_namer, jit=False,
                  types=None):
         self.fn = fn
@@ -140,7 +141,8 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
         if hook.when == "discard":
             # the statement raised after saving its inputs: drop what it pushed
             return [T.Line(f"{stack(v)}.pop()", hook.origin) for v in self.discards(hook.key)]
-        return [T.Line(f"{v} = {stack(v)}.pop()", hook.origin) for v in self.pops(hook.key)]
+        return [T.Line(f"{v} = {self.recompute_text[v]}" if self.mode.get(v) == "recompute"
+                       else f"{v} = {stack(v)}.pop()", hook.origin) for v in self.pops(hook.key)]
 
     def render_function(self, header, body, origin):
         triples = [(0, header, None)]

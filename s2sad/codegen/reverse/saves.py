@@ -42,11 +42,11 @@ class SavePlan:
         items, whose hooks say which statements pop)."""
         defs = definitions(self.fn)
         top = top_level_defs(self.fn)
-        written = written_arrays(self.fn)
+        written = written_arrays(self.fn, types=self.types)
         self.written = written
         self.positions = positions(self.fn)
         self.mutations = mutations(self.fn)
-        self.classes = written_arrays(self.fn, classes=True)
+        self.classes = written_arrays(self.fn, classes=True, types=self.types)
         self.closure_cells = None          # built by _closure_cells when first needed
         self.mode = {}
         for slot in self.reads.values():
@@ -61,6 +61,12 @@ class SavePlan:
                     self.mode[v] = "name"
                 else:
                     self.mode[v] = "stack"
+        # (numbers the reverse sweep computes again rather than pops: recompute.py)
+        self.recompute_text = self.recomputed(defs)
+        for v in self.recompute_text:
+            self.mode[v] = "recompute"
+        for p in self._rc_params:
+            self.mode.setdefault(p, "name")
         self.no_push, self.no_pop = set(), set()          # (id(stmt), "pre" | "post", var)
         self._share_block(self.fn.body, _hook_keys(rev))
 
@@ -83,7 +89,8 @@ class SavePlan:
                     for v in bound:
                         last.pop(v, None)
                 for v in (slot or {}).get(when, ()):
-                    if self.mode.get(v) != "stack" or v in self.synthetic or v in self.written:
+                    if self.mode.get(v) not in ("stack", "recompute") or v in self.synthetic or \
+                            v in self.written:
                         continue
                     if compound and when == "pre" and v in bound:
                         continue    # (saved after the statement from a copy of its value before)
@@ -190,7 +197,8 @@ class SavePlan:
         out = []
         for when in ("post", "pre"):
             for v in slot[when]:
-                if self.mode.get(v) == "stack" and (key, when, v) not in self.no_pop:
+                if self.mode.get(v) in ("stack", "recompute") and \
+                        (key, when, v) not in self.no_pop and v not in out:
                     out.append(v)
         return out
 
