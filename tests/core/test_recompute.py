@@ -82,3 +82,19 @@ def test_values_that_may_differ_are_saved(f, args, wrt, saved):
     src = _source(f, args, wrt)
     assert f"{saved} = _s_{saved}.pop()" in src, src
     check_grads(f, args, wrt=wrt)
+
+
+def increments(x, c):                # z is bound once at the top level and never changed
+    z = x * c
+    s = 0.0
+    for t in range(1, z.shape[0]):
+        d = z[t] - z[t - 1]
+        s += np.sin(d) * c
+    return s
+
+
+def test_elements_of_an_array_bound_once_are_read_again():
+    args = (R.normal(size=7), 0.8)
+    src = _source(increments, args, (0, 1))
+    assert "_s_d" not in src and "d = (z[t] - z[(t - 1)])" in src, src
+    check_grads(increments, args, wrt=(0, 1))

@@ -8,8 +8,9 @@ counter to the same value the forward trip had, so the value is the same.
 Only where it is sure to be: the variable is bound once, by a statement that runs before each
 statement reading it in the same trip of every loop around it (it lies in an enclosing block,
 earlier; or it is that statement, read after it ran), its type is a number, and its leaves are constants, counters of ``for`` loops around
-the definition, parameters bound once (an array parameter: never changed in place, as the
-written-arrays analysis says), or such values again."""
+the definition, parameters bound once, elements of arrays bound once (parameters, or at the top
+level: ``_6 = _rt.seq(x)`` of ``for v in x``) and never changed in place (as the written-arrays
+analysis says), or such values again."""
 import operator
 
 from ... import ir
@@ -37,6 +38,8 @@ class Recompute:
             if isinstance(s, ir.For):
                 self._rc_loops[id(s)] = s.target
         self._rc_chains = _block_chains(self.fn)
+        # (arrays bound once at the top level: in the tape by name, as parameters are)
+        self._rc_top = {s.target for s in self.fn.body if isinstance(s, ir.Assign)}
         sites = {}
         for key, slot in self.reads.items():
             for when in ("pre", "post"):
@@ -73,6 +76,8 @@ class Recompute:
     def _expr(self, d, depth):
         """The text computing ``d``'s value again, or None."""
         c = d.value
+        if isinstance(c, str):                      # (a copy: `v = _9` of a loop over an array)
+            return self._leaf(c, d, depth)
         if not isinstance(c, ir.Call) or not isinstance(c.fn, ir.Static) or c.kwargs:
             return None
         f = c.fn.obj
@@ -85,8 +90,8 @@ class Recompute:
         if f is operator.getitem and len(c.args) == 2 and isinstance(c.args[0], str):
             arr, idx = c.args
             t = self.types.get(arr)
-            if t is None or t[0] != "a" or arr not in self.fn.params or \
-                    self._rc_defs.get(arr) != 1 or arr in self.written:
+            if t is None or t[0] != "a" or self._rc_defs.get(arr) != 1 or arr in self.written or \
+                    not (arr in self.fn.params or arr in self._rc_top):
                 return None
             self._rc_used.add(arr)
             parts = idx.parts if isinstance(idx, ir.Index) else [idx]
