@@ -178,3 +178,12 @@ def test_row_changed_in_place_is_refused_in_both_modes(jit):
 def test_prange_loop_is_a_range_loop_in_the_source():
     src = s2sad.differentiate(prange_sum, wrt=(0, 1)).adjoint_source(R.normal(size=5), 0.7)
     assert "for i in range(" in src and "_rt.here" not in src
+
+
+def test_element_reads_of_changed_arrays_save_shapes():
+    # u[0] read once per step of u, which the swap makes an array changed in place: the
+    # compiled getitem adjoint reads u's shape alone, so the shape is saved per step, not a copy
+    args = (R.random(8), 0.2)
+    src = s2sad.differentiate(heat, wrt=(0, 1), jit=True).adjoint_source(*args, jit=True)
+    assert "_rt.snap(u)" not in src and "_rt.getitem_adjoint(" in src, src
+    assert "_adj.standin(_shape" in src, src

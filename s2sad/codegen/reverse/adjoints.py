@@ -59,14 +59,22 @@ class AdjointContributions:
             it = it[1:-1] if isinstance(idx, ir.Index) and len(idx.parts) > 1 else it
             out.append(T.Line(f"{bv}[{it}] += {b(s.target)}", o))
             return
-        self.read(s, "pre", var)
+        t = self.types.get(var)
+        if self.jit and t is not None and t[0] == "a" and t[1] in "bif" and \
+                (self.depth > 0 or var in self.written_anywhere()):
+            # (the helpers read a real array's shape alone: that is saved, not the array, which
+            # inside a loop or when changed in place would be a reference or a copy per trip)
+            x = f"_adj.standin({self.shape_var(s, var)})"
+        else:
+            self.read(s, "pre", var)
+            x = var
         for v in ir.operand_vars(idx):
             self.read(s, "pre", v)
         st.zero.discard(var)
         if var in st.defined:
-            out.append(T.Line(f"{bv} = _rt.acc_getitem({bv}, {var}, {it}, {b(s.target)})", o))
+            out.append(T.Line(f"{bv} = _rt.acc_getitem({bv}, {x}, {it}, {b(s.target)})", o))
         else:
-            out.append(T.Line(f"{bv} = _rt.getitem_adjoint({b(s.target)}, {var}, {it})", o))
+            out.append(T.Line(f"{bv} = _rt.getitem_adjoint({b(s.target)}, {x}, {it})", o))
             st.defined.add(var)
 
     def contribute_many(self, pairs, expr, origin, out, st):

@@ -9,6 +9,8 @@ the template gets ``_adj.standin(_shape1)``, an array of that shape (and dtype) 
 needs it.
 
 - ``jit=True``: for real arrays, ``_shape1 = a.shape`` (a tuple of ints); the stand-in is float64,
+  and the compiled ``_rt.getitem_adjoint``/``acc_getitem`` of an element read take one too (an
+  element of an array changed in place, read once per trip of an outer loop: no copy per trip);
   the dtype of a real array's adjoint in the compiled mode (float32 arguments run as Python).
   Inside loops and branches (where values go on stacks: one array kept alive per trip) and for
   arrays that may be changed in place (their saves are copies).
@@ -38,15 +40,23 @@ class ShapeSaves:
         array variable replaced by a stand-in made from its saved shape."""
         for node in _ast.walk(tree):
             if not (isinstance(node, _ast.Call) and isinstance(node.func, _ast.Attribute) and
-                    isinstance(node.func.value, _ast.Name) and node.func.value.id == "_adj"):
+                    isinstance(node.func.value, _ast.Name) and
+                    node.func.value.id in ("_adj", "_rt")):
                 continue
-            helper = getattr(self.namespace.get("_adj"), node.func.attr, None)
-            params = getattr(helper, "shape_params", None)
-            if not params:
-                continue
-            names = list(inspect.signature(helper).parameters)
-            for p in params:
-                i = names.index(p)
+            if node.func.value.id == "_rt":
+                # (jit=True: the compiled getitem_adjoint(g, x, idx) reads a real array x's
+                # shape alone)
+                if not (self.jit and node.func.attr == "getitem_adjoint"):
+                    continue
+                positions = [1]
+            else:
+                helper = getattr(self.namespace.get("_adj"), node.func.attr, None)
+                params = getattr(helper, "shape_params", None)
+                if not params:
+                    continue
+                names = list(inspect.signature(helper).parameters)
+                positions = [names.index(p) for p in params]
+            for i in positions:
                 if i >= len(node.args) or not isinstance(node.args[i], _ast.Name):
                     continue
                 v = node.args[i].id
