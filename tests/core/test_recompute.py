@@ -98,3 +98,19 @@ def test_elements_of_an_array_bound_once_are_read_again():
     src = _source(increments, args, (0, 1))
     assert "_s_d" not in src and "d = (z[t] - z[(t - 1)])" in src, src
     check_grads(increments, args, wrt=(0, 1))
+
+
+def stepped(x, k):                   # dt is bound once at the top level
+    dt = 0.01
+    s = 0.0
+    for t in range(x.shape[0]):
+        h = 0.5 * dt * x[t]
+        s += np.sin(h) * k
+    return s
+
+
+def test_top_level_numbers_are_leaves():
+    args = (R.normal(size=5), 1.7)
+    src = _source(stepped, args, (0, 1))
+    assert "_s_h" not in src and "h = ((0.5 * dt) * x[t])" in src, src
+    check_grads(stepped, args, wrt=(0, 1))

@@ -8,7 +8,7 @@ counter to the same value the forward trip had, so the value is the same.
 Only where it is sure to be: the variable is bound once, by a statement that runs before each
 statement reading it in the same trip of every loop around it (it lies in an enclosing block,
 earlier; or it is that statement, read after it ran), its type is a number, and its leaves are constants, counters of ``for`` loops around
-the definition, parameters bound once, elements of arrays bound once (parameters, or at the top
+the definition, parameters and top-level names bound once (``dt = 0.01``), elements of arrays bound once (parameters, or at the top
 level: ``_6 = _rt.seq(x)`` of ``for v in x``) and never changed in place (as the written-arrays
 analysis says), or such values again."""
 import operator
@@ -116,8 +116,8 @@ class Recompute:
         t = self.types.get(x)
         if t is None or t[0] != "s":
             return None
-        if x in self.fn.params:
-            self._rc_used.add(x)
+        if x in self.fn.params or x in self._rc_top:
+            self._rc_used.add(x)          # (bound once, before: by name in the tape)
             return x
         loops = self.positions[id(d)][1]
         if any(self._rc_loops.get(k) == x for k in loops):
