@@ -7,10 +7,11 @@ counter to the same value the forward trip had, so the value is the same.
 
 Only where it is sure to be: the variable is bound once, by a statement that runs before each
 statement reading it in the same trip of every loop around it (it lies in an enclosing block,
-earlier; or it is that statement, read after it ran), its type is a number, and its leaves are constants, counters of ``for`` loops around
-the definition, parameters and top-level names bound once (``dt = 0.01``), elements of arrays bound once (parameters, or at the top
-level: ``_6 = _rt.seq(x)`` of ``for v in x``) and never changed in place (as the written-arrays
-analysis says), or such values again."""
+earlier; or it is that statement, read after it ran), its type is a number, and its leaves are
+constants, counters of ``for`` loops around the definition, parameters and top-level names bound
+once (``dt = 0.01``), elements of arrays bound once (parameters, or at the top level: ``_6 =
+_rt.seq(x)`` of ``for v in x``) and never changed in place (as the written-arrays analysis
+says), or such values again."""
 import operator
 
 from ... import ir
