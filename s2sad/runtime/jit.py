@@ -1074,7 +1074,7 @@ def _inplace_guard(value, op, name, other, fix, origin, arrays_only=False, *seen
     img[i, j] * k[a, b]``).  Anything else has no compiled version: the derivative runs as
     Python, whose check decides (the sharing it looks for may be NumPy's alone: ``a.conj()`` of
     a real array is ``a`` in NumPy, a copy in numba, so compiled values could not tell)."""
-    if isinstance(value, (nt.Float, nt.Integer, nt.Boolean, nt.Complex)):
+    if _is_scalar(value) or isinstance(value, nt.Complex):
         return lambda value, op, name, other, fix, origin, arrays_only=False, *seen: None
     return None
 
@@ -1083,7 +1083,7 @@ def _inplace_guard(value, op, name, other, fix, origin, arrays_only=False, *seen
 def _argument_inplace_guard(value, op, name, param, origin):
     """``runtime.argument_inplace_guard``: a number passes; anything else runs as Python, whose
     check refuses an array (changed in place, which the caller would see)."""
-    if isinstance(value, (nt.Float, nt.Integer, nt.Boolean, nt.Complex)):
+    if _is_scalar(value) or isinstance(value, nt.Complex):
         return lambda value, op, name, param, origin: None
     return None
 

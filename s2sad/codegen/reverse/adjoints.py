@@ -59,13 +59,9 @@ class AdjointContributions:
             it = it[1:-1] if isinstance(idx, ir.Index) and len(idx.parts) > 1 else it
             out.append(T.Line(f"{bv}[{it}] += {b(s.target)}", o))
             return
-        t = self.types.get(var)
-        if self.jit and t is not None and t[0] == "a" and t[1] in "bif" and \
-                (self.depth > 0 or var in self.written_anywhere()):
-            # (the helpers read a real array's shape alone: that is saved, not the array, which
-            # inside a loop or when changed in place would be a reference or a copy per trip)
-            x = f"_adj.standin({self.shape_var(s, var)})"
-        else:
+        # (jit=True: the compiled helpers read a real array's shape alone)
+        x = self.standin_text(s, var) if self.jit else None
+        if x is None:
             self.read(s, "pre", var)
             x = var
         for v in ir.operand_vars(idx):

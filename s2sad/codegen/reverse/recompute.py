@@ -27,10 +27,12 @@ _LONGEST = 120          # (characters: longer recomputations are saved, for the 
 class Recompute:
     """The part of :class:`~.emitter.ReverseEmitter` that picks values to compute again."""
 
-    def recomputed(self, defs):
-        """{var: text} for the stacked variables the reverse sweep can compute again (see the
-        module's docstring), given ``defs`` (var -> number of places binding it)."""
-        self._rc_defs = defs
+    def recomputed(self, defs, top):
+        """({var: text} for the stacked variables the reverse sweep can compute again (see the
+        module's docstring), the parameters and top-level names those texts read), given
+        ``defs`` (var -> number of places binding it) and ``top`` (names bound at the top
+        level)."""
+        self._rc_defs, self._rc_top = defs, top
         self._rc_assign = {}
         self._rc_loops = {}
         for s in ir.walk(self.fn.body):
@@ -39,15 +41,12 @@ class Recompute:
             if isinstance(s, ir.For):
                 self._rc_loops[id(s)] = s.target
         self._rc_chains = _block_chains(self.fn)
-        # (arrays bound once at the top level: in the tape by name, as parameters are)
-        self._rc_top = {s.target for s in self.fn.body if isinstance(s, ir.Assign)}
         sites = {}
         for key, slot in self.reads.items():
             for when in ("pre", "post"):
                 for v in slot[when]:
                     sites.setdefault(v, []).append((key, when))
-        out = {}
-        self._rc_params = set()
+        out, named = {}, set()
         for v, keys in sites.items():
             if self.mode.get(v) != "stack" or v in self.synthetic or v in self.written:
                 continue
@@ -63,8 +62,8 @@ class Recompute:
             text = self._expr(d, _DEPTH)
             if text is not None and len(text) <= _LONGEST:
                 out[v] = text
-                self._rc_params |= self._rc_used
-        return out
+                named |= self._rc_used
+        return out, named
 
     def _dominates(self, d, key):
         """Whether statement ``d`` runs before statement ``key`` in each trip that runs ``key``: it

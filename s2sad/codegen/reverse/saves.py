@@ -62,10 +62,10 @@ class SavePlan:
                 else:
                     self.mode[v] = "stack"
         # (numbers the reverse sweep computes again rather than pops: recompute.py)
-        self.recompute_text = self.recomputed(defs)
+        self.recompute_text, named = self.recomputed(defs, top)
         for v in self.recompute_text:
             self.mode[v] = "recompute"
-        for p in self._rc_params:
+        for p in named:                 # (bound once, before: by name in the tape)
             self.mode.setdefault(p, "name")
         self.no_push, self.no_pop = set(), set()          # (id(stmt), "pre" | "post", var)
         self._share_block(self.fn.body, _hook_keys(rev))

@@ -9,11 +9,11 @@ the template gets ``_adj.standin(_shape1)``, an array of that shape (and dtype) 
 needs it.
 
 - ``jit=True``: for real arrays, ``_shape1 = a.shape`` (a tuple of ints); the stand-in is float64,
-  and the compiled ``_rt.getitem_adjoint``/``acc_getitem`` of an element read take one too (an
-  element of an array changed in place, read once per trip of an outer loop: no copy per trip);
   the dtype of a real array's adjoint in the compiled mode (float32 arguments run as Python).
   Inside loops and branches (where values go on stacks: one array kept alive per trip) and for
-  arrays that may be changed in place (their saves are copies).
+  arrays that may be changed in place (their saves are copies).  The compiled
+  ``_rt.getitem_adjoint``/``acc_getitem`` of an element read take one too (an element of an
+  array changed in place, read once per trip of an outer loop: no copy per trip).
 - Python mode: ``_shape1 = (a.shape, a.dtype)`` (its types know a dtype's kind, not its size),
   only for arrays that may be changed in place (analysis.written_arrays): their saves would be
   copies (``_rt.snap``).  Elsewhere a reference to the array costs less than a shape, a dtype and
@@ -59,14 +59,22 @@ class ShapeSaves:
             for i in positions:
                 if i >= len(node.args) or not isinstance(node.args[i], _ast.Name):
                     continue
-                v = node.args[i].id
-                t = self.types.get(v)
-                if t is None or t[0] != "a" or (self.jit and t[1] not in "bif"):
-                    continue
-                if v not in self.written_anywhere() and not (self.jit and self.depth > 0):
-                    continue            # (saved by name, no copy: the array costs nothing)
-                node.args[i] = T.parse_expr(f"_adj.standin({self.shape_var(stmt, v)})")
+                text = self.standin_text(stmt, node.args[i].id)
+                if text is not None:
+                    node.args[i] = T.parse_expr(text)
         return tree
+
+    def standin_text(self, stmt, v):
+        """``_adj.standin(<v's shape, bound before stmt>)`` for an argument read for its shape
+        alone, where ``v`` is a typed array (real, in jit mode) that would otherwise be saved as
+        a copy (changed in place) or, in jit mode, once per trip of a loop; else None (then
+        ``v`` itself is saved by name: the array costs nothing)."""
+        t = self.types.get(v)
+        if t is None or t[0] != "a" or (self.jit and t[1] not in "bif"):
+            return None
+        if v not in self.written_anywhere() and not (self.jit and self.depth > 0):
+            return None
+        return f"_adj.standin({self.shape_var(stmt, v)})"
 
     def shape_var(self, stmt, v):
         key = (id(stmt), v)
