@@ -495,7 +495,7 @@ def _metadata(d, pyfunc, key):
     namespace = jit[0] if jit is not None else mod.namespace
     for n in sorted(_names_read(code)):
         if n not in namespace:
-            if n in mod.namespace and n not in ("_rt", "_adj", "_fw"):
+            if n in mod.namespace and n not in ("_rt", "_adj", "_fw", "_np"):
                 raise Unkeyable(f"the generated module's {n!r} was bound for numba only")
             continue
         v = namespace[n]

@@ -498,6 +498,28 @@ def _own(g, x):
         return impl
 
 
+def reserve(stack, need):
+    raise NotImplementedError
+
+
+@overload(reserve)
+def _reserve(stack, need):
+    """A stack of saved values (codegen/reverse/stacks.py) with room for ``need`` values: itself,
+    or a copy at least twice as long (the values pushed so far kept)."""
+    if not (isinstance(stack, nt.Array) and stack.ndim == 1 and isinstance(need, nt.Integer)):
+        return None
+
+    def impl(stack, need):
+        n = stack.shape[0]
+        if need <= n:
+            return stack
+        out = np.empty(max(need, 2 * n), stack.dtype)
+        for i in range(n):              # (a loop: a slice assignment costs ~1 s of compile)
+            out[i] = stack[i]
+        return out
+    return impl
+
+
 @overload(add)
 def _add(a, b):
     if isinstance(a, nt.NoneType):
@@ -994,7 +1016,7 @@ def namespace():
     return helper_module("s2sad_jit_runtime", "_rt", (
                  "share_guard", "zero_of", "acc", "is_zero", "cj", "real_like", "unbroadcast",
                  "getitem_adjoint", "acc_getitem", "setitem_adjoint", "setitem_value_adjoint",
-                 "add", "snap", "own",
+                 "add", "snap", "own", "reserve",
                  "pow_base_adjoint", "pow_exponent_adjoint", "abs_adjoint", "seq", "loop_seq",
                  "seq_adjoint_of", "zip_seq", "zip_seq_adjoint", "unappend", "parts",
                  "abs_tangent", "loop_zip_seq", "seq_adjoint", "add_part", "add_part_tangent",

@@ -8,18 +8,19 @@ from .. import text as T
 from .adjoints import AdjointContributions
 from .forward_sweep import ForwardSweep
 from .in_place import write_in_place
-from .names import _TAKEN, _State, b, stack
+from .names import _TAKEN, _State, b
 from .operands import _index_only_vars
 from .reverse_calls import ReverseCalls
 from .reverse_sweep import ReverseSweep
 from .recompute import Recompute
 from .saves import SavePlan
 from .shapes import ShapeSaves
+from .stacks import ArrayStacks
 from .tuples import TupleAdjoints, known_tuples
 
 
 class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan, ForwardSweep,
-                     TupleAdjoints, ShapeSaves, Recompute):
+                     TupleAdjoints, ShapeSaves, Recompute, ArrayStacks):
     def __init__(self, fn, kinds, active, varied, wrt, namespace, derived_namer, jit=False,
                  types=None):
         self.fn = fn
@@ -49,8 +50,10 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
         self.tuples = known_tuples(fn) if jit else {}
         self._live = None                     # (tuples.live_elements, when first asked)
         self.hoisted = []                     # [(names, text)] templates bind first (jit mode)
-        self.shape_vars = {}                  # (id(stmt), var) -> the name of var's saved shape
-        self.shape_binds = {}                 # id(stmt) -> [(name, var)] (shapes.py)
+        self.shape_vars = {}                  # (where, var) -> the name of var's saved shape
+        self.shape_users = {}                 # shape name -> (var, [statements reading it])
+        self.shape_binds = {}                 # id(stmt) -> [(name, var, form)] (dtypes)
+        self._blocks = self._first_users = None   # (shapes.py, when first asked)
         self._written = None                  # (analysis.written_arrays, when first asked)
         self._shape_classes = None            # (same_shape.shape_classes, when first asked)
 
@@ -95,9 +98,11 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
         self.plan_saves(rev)
         o = fn.origin
         fwd = []
+        self.plan_array_stacks()
         for v, m in self.mode.items():
             if m == "stack":
-                fwd.append(T.Line(f"{stack(v)} = []", None))
+                fwd.extend(self.stack_init_lines(v))
+        fwd += self.trip_index_lines()
         fwd += self.fwd_block(fn.body)
         grads = [b(p) if p in st.defined else self.zero(p) for p in self.wrt]
         if not self.jit and getattr(self, "in_place_buffers", True):
@@ -138,11 +143,15 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
         return self.render_function(f"def {name}({', '.join(params)}):", body, o)
 
     def expand(self, hook):
+        if hook.when == "trip":
+            return self.trip_start_lines(hook.key, hook.origin)
         if hook.when == "discard":
             # the statement raised after saving its inputs: drop what it pushed
-            return [T.Line(f"{stack(v)}.pop()", hook.origin) for v in self.discards(hook.key)]
-        return [T.Line(f"{v} = {self.recompute_text[v]}" if self.mode.get(v) == "recompute"
-                       else f"{v} = {stack(v)}.pop()", hook.origin) for v in self.pops(hook.key)]
+            return [x for v in self.discards(hook.key)
+                    for x in self.pop_lines(v, hook.origin, target=False)]
+        return [x for v in self.pops(hook.key)
+                for x in ([T.Line(f"{v} = {self.recompute_text[v]}", hook.origin)]
+                          if self.mode.get(v) == "recompute" else self.pop_lines(v, hook.origin))]
 
     def render_function(self, header, body, origin):
         triples = [(0, header, None)]

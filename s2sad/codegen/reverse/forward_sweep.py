@@ -108,10 +108,11 @@ class ForwardSweep:
             if isinstance(s.start, ir.Const) and s.start.value == 0 and \
                     isinstance(s.step, ir.Const) and s.step.value == 1:
                 rng = f"range({T.operand_text(s.stop, c)})"
+            body += self.trip_end_lines(s)
             cnt = self.counters.get(id(s))
-            pre = []
+            pre = self.reserve_lines(s)
             if cnt:
-                pre = [T.Line(f"{cnt} = 0", o)]
+                pre.append(T.Line(f"{cnt} = 0", o))
                 body = [T.Line(f"{cnt} += 1", o)] + body
             if s.brk:
                 body.append(T.Line(f"if {s.brk}:", o))

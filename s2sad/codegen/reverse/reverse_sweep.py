@@ -311,6 +311,7 @@ class ReverseSweep:
                     rng = (f"range({start} + (len(range({start}, {stop}, {step})) - 1) * {step}, "
                            f"{start} - {step}, -{step})")
                 header = f"for {s.target} in {rng}:"
+                inner = [T.Hook(id(s), "trip", o)] + inner    # (stacks.py: its trip index)
             else:
                 header = f"for {s.target} in reversed({rng}):"
         else:

@@ -89,8 +89,8 @@ class SavePlan:
                     for v in bound:
                         last.pop(v, None)
                 for v in (slot or {}).get(when, ()):
-                    if self.mode.get(v) not in ("stack", "recompute") or v in self.synthetic or \
-                            v in self.written:
+                    if self.mode.get(v) not in ("stack", "recompute") or v in self.written or \
+                            v in self.synthetic and v not in self.shape_users:
                         continue
                     if compound and when == "pre" and v in bound:
                         continue    # (saved after the statement from a copy of its value before)
@@ -177,17 +177,21 @@ class SavePlan:
                     may_run_after(self.positions, s, m)) for m, obj in self.mutations
                    if not isinstance(obj, str) or self.classes.get(obj, obj) == cls or cls is None)
 
-    def pushes(self, s, when, caps=None):
+    def pushed(self, s, when):
+        """The variables statement ``s`` pushes on their stacks (``when``: before or after it)."""
         slot = self.reads.get(id(s))
         if not slot:
             return []
+        return [v for v in slot[when]
+                if self.mode.get(v) == "stack" and (id(s), when, v) not in self.no_push]
+
+    def pushes(self, s, when, caps=None):
         out = []
-        for v in slot[when]:
-            if self.mode.get(v) == "stack" and (id(s), when, v) not in self.no_push:
-                val = (caps or {}).get(v, v)
-                if v in self.written and self.changed_later(s, v, when):
-                    val = f"_rt.snap({val})"
-                out.append(T.Line(f"{stack(v)}.append({val})", s.origin))
+        for v in self.pushed(s, when):
+            val = (caps or {}).get(v, v)
+            if v in self.written and self.changed_later(s, v, when):
+                val = f"_rt.snap({val})"
+            out.extend(self.push_lines(v, val, s.origin))
         return out
 
     def pops(self, key):

@@ -25,7 +25,8 @@ The dtype of an array written into (``y[i] = v``), where its type does not show 
 complex array, is saved the same way (:meth:`ShapeSaves.dtype_var`): an integer or bool array
 truncates what is written into it, and ``v`` then gets no adjoint.
 """
-from ...frontend.analysis import written_arrays
+from ... import ir
+from ...frontend.analysis import bound_names, written_arrays
 import ast as _ast
 import inspect
 
@@ -77,14 +78,46 @@ class ShapeSaves:
         return f"_adj.standin({self.shape_var(stmt, v)})"
 
     def shape_var(self, stmt, v):
-        key = (id(stmt), v)
+        """The name of ``v``'s shape as statement ``stmt`` finds it.  Statements of one block
+        between two bindings of ``v`` share one name (a shape changes only when the name is bound
+        again), bound before the first of them: one save, one push and one pop per trip where
+        Python mode reads ``y[0]`` and ``y[1]`` of one array (saves.py shares the push)."""
+        key = self._shape_region(stmt, v)
         name = self.shape_vars.get(key)
         if name is None:
             name = self.shape_vars[key] = self.fresh("shape")
-            self.shape_binds.setdefault(id(stmt), []).append((name, v))
             self.synthetic[name] = "name" if self.depth == 0 else "stack"
+            self.shape_users[name] = (v, [])
+        self.shape_users[name][1].append(stmt)
         self.read(stmt, "pre", name)
         return name
+
+    def _shape_region(self, stmt, v):
+        """``(id(block), v, k)``: ``stmt`` is in ``block`` after ``k`` statements that bind ``v``
+        (``(id(stmt), v)`` for a statement in no block the function has, as a loop's own)."""
+        if self._blocks is None:
+            self._blocks = {}
+            for blk in [self.fn.body] + [b for s in ir.walk(self.fn.body)
+                                         for b in ir.children(s)]:
+                binds = []
+                for k, x in enumerate(blk):
+                    self._blocks[id(x)] = (id(blk), k, binds)
+                    binds.append({n for y in ir.walk([x]) for n in bound_names(y)})
+        where = self._blocks.get(id(stmt))
+        if where is None:
+            return (id(stmt), v)
+        blk, k, binds = where
+        return (blk, v, sum(1 for b in binds[:k] if v in b))
+
+    def first_users(self):
+        """id(stmt) -> [(shape name, var)] bound just before it: the first statement of its
+        block that reads the shape (after the reverse sweep has named them all)."""
+        if self._first_users is None:
+            self._first_users = {}
+            for name, (v, users) in self.shape_users.items():
+                first = min(users, key=lambda x: self._blocks.get(id(x), (0, 0))[1])
+                self._first_users.setdefault(id(first), []).append((name, v))
+        return self._first_users
 
     def dtype_var(self, stmt, v):
         """The name the forward sweep binds, just before ``stmt``, to what the reverse sweep must
@@ -113,4 +146,4 @@ class ShapeSaves:
         form = "{v}.shape" if self.jit else "({v}.shape, {v}.dtype)"
         return [T.Line(f"{bind[0]} = " + (bind[2] if len(bind) > 2 else form).format(v=bind[1]),
                        s.origin)
-                for bind in self.shape_binds.get(id(s), ())]
+                for bind in self.first_users().get(id(s), []) + self.shape_binds.get(id(s), [])]
