@@ -125,13 +125,15 @@ class ForwardSweep:
             body = self.fwd_block(s.body)
             if cnt:
                 body = [T.Line(f"{cnt} += 1", o)] + body
+            body += self.trip_end_lines(s)
             if s.brk:
                 body += [T.Line(f"if {s.brk}:", o), T.Line("    break", o)]
             pre = [T.Line(f"{cnt} = 0", o)] if cnt else []
+            room = self.reserve_lines(s)         # (stacks.py: for this trip's pushes)
             if not tb:
-                return pre + [T.Nest(f"while {test}:", o, body)]
-            return pre + [T.Nest("while True:", o,
-                                 tb + [T.Line(f"if not {test}:", o), T.Line("    break", o)] + body)]
+                return pre + [T.Nest(f"while {test}:", o, room + body)]
+            return pre + [T.Nest("while True:", o, room + tb +
+                                 [T.Line(f"if not {test}:", o), T.Line("    break", o)] + body)]
         if isinstance(s, ir.Return):
             return [T.Line(f"return {T.operand_text(s.value, c)}, {self.tape_text()}", o)]
         raise AssertionError(f"unexpected statement {s!r}")

@@ -317,6 +317,8 @@ class ReverseSweep:
         else:
             cnt = self.counter(s)
             header = f"for _ in range({cnt}):"
+            if self.jit:
+                inner = [T.Hook(id(s), "trip", o)] + inner    # (stacks.py: its trip index)
         return init + [T.Hook(id(s), "pops", o)] + own + [T.Nest(header, o, inner)]
 
     # -- adjoint buffers a loop writes in place (both modes) ---------------------------------

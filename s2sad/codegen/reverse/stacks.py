@@ -29,10 +29,13 @@ evaluated once, when the loop starts; a ``break`` makes fewer trips; a push unde
 counts as one per trip).  Either way every push writes inside the array, so numba needs no
 bounds check.
 
-A stack that a ``while`` body pushes on directly (no trip count is known when it starts), or a
-``try`` or ``with`` body, stays a list, as do stacks of anything but the numbers the types prove
-float, integer or bool, and the emitter's loop counters (arrays, tuples, complex numbers, values
-of unknown type: numba needs one element type, known when the array is made).  The types' kinds
+A ``while`` loop's trip count is not known when it starts: a stack its body pushes on directly
+gets room for each trip's pushes at the start of the trip (``_rt.reserve`` doubles the array when
+it is full, as a list does), and one pushed once per trip shares the loop's trip index too.  A
+stack that a ``try`` or ``with`` body pushes on stays a list, as do stacks of anything but the
+numbers the types prove float, integer or bool, and the emitter's loop counters (arrays, tuples,
+complex numbers, values of unknown type: numba needs one element type, known when the array is
+made).  The types' kinds
 are numba's here: it types integer arithmetic as NumPy does (``int ** int`` is an integer), and a
 kind that two bindings join is the wider one (``s = 0`` then ``s = s + 0.5``: a float)."""
 from ... import ir
@@ -50,12 +53,11 @@ def count_name(v):
 
 
 class _Site:
-    __slots__ = ("loops", "direct", "repeated")
+    __slots__ = ("loops", "direct")
 
-    def __init__(self, loops, direct, repeated):
-        self.loops = loops          # the for loops around the push, outermost first
+    def __init__(self, loops, direct):
+        self.loops = loops          # the loops around the push (for and while), outermost first
         self.direct = direct        # the push is a statement of the innermost loop's own body
-        self.repeated = repeated    # a while loop is around it (no length known at the start)
 
 
 class ArrayStacks:
@@ -85,7 +87,7 @@ class ArrayStacks:
         sites = {v: [] for v in dtype}
         bad = set()
 
-        def visit(block, loops, direct, unbounded, repeated):
+        def visit(block, loops, direct, unbounded):
             for s in block:
                 for when in ("pre", "post"):
                     for v in self.pushed(s, when):
@@ -93,17 +95,18 @@ class ArrayStacks:
                             if unbounded:
                                 bad.add(v)
                             else:
-                                sites[v].append(_Site(loops, direct, repeated))
+                                sites[v].append(_Site(loops, direct))
                 if isinstance(s, ir.For):
-                    visit(s.body, loops + (s,), True,
-                          unbounded and not isinstance(unbounded, ir.While), repeated)
-                    continue
-                for blk in ir.children(s):
-                    visit(blk, loops, False, s if isinstance(s, ir.While) else
-                          True if isinstance(s, (ir.Try, ir.With)) else unbounded,
-                          repeated or isinstance(s, ir.While))
+                    visit(s.body, loops + (s,), True, unbounded)
+                elif isinstance(s, ir.While):
+                    visit(s.test_body, loops + (s,), False, unbounded)
+                    visit(s.body, loops + (s,), True, unbounded)
+                else:
+                    for blk in ir.children(s):
+                        visit(blk, loops, False,
+                              unbounded or isinstance(s, (ir.Try, ir.With)))
 
-        visit(self.fn.body, (), False, False, False)
+        visit(self.fn.body, (), False, False)
         defs = definitions(self.fn)
         for v, t in dtype.items():
             if v in bad:
@@ -111,7 +114,7 @@ class ArrayStacks:
             self.array_stacks[v] = t
             ss = sites[v]
             one = ss[0].loops[-1] if len(ss) == 1 and ss[0].loops and ss[0].direct else None
-            if one is not None and one.brk is None:
+            if one is not None:
                 # (one push per trip of one loop: the loop's trip index)
                 if id(one) not in self.trip_index:
                     self.trip_index[id(one)] = self.fresh("t")
@@ -130,7 +133,8 @@ class ArrayStacks:
                     counts = per_loop.setdefault(id(loop), {})
                     counts[trips] = counts.get(trips, 0) + 1
             for key, counts in per_loop.items():
-                need = " + ".join(k if c == 1 else f"{c} * {k}" for k, c in counts.items())
+                need = " + ".join(str(c) if k == "1" else k if c == 1 else f"{c} * {k}"
+                                  for k, c in counts.items())
                 self.reserves.setdefault(key, []).append((v, need))
 
     def _hoisted(self, loops):
@@ -140,7 +144,9 @@ class ArrayStacks:
         pushes its trips make (a mixture's inner `for j in range(k)`, in `for i in range(n)`:
         `n * k` before the outer loop, not `k` before each inner one)."""
         a = len(loops) - 1
-        while a > 0:
+        if isinstance(loops[a], ir.While):
+            return loops[a], "1"            # (room for each trip's pushes when it starts)
+        while a > 0 and not isinstance(loops[a - 1], ir.While):
             bound = defined_in([loops[a - 1]])
             if any(isinstance(op, str) and op in bound for loop in loops[a:]
                    for op in (loop.start, loop.stop, loop.step)):
@@ -159,14 +165,14 @@ class ArrayStacks:
 
     def _length(self, sites, defs):
         """The text of the number of pushes on a stack, when the ranges of the loops around its
-        push sites read only constants and parameters never rebound and no ``while`` loop is
+        push sites read only constants and parameters never rebound, and no ``while`` loop is
         around them (else None)."""
         terms, total = {}, 0
         for s in sites:
-            if s.repeated:
-                return None
             parts, n = [], 1
             for loop in s.loops:
+                if isinstance(loop, ir.While):
+                    return None
                 ops = (loop.start, loop.stop, loop.step)
                 if all(isinstance(op, ir.Const) and type(op.value) is int for op in ops):
                     n *= len(range(loop.start.value, loop.stop.value, loop.step.value))
@@ -210,8 +216,9 @@ class ArrayStacks:
         return [T.Line(f"{t} = 0", None) for t in getattr(self, "trip_index", {}).values()]
 
     def reserve_lines(self, loop):
-        """Before ``for`` loop ``loop``: room on each array stack its body pushes on for every
-        trip (where the stack's length was not known at the start)."""
+        """Before ``for`` loop ``loop``, room on each array stack its body pushes on for every
+        trip (where the stack's length was not known at the start); first in each trip of a
+        ``while`` loop, room for the trip's pushes."""
         out = []
         for v, need in getattr(self, "reserves", {}).get(id(loop), ()):
             out.append(T.Line(f"{stack(v)} = _rt.reserve({stack(v)}, {self.stack_index[v]} + "
