@@ -203,3 +203,19 @@ def test_a_while_loop_pushes_on_arrays_with_room_made_per_trip():
     assert "_s_acc.append" not in src and "_rt.reserve(_s_acc, _t" in src
     same_as_python(newton, (2.0, 1.5), (0, 1))
     same_as_python(in_while, (np.random.default_rng(3).random(200),), (0,))
+
+
+def capped(x, cap):                     # an iteration capped far above the trips it makes
+    acc = 0.5
+    for i in range(cap):
+        acc = math.cos(acc * x[0]) + 0.1 * x[1]
+        if i > 30:
+            break
+    return acc
+
+
+def test_a_loop_that_may_end_early_makes_room_per_trip():
+    src = source(capped, np.ones(2), 10 ** 9)
+    assert "len(range(cap))" not in src and "_rt.reserve(_s_acc, _t" in src
+    # (a billion-trip cap: room for 10**9 floats up front would be 8 GB)
+    same_as_python(capped, (np.array([0.7, 0.3]), 10 ** 9), (0,))

@@ -110,10 +110,14 @@ class ForwardSweep:
                 rng = f"range({T.operand_text(s.stop, c)})"
             body += self.trip_end_lines(s)
             cnt = self.counters.get(id(s))
-            pre = self.reserve_lines(s)
+            # (stacks.py: room before the loop, or, for a loop that may end early, per trip)
+            room = self.reserve_lines(s)
+            pre = [] if s.brk else room
             if cnt:
                 pre.append(T.Line(f"{cnt} = 0", o))
                 body = [T.Line(f"{cnt} += 1", o)] + body
+            if s.brk:
+                body = room + body
             if s.brk:
                 body.append(T.Line(f"if {s.brk}:", o))
                 body.append(T.Line("    break", o))

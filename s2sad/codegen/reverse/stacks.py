@@ -18,26 +18,26 @@ index, its length known before the first push where the trip counts are:
         ...
         x = _s_x[_t1]
 
-A stack pushed under an ``if``, or more than once per trip, or in several places, has its own
-fill index (``_s_x[_k_x] = x; _k_x += 1`` ... ``_k_x -= 1; x = _s_x[_k_x]``).  The length is the
-pushes outside loops plus, per loop around a push, the product of the trip counts, when every
-``range`` around the pushes reads only constants and parameters never rebound; otherwise the stack
-starts with the pushes outside loops, and ``_rt.reserve`` makes room for ``c`` pushes per trip
-before each loop that pushes on it, or before the outermost loop around it whose body binds
-nothing the inner ranges read (``n * k`` once, not ``k`` per trip of the outer loop; ``range`` is
-evaluated once, when the loop starts; a ``break`` makes fewer trips; a push under an ``if``
-counts as one per trip).  Either way every push writes inside the array, so numba needs no
-bounds check.
+A stack pushed under an ``if``, or more than once per trip, or in several places, has its own fill
+index (``_s_x[_k_x] = x; _k_x += 1`` ... ``_k_x -= 1; x = _s_x[_k_x]``). The length is the pushes
+outside loops plus, per loop around a push, the product of the trip counts, when every ``range``
+around the pushes reads only constants and parameters never rebound; otherwise the stack starts
+with the pushes outside loops, and ``_rt.reserve`` makes room for ``c`` pushes per trip before each
+loop that pushes on it, or before the outermost loop around it whose body binds nothing the inner
+ranges read (``n * k`` once, not ``k`` per trip of the outer loop; ``range`` is evaluated once,
+when the loop starts; a push under an ``if`` counts as one per trip). Either way every push writes
+inside the array, so numba needs no bounds check.
 
-A ``while`` loop's trip count is not known when it starts: a stack its body pushes on directly
-gets room for each trip's pushes at the start of the trip (``_rt.reserve`` doubles the array when
-it is full, as a list does), and one pushed once per trip shares the loop's trip index too.  A
-stack that a ``try`` or ``with`` body pushes on stays a list, as do stacks of anything but the
-numbers the types prove float, integer or bool, and the emitter's loop counters (arrays, tuples,
-complex numbers, values of unknown type: numba needs one element type, known when the array is
-made).  The types' kinds
-are numba's here: it types integer arithmetic as NumPy does (``int ** int`` is an integer), and a
-kind that two bindings join is the wider one (``s = 0`` then ``s = s + 0.5``: a float)."""
+A ``while`` loop's trip count is not known when it starts, and a ``for`` loop with a ``break`` may
+make far fewer trips than its range (an iteration capped at a million trips): a stack their body
+pushes on directly gets room for each trip's pushes at the start of the trip (``_rt.reserve``
+doubles the array when it is full, as a list does), and one pushed once per trip shares the loop's
+trip index too; no reserve is hoisted past them. A stack that a ``try`` or ``with`` body pushes on
+stays a list, as do stacks of anything but the numbers the types prove float, integer or bool, and
+the emitter's loop counters (arrays, tuples, complex numbers, values of unknown type: numba needs
+one element type, known when the array is made). The types' kinds are numba's here: it types
+integer arithmetic as NumPy does (``int ** int`` is an integer), and a kind that two bindings join
+is the wider one (``s = 0`` then ``s = s + 0.5``: a float)."""
 from ... import ir
 from ...frontend.analysis import defined_in, definitions
 from .. import text as T
@@ -45,6 +45,12 @@ from .names import _fresh, stack
 
 
 _DTYPES = {("s", "f"): "_np.float64", ("s", "i"): "_np.int64", ("s", "b"): "_np.bool_"}
+
+
+def _open_ended(loop):
+    """A ``while`` loop, or a ``for`` loop that may end early: room for its pushes is made trip by
+    trip (a `for i in range(10**6)` that converges after 20 trips allocates for 20, not 10**6)."""
+    return isinstance(loop, ir.While) or loop.brk is not None
 
 
 def count_name(v):
@@ -144,9 +150,9 @@ class ArrayStacks:
         pushes its trips make (a mixture's inner `for j in range(k)`, in `for i in range(n)`:
         `n * k` before the outer loop, not `k` before each inner one)."""
         a = len(loops) - 1
-        if isinstance(loops[a], ir.While):
+        if _open_ended(loops[a]):
             return loops[a], "1"            # (room for each trip's pushes when it starts)
-        while a > 0 and not isinstance(loops[a - 1], ir.While):
+        while a > 0 and not _open_ended(loops[a - 1]):
             bound = defined_in([loops[a - 1]])
             if any(isinstance(op, str) and op in bound for loop in loops[a:]
                    for op in (loop.start, loop.stop, loop.step)):
@@ -171,7 +177,7 @@ class ArrayStacks:
         for s in sites:
             parts, n = [], 1
             for loop in s.loops:
-                if isinstance(loop, ir.While):
+                if _open_ended(loop):
                     return None
                 ops = (loop.start, loop.stop, loop.step)
                 if all(isinstance(op, ir.Const) and type(op.value) is int for op in ops):
@@ -218,7 +224,7 @@ class ArrayStacks:
     def reserve_lines(self, loop):
         """Before ``for`` loop ``loop``, room on each array stack its body pushes on for every
         trip (where the stack's length was not known at the start); first in each trip of a
-        ``while`` loop, room for the trip's pushes."""
+        ``while`` loop or a ``for`` loop with a ``break``, room for the trip's pushes."""
         out = []
         for v, need in getattr(self, "reserves", {}).get(id(loop), ()):
             out.append(T.Line(f"{stack(v)} = _rt.reserve({stack(v)}, {self.stack_index[v]} + "
