@@ -2,7 +2,7 @@
 # s2sad-example: own-test
 """Gradients of a Numba simulation: a chain of particles joined by springs, with drag.
 
-Run:  python examples/particles_numba.py [--particles 16] [--steps 200] [--repeat 5] [--jit]
+Run:  python examples/particles_numba.py [--particles 16] [--steps 200] [--repeat 5] [--python]
 
 N particles on a line, each joined to its neighbours (the first one to a wall at 0) by springs of
 stiffness ``k`` and rest length 1, slowed by quadratic drag ``c v |v|``, are integrated for T steps
@@ -15,8 +15,9 @@ parameters straight from the Numba functions (it reads their Python source, ``.p
 recurses into the njit functions they call), then the example checks the gradient against central
 finite differences of the compiled primal and times both.
 
-``--jit`` asks for the derivative compiled with numba as well (``s2sad.grad(..., jit=True)``, with
-the options the functions were compiled with); without it the derivative runs as Python.
+The derivative is compiled with numba too (``jit=True``, the default for a function decorated
+with ``numba.njit``, with the options it was compiled with); ``--python`` runs it as Python
+instead, to compare (``jit=False``).
 """
 import argparse
 import sys
@@ -28,7 +29,7 @@ import numpy as np
 import s2sad
 
 REST = 1.0          # rest length of every spring
-JIT = False         # compile the derivative with numba too (--jit); the primal is always compiled
+JIT = True          # compile the derivative with numba too (--python: not); the primal always is
 
 
 @numba.njit
@@ -91,7 +92,9 @@ def main(argv=None):
     p.add_argument("--particles", type=int, default=16)
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--repeat", type=int, default=5)
-    p.add_argument("--jit", action="store_true", default=JIT)
+    p.add_argument("--python", dest="jit", action="store_false", default=JIT,
+                   help="run the derivative as Python (jit=False)")
+    p.add_argument("--jit", dest="jit", action="store_true", help="the default: compiled")
     a = p.parse_args(argv)
 
     rng = np.random.default_rng(0)

@@ -1,5 +1,6 @@
 """examples/particles_numba.py (issue 12 item 3: gradients of Numba code) runs with small settings,
-and its gradient agrees with finite differences and with the closed-form derivative of one step."""
+its derivative compiled (the default, without a fallback) and as Python (``--python``), and its
+gradient agrees with finite differences and with the closed-form derivative of one step."""
 import os
 import re
 import subprocess
@@ -19,12 +20,14 @@ def test_marker_on_the_second_line():
         assert fh.read().splitlines()[1] == "# s2sad-example: own-test"
 
 
-def test_example_runs_and_checks_its_gradient(tmp_path):
+@pytest.mark.parametrize("mode", [[], ["--python"]], ids=["compiled", "python"])
+def test_example_runs_and_checks_its_gradient(tmp_path, mode):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
                S2SAD_CACHE_DIR=str(tmp_path))
     r = subprocess.run([sys.executable, EXAMPLE, "--particles", "3", "--steps", "12",
-                        "--repeat", "1"], capture_output=True, text=True, env=env, cwd=ROOT,
-                       timeout=600)
+                        "--repeat", "1"] + mode,
+                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    assert "JitFallbackWarning" not in r.stderr, r.stderr     # (compiled: no fallback)
     assert r.returncode == 0, r.stdout + r.stderr
     out = r.stdout
     assert "3 particles, 12 steps: loss = " in out
@@ -33,7 +36,9 @@ def test_example_runs_and_checks_its_gradient(tmp_path):
     assert len(errors) == 3 and max(errors) < 1e-5, out
     ad = {m[0]: float(m[1]) for m in re.findall(r"^d loss / d (k|c)\s+= (\S+)", out, re.M)}
     assert set(ad) == {"k", "c"} and ad["k"] != 0.0 and ad["c"] != 0.0
-    assert re.search(r"^time: primal \(njit\) \S+ ms, value and gradient", out, re.M)
+    what = "Python derivative" if mode else "numba-compiled derivative"
+    assert re.search(rf"^time: primal \(njit\) \S+ ms, value and gradient \({what}\)", out,
+                     re.M), out
 
 
 def test_one_step_against_its_closed_form():
