@@ -20,24 +20,15 @@ closure is bound in several places, has default values, or the change may run wh
 definition has not).
 """
 from .. import ir, runtime
+from .common import _cells, _is_make
 
 _NUMBER_KINDS = ("f", "i", "z")
-
-
-def _is_make(call):
-    return isinstance(call, ir.Call) and isinstance(call.fn, ir.Static) and \
-        call.fn.obj is runtime.make_closure
 
 
 def _defs(fn):
     """Statements that make a closure (the user's definitions, not the ones :func:`remake` adds)."""
     return [s for s in ir.walk(fn.body) if isinstance(s, ir.Assign) and _is_make(s.value) and
             not s.value.extra.get("remade")]
-
-
-def _cells(s):
-    return [v for k, v in zip(s.value.args[0].value, s.value.args[1:])
-            if not k.endswith("=") and isinstance(v, str)]
 
 
 def _has_defaults(s):

@@ -3,7 +3,7 @@ around it, whether a definition runs again between two statements), putting guar
 before the statements they check, and the operator of ``a op= v``."""
 import operator
 
-from .. import ir
+from .. import ir, runtime
 
 
 def _hashable(obj):
@@ -60,3 +60,15 @@ def _opname_of(call):
     return {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
             operator.floordiv: "//", operator.pow: "**", operator.matmul: "@",
             operator.mod: "%"}.get(getattr(call.fn, "obj", None), "op")
+
+
+def _is_make(call):
+    """Whether ``call`` makes a closure (``runtime.make_closure``)."""
+    return isinstance(call, ir.Call) and isinstance(call.fn, ir.Static) and \
+        call.fn.obj is runtime.make_closure
+
+
+def _cells(s):
+    """The variables the closure that statement ``s`` makes captures."""
+    return [v for k, v in zip(s.value.args[0].value, s.value.args[1:])
+            if not k.endswith("=") and isinstance(v, str)]

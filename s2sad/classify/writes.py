@@ -494,9 +494,10 @@ _MAY_RETURN_ARGUMENT = {np.real, np.imag, np.asarray, np.asanyarray}
 def drop_proven_guards(fn, types):
     """Leave out the checks before ``name op= ...`` (``runtime.inplace_guard``,
     ``runtime.argument_inplace_guard``) whose value the derivative's types prove a number: a
-    number is rebound by ``op=``, never changed in place.  The kinds the checks were placed by do
-    not know ``acc = 0.0; acc += img[i, j] * k[a, b]`` is a float; the types (classify/types.py,
-    from the arguments' dtypes and ndims) do."""
+    number is rebound by ``op=``, never changed in place (the kinds the checks were placed by do
+    not know ``acc = 0.0; acc += img[i, j] * k[a, b]`` is a float; the types, from the arguments'
+    dtypes and ndims, do); and the sharing checks before writes into arrays made fresh before
+    them (:func:`_drop_fresh_share_guards`)."""
     guards = (runtime.inplace_guard, runtime.argument_inplace_guard)
 
     def proven(s):
@@ -510,3 +511,88 @@ def drop_proven_guards(fn, types):
             for child in ir.children(s):
                 block(child)
     block(fn.body)
+    # (a name a closure captures may be read through it, unseen here: never taken for fresh)
+    from .common import _cells, _is_make
+    captured = {v for s in ir.walk(fn.body) if isinstance(s, ir.Assign) and _is_make(s.value)
+                for v in _cells(s)}
+    _drop_fresh_share_guards(fn.body, set(), types, captured)
+
+
+# constructors whose array shares memory with nothing (each call makes a new one)
+_FRESH = (np.empty, np.zeros, np.ones, np.full, np.empty_like, np.zeros_like, np.ones_like,
+          np.full_like, np.copy)
+_SHAPE_ATTRS = ("shape", "size", "ndim", "dtype")
+
+
+def _fresh_call(call, types):
+    if not isinstance(call, ir.Call):
+        return False
+    if isinstance(call.fn, ir.Static):
+        return any(call.fn.obj is f for f in _FRESH)
+    return isinstance(call.fn, ir.Method) and call.fn.name == "copy" and not call.kwargs and \
+        len(call.args) == 1 and isinstance(call.args[0], str) and \
+        (types.get(call.args[0]) or ("",))[0] == "a"
+
+
+def _aliases(s, v, types):
+    """Whether simple statement ``s`` may make another name hold (or share memory with) the array
+    ``v``: any read of ``v`` but an element write into it, an element read the types prove a
+    number, ``len(v)``, ``v.shape``... and the sharing checks themselves."""
+    if v not in s.reads() and not (isinstance(s, (ir.SetItem, ir.Mutate, ir.DelItem)) and
+                                   s.obj == v):
+        return False
+    if isinstance(s, ir.SetItem):
+        return s.attr is not None or v in ir.operand_vars(s.value) or \
+            v in ir.operand_vars(s.index)
+    call = s.call if isinstance(s, ir.ExprStmt) else \
+        s.value if isinstance(s, ir.Assign) else None
+    if not isinstance(call, ir.Call) or call.kwargs:
+        return True
+    rest = [a for a in call.args[1:] if v in ir.operand_vars(a)]
+    if isinstance(call.fn, ir.Static) and call.fn.obj is runtime.share_guard:
+        return False
+    if not call.args or call.args[0] != v or rest:
+        return True
+    if isinstance(call.fn, ir.Attr):
+        return call.fn.name not in _SHAPE_ATTRS
+    if isinstance(call.fn, ir.Static) and call.fn.obj is len:
+        return False
+    return not (isinstance(call.fn, ir.Static) and call.fn.obj is operator.getitem and
+                isinstance(s, ir.Assign) and (types.get(s.target) or ("",))[0] == "s")
+
+
+def _drop_fresh_share_guards(block, fresh, types, captured):
+    """Leave out the sharing checks (``runtime.share_guard``) before a write into an array that
+    the same block made fresh earlier (``vn = np.empty(n)``, ``y = x.copy()``) when nothing since
+    may have made another name hold it: the names the check lists held other objects (a loop
+    around makes a new array per trip; a loop whose body writes into it sees no alias made in any
+    of its trips).  The kinds and objects the checks were placed by are flow-insensitive: a step
+    function called in a loop, returning the arrays it filled, gets a check per element written
+    (``xn[i] = ...`` against the previous step's ``x``)."""
+    fresh = set(fresh)
+    keep = []
+    for s in block:
+        call = s.call if isinstance(s, ir.ExprStmt) else None
+        if call is not None and isinstance(call.fn, ir.Static) and \
+                call.fn.obj is runtime.share_guard and call.args and call.args[0] in fresh:
+            continue
+        keep.append(s)
+        if ir.children(s):
+            inner = list(ir.walk([s]))
+            bound = {n for x in inner for n in _bound(x)}
+            stay = {v for v in fresh if v not in bound and
+                    not any(_aliases(x, v, types) for x in inner if not ir.children(x))
+                    and not any(v in x.reads() for x in inner if ir.children(x))}
+            for child in ir.children(s):
+                _drop_fresh_share_guards(child, stay, types, captured)
+            fresh = stay
+            continue
+        fresh = {v for v in fresh if not _aliases(s, v, types) and v not in _bound(s)}
+        if isinstance(s, ir.Assign) and _fresh_call(s.value, types) and s.target not in captured:
+            fresh.add(s.target)
+    block[:] = keep
+
+
+def _bound(s):
+    from ..frontend.analysis import bound_names
+    return bound_names(s)

@@ -3,7 +3,7 @@ pushes and pops (one of each for reads of one value that follow each other); cop
 array is changed in place later, and the refusal where a call's own reverse sweep would read an
 object changed after it; the tape."""
 from ... import ir
-from ...classify.closures import _cells, _is_make
+from ...classify.common import _cells, _is_make
 from ...errors import UnsupportedSyntaxError
 from ...frontend.analysis import (bound_names, defined_in, definitions, may_run_after, mutations,
                                   positions, top_level_defs, written_arrays)
