@@ -569,6 +569,7 @@ def _drop_fresh_share_guards(block, fresh, types, captured):
     of its trips).  The kinds and objects the checks were placed by are flow-insensitive: a step
     function called in a loop, returning the arrays it filled, gets a check per element written
     (``xn[i] = ...`` against the previous step's ``x``)."""
+    from ..frontend.analysis import bound_names
     fresh = set(fresh)
     keep = []
     for s in block:
@@ -578,21 +579,18 @@ def _drop_fresh_share_guards(block, fresh, types, captured):
             continue
         keep.append(s)
         if ir.children(s):
-            inner = list(ir.walk([s]))
-            bound = {n for x in inner for n in _bound(x)}
-            stay = {v for v in fresh if v not in bound and
-                    not any(_aliases(x, v, types) for x in inner if not ir.children(x))
-                    and not any(v in x.reads() for x in inner if ir.children(x))}
+            stay = set()
+            if fresh:                   # (what it binds and reads, for the names still fresh)
+                inner = list(ir.walk([s]))
+                bound = {n for x in inner for n in bound_names(x)}
+                stay = {v for v in fresh if v not in bound and
+                        not any(_aliases(x, v, types) for x in inner if not ir.children(x))
+                        and not any(v in x.reads() for x in inner if ir.children(x))}
             for child in ir.children(s):
                 _drop_fresh_share_guards(child, stay, types, captured)
             fresh = stay
             continue
-        fresh = {v for v in fresh if not _aliases(s, v, types) and v not in _bound(s)}
+        fresh = {v for v in fresh if not _aliases(s, v, types) and v not in bound_names(s)}
         if isinstance(s, ir.Assign) and _fresh_call(s.value, types) and s.target not in captured:
             fresh.add(s.target)
     block[:] = keep
-
-
-def _bound(s):
-    from ..frontend.analysis import bound_names
-    return bound_names(s)

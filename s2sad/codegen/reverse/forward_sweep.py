@@ -117,10 +117,7 @@ class ForwardSweep:
                 pre.append(T.Line(f"{cnt} = 0", o))
                 body = [T.Line(f"{cnt} += 1", o)] + body
             if s.brk:
-                body = room + body
-            if s.brk:
-                body.append(T.Line(f"if {s.brk}:", o))
-                body.append(T.Line("    break", o))
+                body = room + body + [T.Line(f"if {s.brk}:", o), T.Line("    break", o)]
             return pre + [T.Nest(f"for {s.target} in {rng}:", o, body)]
         if isinstance(s, ir.While):
             cnt = self.counters.get(id(s))

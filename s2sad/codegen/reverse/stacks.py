@@ -158,16 +158,22 @@ class ArrayStacks:
                    for op in (loop.start, loop.stop, loop.step)):
                 break
             a -= 1
+        n, parts = self._trips(loops[a:])
+        if n != 1 or not parts:
+            parts.insert(0, str(n))
+        return loops[a], " * ".join(parts)
+
+    def _trips(self, loops):
+        """The trips ``loops`` make together: the product of the constant ranges' lengths, and the
+        texts of the others' (``len(range(n))``)."""
         n, parts = 1, []
-        for loop in loops[a:]:
+        for loop in loops:
             ops = (loop.start, loop.stop, loop.step)
             if all(isinstance(op, ir.Const) and type(op.value) is int for op in ops):
                 n *= len(range(loop.start.value, loop.stop.value, loop.step.value))
             else:
                 parts.append(self.trips_text(loop))
-        if n != 1 or not parts:
-            parts.insert(0, str(n))
-        return loops[a], " * ".join(parts)
+        return n, parts
 
     def _length(self, sites, defs):
         """The text of the number of pushes on a stack, when the ranges of the loops around its
@@ -175,18 +181,11 @@ class ArrayStacks:
         around them (else None)."""
         terms, total = {}, 0
         for s in sites:
-            parts, n = [], 1
-            for loop in s.loops:
-                if _open_ended(loop):
-                    return None
-                ops = (loop.start, loop.stop, loop.step)
-                if all(isinstance(op, ir.Const) and type(op.value) is int for op in ops):
-                    n *= len(range(loop.start.value, loop.stop.value, loop.step.value))
-                elif all(isinstance(op, ir.Const) or op in self.fn.params and defs.get(op) == 1
-                         for op in ops):
-                    parts.append(self.trips_text(loop))
-                else:
-                    return None
+            if any(_open_ended(loop) or not all(
+                    isinstance(op, ir.Const) or op in self.fn.params and defs.get(op) == 1
+                    for op in (loop.start, loop.stop, loop.step)) for loop in s.loops):
+                return None
+            n, parts = self._trips(s.loops)
             if not parts:
                 total += n
             else:
@@ -208,7 +207,7 @@ class ArrayStacks:
     # -- the lines --------------------------------------------------------------------------
     def stack_init_lines(self, v):
         """The lines that make ``v``'s empty stack, at the start of the forward sweep."""
-        t = self.array_stacks.get(v) if hasattr(self, "array_stacks") else None
+        t = self.array_stacks.get(v)
         if t is None:
             return [T.Line(f"{stack(v)} = []", None)]
         out = [T.Line(f"{stack(v)} = _np.empty({self.stack_length[v]}" +
@@ -219,30 +218,30 @@ class ArrayStacks:
         return out
 
     def trip_index_lines(self):
-        return [T.Line(f"{t} = 0", None) for t in getattr(self, "trip_index", {}).values()]
+        return [T.Line(f"{t} = 0", None) for t in self.trip_index.values()]
 
     def reserve_lines(self, loop):
         """Before ``for`` loop ``loop``, room on each array stack its body pushes on for every
         trip (where the stack's length was not known at the start); first in each trip of a
         ``while`` loop or a ``for`` loop with a ``break``, room for the trip's pushes."""
         out = []
-        for v, need in getattr(self, "reserves", {}).get(id(loop), ()):
+        for v, need in self.reserves.get(id(loop), ()):
             out.append(T.Line(f"{stack(v)} = _rt.reserve({stack(v)}, {self.stack_index[v]} + "
                               f"{need})", loop.origin))
         return out
 
     def trip_end_lines(self, loop):
         """The forward loop body's last line: the next trip's index (loops with a trip index)."""
-        t = getattr(self, "trip_index", {}).get(id(loop))
+        t = self.trip_index.get(id(loop))
         return [T.Line(f"{t} += 1", loop.origin)] if t else []
 
     def trip_start_lines(self, key, origin):
         """The reverse loop body's first line: the index of the trip it reverses."""
-        t = getattr(self, "trip_index", {}).get(key)
+        t = self.trip_index.get(key)
         return [T.Line(f"{t} -= 1", origin)] if t else []
 
     def push_lines(self, v, val, origin):
-        if v not in getattr(self, "array_stacks", {}):
+        if v not in self.array_stacks:
             return [T.Line(f"{stack(v)}.append({val})", origin)]
         k = self.stack_index[v]
         out = [T.Line(f"{stack(v)}[{k}] = {val}", origin)]
@@ -252,7 +251,7 @@ class ArrayStacks:
 
     def pop_lines(self, v, origin, target=True):
         """``v = <its last saved value>`` (``target=False``: the value dropped)."""
-        if v not in getattr(self, "array_stacks", {}):
+        if v not in self.array_stacks:
             return [T.Line(f"{v} = {stack(v)}.pop()" if target else f"{stack(v)}.pop()", origin)]
         k = self.stack_index[v]
         out = [T.Line(f"{k} -= 1", origin)] if k == count_name(v) else []
