@@ -1706,12 +1706,30 @@ def _clip_share(g, t, b, half, side):
     return np.where(win, g, np.where(t == b, half * g, 0 * g))
 
 
+_ZERO = np.zeros(1)     # (numba compiles a global array in as a read-only constant)
+
+
 @register_jitable
 def standin(shape):
-    """A float64 array of this shape that owns one element (every stride 0): what a helper that
-    reads only its argument's shape and dtype (rules.adjoints._shape_only) is given in place of
-    a real array whose shape alone was saved (codegen/reverse/shapes.py)."""
-    return np.broadcast_to(np.zeros(1), shape)
+    """A read-only float64 array of this shape over one constant zero (every stride 0): what a
+    helper that reads only its argument's shape and dtype (rules.adjoints._shape_only, the
+    compiled ``_rt.unbroadcast``) is given in place of a real array whose shape alone was saved
+    (codegen/reverse/shapes.py).  Nothing is allocated (a new one-element base cost about as much
+    as the rest of an ``acc_getitem``)."""
+    return np.broadcast_to(_ZERO, shape)
+
+
+def list_adjoint(g):
+    raise NotImplementedError
+
+
+@overload(list_adjoint)
+def _list_adjoint(g):
+    """The adjoint of ``np.array(obj)`` for a list display of real numbers (types ``("L", k)``)
+    whose list was not kept: ``array_adjoint_of(g, obj)`` reads it for its numba type alone, a
+    list of floats (codegen/reverse/shapes.py)."""
+    if isinstance(g, nt.Array) and g.ndim == 1 and not _jrt._is_complex(g):
+        return lambda g: g.astype(np.float64)
 
 
 # -- np.vstack, np.hstack of a list; a list's tangents ---------------------------------------
@@ -1779,4 +1797,4 @@ def namespace():
                  "power_base", "power_exponent", "array_adjoint_of", "array_tangent",
                  "solve_triangular",
                  "concatenate", "stack", "cumsum", "trace", "clip_bounds", "clip",
-                 "cho_solve", "standin"), globals())
+                 "cho_solve", "standin", "list_adjoint"), globals())

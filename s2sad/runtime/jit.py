@@ -504,10 +504,22 @@ def reserve(stack, need):
 
 @overload(reserve)
 def _reserve(stack, need):
-    """A stack of saved values (codegen/reverse/stacks.py) with room for ``need`` values: itself,
-    or a copy at least twice as long (the values pushed so far kept)."""
-    if not (isinstance(stack, nt.Array) and stack.ndim == 1 and isinstance(need, nt.Integer)):
+    """A stack of saved values (codegen/reverse/stacks.py) with room for ``need`` values (rows,
+    for a stack of shapes): itself, or a copy at least twice as long (the values pushed so far
+    kept)."""
+    if not (isinstance(stack, nt.Array) and stack.ndim in (1, 2) and isinstance(need, nt.Integer)):
         return None
+    if stack.ndim == 2:                 # (saved shapes: a row per value)
+        def rows(stack, need):
+            n = stack.shape[0]
+            if need <= n:
+                return stack
+            out = np.empty((max(need, 2 * n), stack.shape[1]), stack.dtype)
+            for i in range(n):
+                for j in range(stack.shape[1]):
+                    out[i, j] = stack[i, j]
+            return out
+        return rows
 
     def impl(stack, need):
         n = stack.shape[0]

@@ -219,3 +219,73 @@ def test_a_loop_that_may_end_early_makes_room_per_trip():
     assert "len(range(cap))" not in src and "_rt.reserve(_s_acc, _t" in src
     # (a billion-trip cap: room for 10**9 floats up front would be 8 GB)
     same_as_python(capped, (np.array([0.7, 0.3]), 10 ** 9), (0,))
+
+
+# -- operands of elementwise operations kept as shapes (codegen/reverse/shapes.py) -------------
+def ode(y0, a, b):                      # an RK2 step loop through a list display, as rk4
+    y = y0.copy()
+    for _ in range(30):
+        k1 = np.array([a * y[0] - b * y[0] * y[1], -y[1] + b * y[0] * y[1]])
+        k2y = y + 0.05 * k1
+        k2 = np.array([a * k2y[0] - b * k2y[0] * k2y[1], -k2y[1] + b * k2y[0] * k2y[1]])
+        y = y + 0.05 * (k1 + k2)
+    return y[0] + y[1]
+
+
+def broadcast_in_loop(x, c):            # an operand of shape (1,) against (n,): reduced per trip
+    y = x.copy()
+    for _ in range(6):
+        y = np.sin(y + c) * c
+    return np.sum(y)
+
+
+def rows_in_loop(m, r):                 # a row (1, k) against a matrix (n, k), a 2-d saved shape
+    y = m
+    for i in range(4):
+        y = np.tanh(y * r + 0.1 * i)
+    return np.sum(y * y)
+
+
+def shrinking(x):                       # the operands' shapes change every trip
+    y = x
+    for _ in range(5):
+        y = y[1:] * np.cos(y[:-1]) + 0.1
+    return np.sum(y)
+
+
+def while_rows(m, r):                   # shapes saved in a while loop: rows made room for per trip
+    y = m
+    k = 0
+    while k < 7 and np.sum(y) < 100.0:
+        y = y * r + 0.3
+        k += 1
+    return np.sum(np.sin(y))
+
+
+SHAPE_CASES = [
+    (ode, lambda r: (np.array([1.0, 0.5]), 1.1, 0.4), (0, 1, 2)),
+    (broadcast_in_loop, lambda r: (r.random(5), r.random(1)), (0, 1)),
+    (rows_in_loop, lambda r: (r.random((3, 4)), r.random((1, 4))), (0, 1)),
+    (shrinking, lambda r: (r.random(9),), (0,)),
+    (while_rows, lambda r: (r.random((2, 3)), 0.5 + r.random((1, 3))), (0, 1)),
+]
+
+
+@pytest.mark.parametrize("f, make, wrt", SHAPE_CASES, ids=[c[0].__name__ for c in SHAPE_CASES])
+def test_operands_kept_as_shapes_same_as_python_and_differences(f, make, wrt):
+    same_as_python(f, make(np.random.default_rng(11)), wrt)
+
+
+def test_a_loop_keeps_no_arrays_for_their_shapes_alone():
+    args = (np.array([1.0, 0.5]), 1.1, 0.4)
+    src = s2sad.differentiate(ode, wrt=(0, 1, 2), jit=True).adjoint_source(*args)
+    # every array the loop makes is read by its reverse for its shape alone: the shapes go on
+    # integer arrays, a row per trip, and the lists of the two displays are not kept either
+    loop = src.split("for _ in range(30):")[1].split("for _ in range(")[0]
+    assert ".append(" not in loop, loop
+    assert "_adj.list_adjoint(" in src and "_adj.array_adjoint_of(" not in src
+    assert "_np.empty((30, 1), _np.int64)" in src
+    assert "_rt.unbroadcast(" in src and "_adj.standin(_shape" in src
+    src2 = s2sad.differentiate(while_rows, wrt=(0, 1), jit=True).adjoint_source(
+        np.ones((2, 3)), np.ones((1, 3)))
+    assert ", 2), _np.int64)" in src2 and "_rt.reserve(_s_shape" in src2

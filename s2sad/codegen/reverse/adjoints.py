@@ -176,13 +176,13 @@ class AdjointContributions:
             # (numba: starred arguments spliced, or bound to names first: self.hoisted)
             tree, hoisted = T.unstar(tree, self.result_count, lambda: self.fresh("u"))
             self.hoisted.extend(hoisted)
-        tree = self.shape_args(tree, stmt)         # (arrays read for their shapes only)
         real = self.real | ({_ANS} if self.kinds.get(target) == "f" or target in self.real else set())
         # (Python mode: a real number's adjoint in a product, sum(g * y), as one dot product)
         sum_for = () if self.jit or scalar_ops else \
             {o for o in ops if isinstance(o, str) and (self.kinds.get(o) in ("f", "i") or
                                                        self.typed_real_scalar(o))}
         tree = T.simplify(tree, real_names=real, drop_unbroadcast_for=drop_ub, sum_for=sum_for)
+        tree = self.shape_args(tree, stmt)         # (arrays read for their shapes only)
         used = {n.id for n in _ast.walk(tree) if isinstance(n, _ast.Name)}
         for var in sorted(candidates & used):
             self.read(stmt, "pre", var)

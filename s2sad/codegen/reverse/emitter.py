@@ -56,8 +56,9 @@ class ReverseEmitter(AdjointContributions, ReverseSweep, ReverseCalls, SavePlan,
         self._blocks = self._first_users = None   # (shapes.py, when first asked)
         # stacks as arrays (stacks.py: plan_array_stacks, after the save plan; jit mode)
         self.array_stacks, self.stack_index, self.stack_length = {}, {}, {}
-        self.reserves, self.trip_index = {}, {}
+        self.reserves, self.trip_index, self.shape_ndim = {}, {}, {}
         self._written = None                  # (analysis.written_arrays, when first asked)
+        self._loop_bound = None               # (shapes.py: what loop bodies bind, when asked)
         self._shape_classes = None            # (same_shape.shape_classes, when first asked)
 
     def fresh(self, base):

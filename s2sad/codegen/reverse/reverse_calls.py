@@ -80,7 +80,7 @@ class ReverseCalls:
             # contribution is zero, and helpers that reshape or index their g must not see it
             newly = sorted(st.defined - defined_before)
             body = [T.Nest(f"if not {self.is_zero_text(t)}:", o, body,
-                           [self.zero_line(x, o) for x in newly] or None)]
+                           [self.zero_line(x, o, s) for x in newly] or None)]
             st.zero |= set(newly) | (zero_before & defined_before)
         return [T.Hook(id(s), "pops", o)] + body
 

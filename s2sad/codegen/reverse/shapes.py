@@ -8,12 +8,14 @@ the template gets ``_adj.standin(_shape1)``, an array of that shape (and dtype) 
 (every stride 0).  The array itself is no longer kept for the reverse sweep, unless another read
 needs it.
 
-- ``jit=True``: for real arrays, ``_shape1 = a.shape`` (a tuple of ints); the stand-in is float64,
-  the dtype of a real array's adjoint in the compiled mode (float32 arguments run as Python).
-  Inside loops and branches (where values go on stacks: one array kept alive per trip) and for
-  arrays that may be changed in place (their saves are copies).  The compiled
-  ``_rt.getitem_adjoint``/``acc_getitem`` of an element read take one too (an element of an
-  array changed in place, read once per trip of an outer loop: no copy per trip).
+- ``jit=True``: the compiled ``_rt.unbroadcast(g, x)`` (of an elementwise operation's operand)
+  and ``_rt.getitem_adjoint(g, x, idx)``/``acc_getitem`` (of an element read) read x's shape
+  alone too.  For real arrays that a loop binds (a value saved once per trip: one array kept
+  alive per trip, on a list) and arrays that may be changed in place (their saves are copies; an
+  element of one, read once per trip of an outer loop, would copy it per trip):
+  ``_shape1 = a.shape`` (a tuple of ints), saved on a 2-d integer array inside loops
+  (stacks.py).  The stand-in is float64, the dtype of a real array's adjoint in the compiled mode
+  (float32 arguments run as Python).  Any other array is read by name, at no cost.
 - Python mode: ``_shape1 = (a.shape, a.dtype)`` (its types know a dtype's kind, not its size),
   only for arrays that may be changed in place (analysis.written_arrays): their saves would be
   copies (``_rt.snap``).  Elsewhere a reference to the array costs less than a shape, a dtype and
@@ -21,12 +23,16 @@ needs it.
 
 A value saved by name (bound once at the top level) stays as it is in both modes.
 
+A list display of real numbers given to ``np.array`` is not kept in jit mode either: its adjoint
+(``_adj.array_adjoint_of(g, obj)``) reads only its numba type, and becomes
+``_adj.list_adjoint(g)``.
+
 The dtype of an array written into (``y[i] = v``), where its type does not show it is a float or
 complex array, is saved the same way (:meth:`ShapeSaves.dtype_var`): an integer or bool array
 truncates what is written into it, and ``v`` then gets no adjoint.
 """
 from ... import ir
-from ...frontend.analysis import bound_names, written_arrays
+from ...frontend.analysis import bound_names, defined_in, written_arrays
 import ast as _ast
 import inspect
 
@@ -45,11 +51,19 @@ class ShapeSaves:
                     node.func.value.id in ("_adj", "_rt")):
                 continue
             if node.func.value.id == "_rt":
-                # (jit=True: the compiled getitem_adjoint(g, x, idx) reads a real array x's
-                # shape alone)
-                if not (self.jit and node.func.attr == "getitem_adjoint"):
+                # (jit=True: the compiled getitem_adjoint(g, x, idx) and unbroadcast(g, x) read
+                # a real array x's shape alone)
+                if not (self.jit and node.func.attr in ("getitem_adjoint", "unbroadcast")):
                     continue
                 positions = [1]
+            elif self.jit and node.func.attr == "array_adjoint_of" and len(node.args) == 2 and \
+                    isinstance(node.args[1], _ast.Name) and \
+                    self.types.get(node.args[1].id) == ("L", "f"):
+                # np.array of a list display of real numbers: the list's numba type (a list of
+                # floats) is all the adjoint reads of it
+                node.func.attr = "list_adjoint"
+                del node.args[1]
+                continue
             else:
                 helper = getattr(self.namespace.get("_adj"), node.func.attr, None)
                 params = getattr(helper, "shape_params", None)
@@ -60,6 +74,10 @@ class ShapeSaves:
             for i in positions:
                 if i >= len(node.args) or not isinstance(node.args[i], _ast.Name):
                     continue
+                if node.func.attr == "unbroadcast" and sum(
+                        1 for n in _ast.walk(tree)
+                        if isinstance(n, _ast.Name) and n.id == node.args[i].id) > 1:
+                    continue        # (the template reads the array itself too: it is kept)
                 text = self.standin_text(stmt, node.args[i].id)
                 if text is not None:
                     node.args[i] = T.parse_expr(text)
@@ -73,9 +91,20 @@ class ShapeSaves:
         t = self.types.get(v)
         if t is None or t[0] != "a" or (self.jit and t[1] not in "bif"):
             return None
-        if v not in self.written_anywhere() and not (self.jit and self.depth > 0):
+        if v not in self.written_anywhere() and not (self.jit and self.depth > 0 and
+                                                     v in self.loop_bound()):
             return None
         return f"_adj.standin({self.shape_var(stmt, v)})"
+
+    def loop_bound(self):
+        """The variables a loop body binds (a value of theirs read by the reverse sweep is saved
+        once per trip; any other is read by name, which costs nothing)."""
+        if self._loop_bound is None:
+            self._loop_bound = set()
+            for s in ir.walk(self.fn.body):
+                if isinstance(s, (ir.For, ir.While)):
+                    self._loop_bound |= defined_in([s])
+        return self._loop_bound
 
     def shape_var(self, stmt, v):
         """The name of ``v``'s shape as statement ``stmt`` finds it.  Statements of one block
@@ -90,6 +119,14 @@ class ShapeSaves:
             self.shape_users[name] = (v, [])
         self.shape_users[name][1].append(stmt)
         self.read(stmt, "pre", name)
+        return name
+
+    def shape_here(self, stmt, v):
+        """The name of ``v``'s saved shape where ``stmt``'s reverse reads it (``stmt`` is one of
+        its users, so it is bound there), or None."""
+        name = self.shape_vars.get(self._shape_region(stmt, v))
+        if name is None or not any(u is stmt for u in self.shape_users[name][1]):
+            return None
         return name
 
     def _shape_region(self, stmt, v):

@@ -35,7 +35,9 @@ doubles the array when it is full, as a list does), and one pushed once per trip
 trip index too; no reserve is hoisted past them. A stack that a ``try`` or ``with`` body pushes on
 stays a list, as do stacks of anything but the numbers the types prove float, integer or bool, and
 the emitter's loop counters (arrays, tuples, complex numbers, values of unknown type: numba needs
-one element type, known when the array is made). The types' kinds are numba's here: it types
+one element type, known when the array is made), and shapes saved for the reverse sweep
+(shapes.py) of arrays whose ndim the types know: a 2-d integer array, a row per push
+(``_s_shape1[_t1] = _shape1`` ... ``_shape1 = (_s_shape1[_t1, 0],)``). The types' kinds are numba's here: it types
 integer arithmetic as NumPy does (``int ** int`` is an integer), and a kind that two bindings join
 is the wider one (``s = 0`` then ``s = s + 0.5``: a float)."""
 from ... import ir
@@ -76,7 +78,7 @@ class ArrayStacks:
         [(var, the text of the pushes the loop makes)]) and the loops' shared trip indices
         (``self.trip_index``)."""
         self.array_stacks, self.stack_index, self.stack_length = {}, {}, {}
-        self.reserves, self.trip_index = {}, {}
+        self.reserves, self.trip_index, self.shape_ndim = {}, {}, {}
         if not self.jit:
             return
         counters = set(self.counters.values())
@@ -86,6 +88,12 @@ class ArrayStacks:
                 continue
             if v in counters:
                 dtype[v] = "_np.int64"
+            elif v in self.shape_users:
+                # (a saved shape of an array whose ndim the types know: one row per push)
+                t = self.types.get(self.shape_users[v][0])
+                if t is not None and t[0] == "a" and type(t[2]) is int and t[2] > 0:
+                    dtype[v] = "_np.int64"
+                    self.shape_ndim[v] = t[2]
             elif v not in self.synthetic and self.types.get(v) in _DTYPES:
                 dtype[v] = _DTYPES[self.types[v]]
         if not dtype:
@@ -210,7 +218,10 @@ class ArrayStacks:
         t = self.array_stacks.get(v)
         if t is None:
             return [T.Line(f"{stack(v)} = []", None)]
-        out = [T.Line(f"{stack(v)} = _np.empty({self.stack_length[v]}" +
+        n = self.stack_length[v]
+        if v in self.shape_ndim:
+            n = f"({n}, {self.shape_ndim[v]})"
+        out = [T.Line(f"{stack(v)} = _np.empty({n}" +
                       ("" if t == "_np.float64" else f", {t}") + ")", None)]
         k = self.stack_index[v]
         if k == count_name(v):
@@ -255,4 +266,9 @@ class ArrayStacks:
             return [T.Line(f"{v} = {stack(v)}.pop()" if target else f"{stack(v)}.pop()", origin)]
         k = self.stack_index[v]
         out = [T.Line(f"{k} -= 1", origin)] if k == count_name(v) else []
-        return out + ([T.Line(f"{v} = {stack(v)}[{k}]", origin)] if target else [])
+        value = f"{stack(v)}[{k}]"
+        nd = self.shape_ndim.get(v)
+        if nd is not None:      # (a shape: the tuple of its row)
+            value = "(" + ", ".join(f"{stack(v)}[{k}, {i}]" for i in range(nd)) + \
+                ("," if nd == 1 else "") + ")"
+        return out + ([T.Line(f"{v} = {value}", origin)] if target else [])

@@ -161,10 +161,15 @@ class TupleAdjoints:
     def elem_zero(self, t, i):
         return f"_rt.zero_of({t}[{i}])" if self.elem_live(t, i) else "0.0"
 
-    def zero_line(self, v, o):
-        """``_b_v = <zero>``; for a scalarised tuple, a zero per element."""
+    def zero_line(self, v, o, stmt=None):
+        """``_b_v = <zero>``; for a scalarised tuple, a zero per element.  ``stmt``: the statement
+        whose reverse it is in, where the reverse sweep has v's shape (jit mode, shapes.py: v
+        itself was not kept, and its name may hold another trip's array)."""
         n = self.tuples.get(v)
         if n is None:
+            shape = self.shape_here(stmt, v) if stmt is not None and self.jit else None
+            if shape is not None:
+                return T.Line(f"{b(v)} = _rt.zero_of(_adj.standin({shape}))", o)
             return T.Line(f"{b(v)} = {self.zero(v)}", o)
         if n == 1:
             return T.Line(f"{self.elem(v, 0)} = {self.elem_zero(v, 0)}", o)
