@@ -197,7 +197,7 @@ def test_shapes_saved_instead_of_arrays():
     sh = re.search(r"(_shape\d+) = _7\.shape\n", code).group(1)
     # (on a 2-d integer array, a row per trip: codegen/reverse/stacks.py)
     assert f"_s{sh} = _np.empty((3, 1), _np.int64)" in code
-    assert re.search(rf"_s{sh}\[_t\d+\] = {sh}\n", code), code
+    assert re.search(rf"_s{sh}\[_t\d+, 0\] = {sh}\[0\]\n", code), code
     assert re.search(rf"{sh} = \(_s{sh}\[_t\d+, 0\],\)\n", code), code
     assert f"_adj.mean(_b_8, _adj.standin({sh}), None, False)" in code
     # (x ** 2 after the loop is bound once at the top level: it travels by name, as it is)

@@ -35,11 +35,11 @@ doubles the array when it is full, as a list does), and one pushed once per trip
 trip index too; no reserve is hoisted past them. A stack that a ``try`` or ``with`` body pushes on
 stays a list, as do stacks of anything but the numbers the types prove float, integer or bool, and
 the emitter's loop counters (arrays, tuples, complex numbers, values of unknown type: numba needs
-one element type, known when the array is made), and shapes saved for the reverse sweep
-(shapes.py) of arrays whose ndim the types know: a 2-d integer array, a row per push
-(``_s_shape1[_t1] = _shape1`` ... ``_shape1 = (_s_shape1[_t1, 0],)``). The types' kinds are numba's
-here: it types integer arithmetic as NumPy does (``int ** int`` is an integer), and a kind that two
-bindings join is the wider one (``s = 0`` then ``s = s + 0.5``: a float)."""
+one element type, known when the array is made), and shapes saved for the reverse sweep (shapes.py)
+of arrays whose ndim the types know: a 2-d integer array, a row per push (``_s_shape1[_t1, 0] =
+_shape1[0]`` ... ``_shape1 = (_s_shape1[_t1, 0],)``). The types' kinds are numba's here: it types
+integer arithmetic as NumPy does (``int ** int`` is an integer), and a kind that two bindings join
+is the wider one (``s = 0`` then ``s = s + 0.5``: a float)."""
 from ... import ir
 from ...frontend.analysis import defined_in, definitions
 from .. import text as T
@@ -255,7 +255,16 @@ class ArrayStacks:
         if v not in self.array_stacks:
             return [T.Line(f"{stack(v)}.append({val})", origin)]
         k = self.stack_index[v]
-        out = [T.Line(f"{stack(v)}[{k}] = {val}", origin)]
+        nd = self.shape_ndim.get(v)
+        if nd is None:
+            out = [T.Line(f"{stack(v)}[{k}] = {val}", origin)]
+        elif nd == 1:
+            out = [T.Line(f"{stack(v)}[{k}, 0] = {val}[0]", origin)]
+        else:
+            # (item by item: numba compiles a row set from a tuple with its error message's
+            # formatting, ~5 s the first time)
+            out = [T.Line(", ".join(f"{stack(v)}[{k}, {i}]" for i in range(nd)) + f" = {val}",
+                          origin)]
         if k == count_name(v):
             out.append(T.Line(f"{k} += 1", origin))
         return out
