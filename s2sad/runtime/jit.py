@@ -335,6 +335,17 @@ def _unbroadcast(g, x):
             return lambda g, x: np.full(x.shape, g, dt)
         if isinstance(g, nt.Array):
             if g.ndim == x.ndim and not drop_imag:
+                if g.dtype == dt:
+                    # g itself where nothing is summed, as Python mode's unbroadcast: the only
+                    # helpers that write into an adjoint (acc_getitem and its kin) are given
+                    # the adjoints of arrays read by indexing alone, which come from
+                    # getitem_adjoint, zero_of or own (new arrays), never from unbroadcast
+                    def same(g, x):
+                        if g.shape == x.shape:
+                            return g
+                        return _reduce_to(g, x, np.zeros(x.shape, dt))
+                    return same
+
                 def impl(g, x):
                     if g.shape == x.shape:
                         return g.astype(dt)
