@@ -1,6 +1,7 @@
 """The reverse sweep of assignments and calls: primitive sites (a rule's templates), derived
 callees (their own ``__bwd``), sites resolved at run time (``_rt.pull``), method calls that may
 update their object."""
+import math
 import operator as _operator
 
 from ... import ir, runtime
@@ -70,19 +71,44 @@ class ReverseCalls:
         if not body:
             return []
         if maybe_zero and not self.jit and self.typed_real_scalar(t) and \
-                all(self.typed_real_scalar(x) for x in st.defined - defined_before):
-            # a real scalar's filled-in 0.0 is a zero of its own type: the scalar contributions
-            # it gives are zeros too, and nothing reshapes or indexes it (no guard)
+                all(self.typed_real_scalar(x) for x in st.defined - defined_before) and \
+                self.reads_only_integers(s):
+            # a real scalar's filled-in 0.0 is a zero of its own type, and contributions made of
+            # it and constants alone (`_b_a = _b_t`, `-_b_t`, `_b_t * 2.0`) are zeros too:
+            # nothing reshapes or indexes it (no guard)
             st.zero |= (st.defined - defined_before) | (zero_before & defined_before)
             maybe_zero = False
         if maybe_zero:
             # the output's adjoint may be the 0.0 filled in where branches joined: then every
-            # contribution is zero, and helpers that reshape or index their g must not see it
+            # contribution is zero (not 0.0 * inf, nan, where a value the output does not depend
+            # on is infinite), and helpers that reshape or index their g must not see it
             newly = sorted(st.defined - defined_before)
-            body = [T.Nest(f"if not {self.is_zero_text(t)}:", o, body,
+            test = f"not {self.is_zero_text(t)}"
+            if not self.jit and t not in self.tuples and self.typed_real_scalar(t):
+                test = f"{b(t)} != 0"       # (a real number: no call, Python mode)
+            body = [T.Nest(f"if {test}:", o, body,
                            [self.zero_line(x, o, s) for x in newly] or None)]
             st.zero |= set(newly) | (zero_before & defined_before)
         return [T.Hook(id(s), "pops", o)] + body
+
+    def reads_only_integers(self, s):
+        """The reverse of ``s`` reads no saved value but integer or bool scalars (indices) and
+        finite constants: its contributions are its adjoint times numbers that are finite."""
+        slot = self.reads.get(id(s), {"pre": [], "post": []})
+        call = s.value
+        shape_only = set()
+        if isinstance(call, ir.Call) and call.cls == "primitive" and call.rule is not None and \
+                call.rule.fn is _operator.getitem:
+            shape_only.add(call.args[0])        # (x[i]'s adjoint reads x for its shape alone)
+        for v in slot["pre"] + slot["post"]:
+            if v in shape_only:
+                continue
+            t = self.types.get(v)
+            if not (t is not None and t[0] == "s" and t[1] in "bi"):
+                return False
+        ops = call.args if isinstance(call, ir.Call) else [call]
+        return all(not isinstance(a, ir.Const) or not isinstance(a.value, (int, float)) or
+                   math.isfinite(a.value) for a in ops)
 
     def rev_primitive(self, s, call, st, out):
         rule, bound, o, t = call.rule, call.info["bound"], s.origin, s.target
