@@ -268,7 +268,16 @@ def _is_zero(a):
     if _is_scalar(a) or isinstance(a, nt.Complex):
         return lambda a: a == 0
     if isinstance(a, nt.Array):
-        return lambda a: False
+        # every element zero: a zero filled in where branches joined (zeros, in compiled code)
+        # must skip its statement as Python mode's 0.0 does, or `zeros * inf` gives nan for a
+        # value the output does not depend on.  Stops at the first non-zero element (the first,
+        # for most adjoints); a nan is not zero.
+        def impl(a):
+            for v in a.flat:
+                if v != 0:
+                    return False
+            return True
+        return impl
 
 
 @overload(cj)

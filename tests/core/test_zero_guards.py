@@ -4,7 +4,9 @@ contributions must be zeros, not ``0.0 * inf`` (nan) where a number beside it is
 Python mode once left the check out for every real scalar (fa6e18a, for speed): ``a, b =
 pair(x, c)`` with ``c = inf`` and ``b`` unused gave a nan gradient for a function equal to
 ``2 * x``.  The check now stays (as ``if _b_t != 0:``, no call) unless the contributions are the
-adjoint times constants alone; in both modes."""
+adjoint times constants alone.  Numba mode's zero of an array is zeros (one type per variable),
+and its check said "not zero" for every array: ``zeros * inf`` gave nan; it now looks at the
+elements.  Both modes."""
 import math
 
 import numpy as np
@@ -30,13 +32,38 @@ def branch(x, c):                       # the product is made, then the branch t
     return s
 
 
+def array_branch(x, c):                 # an array made, read only in a branch not taken
+    p = np.sin(x) * c
+    s = np.sum(x)
+    if s > 100.0:
+        s = s + np.sum(p)
+    return s
+
+
+def loop_call(x, c):                    # the unused item in a loop
+    s = 0.0
+    for i in range(3):
+        a, b = pair(x, c)
+        s = s + a
+    return s
+
+
 @pytest.mark.parametrize("jit", [False, True])
-@pytest.mark.parametrize("f, want", [(unused_item, 2.0), (branch, 3.0)])
+@pytest.mark.parametrize("f, want", [(unused_item, 2.0), (branch, 3.0), (loop_call, 6.0)])
 def test_an_unused_infinite_value_leaves_the_gradient_finite(f, want, jit):
     pytest.importorskip("numba") if jit else None
     for c in (math.inf, -math.inf, 2.5):
         v, (g,) = s2sad.value_and_grad(f, wrt=(0,), jit=jit)(1.5, c)
         assert g == want, (f.__name__, c, g)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_an_unused_infinite_array_leaves_the_gradient_finite(jit):
+    # (Numba mode's zero of an array is zeros, not 0.0: its check looks at the elements)
+    pytest.importorskip("numba") if jit else None
+    for c in (np.inf, np.full(3, -np.inf), 2.5):
+        v, (g,) = s2sad.value_and_grad(array_branch, wrt=(0,), jit=jit)(np.ones(3), c)
+        np.testing.assert_array_equal(g, np.ones(3))
 
 
 def test_the_check_is_a_comparison_and_left_out_where_contributions_are_linear():
