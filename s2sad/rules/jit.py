@@ -1725,7 +1725,7 @@ def list_adjoint(g):
 
 @overload(list_adjoint)
 def _list_adjoint(g):
-    """The adjoint of ``np.array(obj)`` for a list display of real numbers (types ``("L", k)``)
+    """The adjoint of ``np.array(obj)`` for a list display of real numbers (types ``("L", "f")``)
     whose list was not kept: ``array_adjoint_of(g, obj)`` reads it for its numba type alone, a
     list of floats (codegen/reverse/shapes.py)."""
     if isinstance(g, nt.Array) and g.ndim == 1 and not _jrt._is_complex(g):

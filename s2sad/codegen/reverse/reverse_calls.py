@@ -83,10 +83,7 @@ class ReverseCalls:
             # contribution is zero (not 0.0 * inf, nan, where a value the output does not depend
             # on is infinite), and helpers that reshape or index their g must not see it
             newly = sorted(st.defined - defined_before)
-            test = f"not {self.is_zero_text(t)}"
-            if not self.jit and t not in self.tuples and self.typed_real_scalar(t):
-                test = f"{b(t)} != 0"       # (a real number: no call, Python mode)
-            body = [T.Nest(f"if {test}:", o, body,
+            body = [T.Nest(f"if {self.nonzero_text(t)}:", o, body,
                            [self.zero_line(x, o, s) for x in newly] or None)]
             st.zero |= set(newly) | (zero_before & defined_before)
         return [T.Hook(id(s), "pops", o)] + body

@@ -258,13 +258,11 @@ class ArrayStacks:
         nd = self.shape_ndim.get(v)
         if nd is None:
             out = [T.Line(f"{stack(v)}[{k}] = {val}", origin)]
-        elif nd == 1:
-            out = [T.Line(f"{stack(v)}[{k}, 0] = {val}[0]", origin)]
         else:
             # (item by item: numba compiles a row set from a tuple with its error message's
             # formatting, ~5 s the first time)
-            out = [T.Line(", ".join(f"{stack(v)}[{k}, {i}]" for i in range(nd)) + f" = {val}",
-                          origin)]
+            row = self._row(v, k)
+            out = [T.Line(f"{row} = {val}[0]" if nd == 1 else f"{row} = {val}", origin)]
         if k == count_name(v):
             out.append(T.Line(f"{k} += 1", origin))
         return out
@@ -276,8 +274,10 @@ class ArrayStacks:
         k = self.stack_index[v]
         out = [T.Line(f"{k} -= 1", origin)] if k == count_name(v) else []
         value = f"{stack(v)}[{k}]"
-        nd = self.shape_ndim.get(v)
-        if nd is not None:      # (a shape: the tuple of its row)
-            value = "(" + ", ".join(f"{stack(v)}[{k}, {i}]" for i in range(nd)) + \
-                ("," if nd == 1 else "") + ")"
+        if v in self.shape_ndim:        # (a shape: the tuple of its row)
+            value = f"({self._row(v, k)}{',' if self.shape_ndim[v] == 1 else ''})"
         return out + ([T.Line(f"{v} = {value}", origin)] if target else [])
+
+    def _row(self, v, k):
+        """The items of row ``k`` of the shape stack of ``v``: ``_s_shape1[_t1, 0], ...``."""
+        return ", ".join(f"{stack(v)}[{k}, {i}]" for i in range(self.shape_ndim[v]))

@@ -176,11 +176,17 @@ class TupleAdjoints:
         return T.Line(", ".join(self.elem(v, i) for i in range(n)) + " = " +
                       ", ".join(self.elem_zero(v, i) for i in range(n)), o)
 
-    def is_zero_text(self, v):
+    def nonzero_text(self, v):
+        """The test that ``v``'s adjoint is not a filled-in zero: a comparison for a real number in
+        Python mode (no call), ``_rt.is_zero`` otherwise (numba's zero of an array is zeros);
+        for a scalarised tuple, of its elements."""
         n = self.tuples.get(v)
-        if n is None:
-            return f"_rt.is_zero({b(v)})"
-        return "(" + " and ".join(f"_rt.is_zero({self.elem(v, i)})" for i in range(n)) + ")"
+        if n is not None:
+            return "not (" + " and ".join(f"_rt.is_zero({self.elem(v, i)})"
+                                          for i in range(n)) + ")"
+        if not self.jit and self.typed_real_scalar(v):
+            return f"{b(v)} != 0"
+        return f"not _rt.is_zero({b(v)})"
 
     def contribute_elems(self, t, exprs, stmt, o, out, st):
         """Contributions ``exprs`` (one text or None per element) to the tuple ``t``'s adjoint."""
