@@ -11,6 +11,7 @@ import threading
 import time
 
 from . import logs as _logs
+from .runtime import heap as _heap
 
 
 class DerivativeCache:
@@ -44,6 +45,7 @@ class DerivativeCache:
             d = self._store.get(key)
             if d is None:
                 from .frontend.source import build_scope
+                _heap.settle()                # (once per process: runtime/heap.py)
                 debug = _logs.debugging()
                 if debug:
                     _log_key("cache miss, building", key)

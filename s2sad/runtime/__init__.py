@@ -16,7 +16,8 @@ The modules, from the bottom up (each imports only those before it):
   (a zero adjoint).
 
 :mod:`.hooks` holds the callbacks the layers above register (building a derivative, looking a
-rule up): the runtime imports nothing above it.
+rule up): the runtime imports nothing above it.  :mod:`.heap` settles glibc's allocation
+thresholds once per process (the derivative cache calls it); generated code does not.
 
 Every name defined in the modules above :mod:`.forward` (private ones too) is re-exported here,
 and the functions among them report ``s2sad.runtime`` as their module, as generated code spells
