@@ -908,7 +908,7 @@ def _signature(args, layout=False):
     """What picks a derivative for positional arguments (their kinds and types, and whether each
     carries a derivative): each argument's type, and an array's dtype and ndim (with ``layout``,
     also its contiguity, on which numba dispatches); None when an argument is not a float, int,
-    complex, bool or NumPy array of a numeric dtype."""
+    complex, bool or NumPy array of a numeric dtype, or a tuple of those."""
     out = []
     for a in args:
         t = type(a)
@@ -923,6 +923,11 @@ def _signature(args, layout=False):
                 out.append((dt, a.ndim))
         elif t is float or t is int or t is complex or t is bool:
             out.append(t)
+        elif t is tuple and a:
+            inner = _signature(a, layout)           # (a tuple of those, nested too)
+            if inner is None:
+                return None
+            out.append((tuple, inner))
         else:
             return None
     return tuple(out)

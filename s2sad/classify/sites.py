@@ -76,6 +76,7 @@ def _diff_vars(rule, bound):
     return out
 
 
+_INT_BUILTINS = {len, int, bool, isinstance, hash, id, ord}
 _ARRAY_MAKERS = {"zeros", "ones", "empty", "full", "eye", "identity", "arange", "linspace",
                  "zeros_like", "ones_like", "empty_like", "full_like", "tri", "indices",
                  "argmax", "argmin", "argsort", "argwhere", "nonzero", "floor", "ceil", "round",
@@ -154,6 +155,9 @@ def _result_kind(call, kinds):
     if cls == "zero":
         if isinstance(call.fn, ir.Attr):
             return "i"
+        if isinstance(call.fn, ir.Static) and _hashable(call.fn.obj) and \
+                call.fn.obj in _INT_BUILTINS:
+            return "i"                  # len(x), int(t), bool(c): an int whatever x is
         fn_ = getattr(rule, "fn", None)
         mod = getattr(fn_, "__module__", None) or ""
         if isinstance(call.fn, ir.Static) and getattr(fn_, "__name__", "") in _ARRAY_MAKERS and \

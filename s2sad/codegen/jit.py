@@ -293,8 +293,9 @@ class CompiledDerivative:
             # call had float32: the cache's types do not tell dtypes apart) still compile
             if bad not in self._refused:
                 self._refused.add(bad)
-                self._warn(f"argument {bad}: the compiled mode takes floats, integers and NumPy "
-                           f"arrays of float64, complex128, int64/int32 or bool", None)
+                self._warn(f"argument {bad}: the compiled mode takes floats, integers, NumPy "
+                           f"arrays of float64, complex128, int64/int32 or bool, and tuples of "
+                           f"them", None)
             return None
         arrays = binding[1].get("arrays") if binding is not None else None
         if arrays:
@@ -440,6 +441,11 @@ def _untypeable(args):
             continue
         if t is np.ndarray and a.dtype.name in _DTYPES:
             continue
+        if t is tuple and a:
+            inner = _untypeable(a)
+            if inner is None:
+                continue            # (numba passes a tuple of those as it is)
+            return f"{i} is a tuple whose item {inner}"
         # (an array's dtype is a np.dtype: the module numpy has a .dtype too, the class)
         if isinstance(getattr(a, "dtype", None), np.dtype):
             what = f"an array of dtype {a.dtype}"

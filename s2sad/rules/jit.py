@@ -1533,18 +1533,44 @@ def _array_list(arrays, g):
         isinstance(g, nt.Array) and _fits(g, arrays.dtype)
 
 
+def _array_tuple(arrays, g, ndim):
+    """A tuple of float or complex arrays of ``ndim`` dimensions, whose adjoints ``g`` fits (the
+    items' layouts may differ: ``(y, y[:1])``)."""
+    return isinstance(arrays, nt.BaseTuple) and bool(arrays.types) and \
+        isinstance(g, nt.Array) and all(_fc_array(t) and t.ndim == ndim and _fits(g, t)
+                                        for t in arrays.types)
+
+
+def _tuple_of_pieces(n, item):
+    """``f(g, arrays, axis=0)`` returning the n-tuple whose item i is ``item(i)`` (a text that
+    reads ``g``, ``arrays``, ``piece`` and ``k``): what the adjoint of a tuple's concatenation or
+    stack is, one adjoint per item (``_rt.parts`` takes it)."""
+    return "def f(g, arrays, axis=0):\n    return (" + \
+        "".join(item(i) + ", " for i in range(n)) + ")\n"
+
+
 @overload(concatenate, prefer_literal=True)
 def _concatenate(g, arrays, axis=0):
     """The pieces of g along a literal axis 0, 1 or 2 (of the items' dimensions), as a list of
-    adjoints in the items' dtype (``_rt.parts`` takes it)."""
+    adjoints in the items' dtype for a list (``_rt.parts`` takes it), a tuple for a tuple."""
     ax = _lit(axis, _NOLIT)
-    if not (_array_list(arrays, g) and isinstance(ax, int) and g.ndim == arrays.dtype.ndim):
+    if not isinstance(ax, int) or not isinstance(g, nt.Array):
         return None
     nd = g.ndim
     k = ax % nd if -nd <= ax < nd else None
     if k is None or k > 2:
         return None
     piece = (_piece0, _piece1, _piece2)[k]
+    if _array_tuple(arrays, g, nd):
+        def at(i):                      # (the offset of item i: the lengths of those before it)
+            o = " + ".join(f"arrays[{j}].shape[k]" for j in range(i)) or "0"
+            return f"like(np.ascontiguousarray(piece(g, {o}, {o} + arrays[{i}].shape[k])), " \
+                   f"arrays[{i}])"
+        ns = {"like": like, "np": np, "piece": piece, "k": k}
+        exec(_tuple_of_pieces(len(arrays.types), at), ns)
+        return ns["f"]
+    if not (_array_list(arrays, g) and g.ndim == arrays.dtype.ndim):
+        return None
 
     def impl(g, arrays, axis=0):
         out = []
@@ -1574,10 +1600,18 @@ def _piece2(g, i, j):
 
 @overload(stack, prefer_literal=True)
 def _stack(g, arrays, axis=0):
-    """g's slices along a literal axis 0 (the new one), one per item, as a list of adjoints."""
+    """g's slices along a literal axis 0 (the new one), one per item, as a list of adjoints (a
+    tuple for a tuple)."""
     ax = _lit(axis, _NOLIT)
-    if not (_array_list(arrays, g) and isinstance(ax, int) and g.ndim == arrays.dtype.ndim + 1
-            and ax % g.ndim == 0 and -g.ndim <= ax < g.ndim):
+    if not (isinstance(ax, int) and isinstance(g, nt.Array) and ax % g.ndim == 0 and
+            -g.ndim <= ax < g.ndim):
+        return None
+    if _array_tuple(arrays, g, g.ndim - 1):
+        ns = {"like": like, "np": np}
+        exec(_tuple_of_pieces(len(arrays.types), lambda i: f"like(np.ascontiguousarray(g[{i}]), "
+                                                          f"arrays[{i}])"), ns)
+        return ns["f"]
+    if not (_array_list(arrays, g) and g.ndim == arrays.dtype.ndim + 1):
         return None
 
     def impl(g, arrays, axis=0):

@@ -39,6 +39,21 @@ def _is_complex(t):
 _NUMBER = (nt.Float, nt.Integer, nt.Boolean)       # the items of a list of numbers
 
 
+def _tree(t):
+    """An array, a number, or a tuple of those (nested too): what a tuple argument, its
+    adjoint and its items are in compiled code."""
+    if isinstance(t, nt.BaseTuple):
+        return bool(t.types) and all(_tree(x) for x in t.types)
+    return isinstance(t, (nt.Array, nt.Complex) + _SCALAR)
+
+
+def _any_index(x, idx):
+    """``x[idx]`` with an integer known only at run time, of a tuple whose items have one type
+    (``ws[i]``, ``for w in ws``): a tuple of arrays or numbers."""
+    return isinstance(x, nt.UniTuple) and _tree(x) and isinstance(idx, nt.Integer) and \
+        not isinstance(idx, nt.IntegerLiteral)
+
+
 def _basic_index(idx):
     """Integers, slices, ``None`` (a new axis), and tuples of them: indices whose ``a[idx] += g``
     adds each element once."""
@@ -228,8 +243,7 @@ def _keep_if(keep, g):
 
 @overload(zero_of)
 def _zero_of(x):
-    if isinstance(x, nt.BaseTuple) and x.types and \
-            all(isinstance(t, nt.Array) or _is_scalar(t) for t in x.types):
+    if isinstance(x, nt.BaseTuple) and _tree(x):
         return _tuple_fn(len(x.types), "zero_of(x[{i}])", "x")
     if isinstance(x, nt.Array):
         dt = _float_dtype(x)
@@ -244,6 +258,9 @@ def _zero_of(x):
 
 @overload(acc)
 def _acc(a, b):
+    if isinstance(a, nt.BaseTuple) and isinstance(b, nt.BaseTuple) and _tree(a) and _tree(b) \
+            and len(a.types) == len(b.types):
+        return _tuple_fn(len(a.types), "acc(a[{i}], b[{i}])", "a, b")     # (item by item)
     if isinstance(a, nt.Array) and isinstance(b, nt.Array):
         def impl(a, b):
             if a.shape != b.shape:
@@ -368,8 +385,7 @@ def _unbroadcast(g, x):
 def _item_of_tuple(x, idx):
     """The position (0 <= k < n) a literal integer ``idx`` picks in the tuple type ``x`` of
     arrays and numbers, or None."""
-    if not (isinstance(x, nt.BaseTuple) and isinstance(idx, nt.IntegerLiteral) and x.types and
-            all(isinstance(t, nt.Array) or _is_scalar(t) for t in x.types)):
+    if not (isinstance(x, nt.BaseTuple) and isinstance(idx, nt.IntegerLiteral) and _tree(x)):
         return None
     n, k = len(x.types), idx.literal_value
     return k % n if -n <= k < n else None
@@ -390,11 +406,20 @@ def _list_item(x, idx, g):
 def _getitem_adjoint(g, x, idx):
     k = _item_of_tuple(x, idx)
     if k is not None and (isinstance(g, nt.Float) or
-                          (isinstance(g, nt.Array) and isinstance(g.dtype, nt.Float))):
-        # a tuple's item (``s, l = np.linalg.slogdet(a)``; ``zip(x, y)``'s sequences): g at k,
-        # zeros of the other items' shapes elsewhere
+                          (isinstance(g, nt.Array) and isinstance(g.dtype, nt.Float)) or
+                          (isinstance(g, nt.BaseTuple) and _tree(g))):
+        # a tuple's item (``s, l = np.linalg.slogdet(a)``; ``zip(x, y)``'s sequences; an item
+        # of a tuple argument, itself a tuple too): g at k, zeros of the other items elsewhere
         return _tuple_fn(len(x.types), lambda i: "g" if i == k else f"zero_of(x[{i}])",
                          "g, x, idx")
+    if _any_index(x, idx) and (isinstance(g, nt.Float) or
+                               (isinstance(g, nt.Array) and isinstance(g.dtype, nt.Float))):
+        # ws[i]: g at i (zeros plus g, so that every item has one type), zeros elsewhere
+        n = len(x.types)
+        at = register_jitable(_tuple_fn(
+            n, "add_to(zero_of(x[{i}]), g) if k == {i} else zero_of(x[{i}])", "g, x, k",
+            {"add_to": globals()["acc"]}))
+        return lambda g, x, idx: at(g, x, idx % n)
     if isinstance(x, nt.BaseTuple):
         return None
     k = _points(idx, x)
@@ -433,10 +458,16 @@ def _getitem_adjoint(g, x, idx):
 def _acc_getitem(acc, x, idx, g):
     k = _item_of_tuple(x, idx)
     if k is not None and isinstance(acc, nt.BaseTuple) and len(acc.types) == len(x.types) and \
-            (_is_scalar(g) or isinstance(g, nt.Array)):
+            _tree(g):
         # a tuple's item (``mu, l = f(t)``): the adjoint of the tuple, g added at k
         return _tuple_fn(len(acc.types), lambda i: f"add_to(acc[{i}], g)" if i == k else
                          f"acc[{i}]", "acc, x, idx, g", {"add_to": globals()["acc"]})
+    if _any_index(x, idx) and isinstance(acc, nt.UniTuple) and len(acc.types) == len(x.types) \
+            and (_is_scalar(g) or isinstance(g, nt.Array)):
+        n = len(x.types)                # ws[i]: g added at i
+        at = register_jitable(_tuple_fn(n, "add_to(acc[{i}], g) if k == {i} else acc[{i}]",
+                                        "acc, g, k", {"add_to": globals()["acc"]}))
+        return lambda acc, x, idx, g: at(acc, g, idx % n)
     if isinstance(acc, nt.BaseTuple):
         return None
     k = _points(idx, acc)
@@ -561,6 +592,9 @@ def _add(a, b):
     ok = (nt.Float, nt.Integer, nt.Complex, nt.Array)
     if isinstance(a, ok) and isinstance(b, ok):
         return lambda a, b: a + b
+    if isinstance(a, nt.BaseTuple) and isinstance(b, nt.BaseTuple) and _tree(a) and _tree(b) \
+            and len(a.types) == len(b.types):
+        return _tuple_fn(len(a.types), "add(a[{i}], b[{i}])", "a, b")     # (item by item)
     if isinstance(a, nt.List) and isinstance(b, nt.List) and \
             isinstance(a.dtype, _NUMBER) and isinstance(b.dtype, _NUMBER):
         def lists(a, b):                # the tangents of two lists of numbers, item by item
@@ -725,6 +759,9 @@ def _seq_adjoint_of(g, x):
     of floats is a 1-d array of them in compiled code, see ``_adj.array_adjoint_of``)."""
     if isinstance(x, (nt.Array, nt.List)) and isinstance(g, (nt.Array, nt.List)):
         return lambda g, x: g
+    if isinstance(x, nt.UniTuple) and isinstance(g, nt.BaseTuple) and \
+            len(g.types) == len(x.types):
+        return lambda g, x: g           # (a tuple's adjoint: a tuple of its items')
 
 
 def zip_seq(*xs):

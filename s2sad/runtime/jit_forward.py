@@ -186,6 +186,9 @@ def _seq_tangent(t, x, ans):
         return lambda t, x, ans: t.copy()
     if _jrt._walkable(x) and isinstance(t, (nt.Array, nt.List)):
         return lambda t, x, ans: t
+    if isinstance(x, nt.UniTuple) and isinstance(t, nt.UniTuple) and \
+            len(t.types) == len(x.types):
+        return lambda t, x, ans: t      # (a tuple's tangent: a tuple of its items')
 
 
 def zip_seq_tangent(t, xs, ans):

@@ -129,8 +129,10 @@ def _array_kind(t):
 def type_of(v):
     """The type of a run-time value, as classify/types.py spells types: ``("s", k)`` for a Python
     or NumPy number of kind ``k`` in ``"bifc"``, ``("a", k, ndim)`` for a NumPy array of a numeric
-    dtype; None for anything else.  A derivative is specialised on these (api.py for the function
-    differentiated, :class:`~s2sad.runtime.dispatch.DerivedStub` for the functions it calls)."""
+    dtype, ``("T", (t0, t1, ...))`` for a tuple of up to 32 items (not a namedtuple), nested
+    ones too, with its items' types (None for those unknown); None for anything else.  A
+    derivative is specialised on these (api.py for the function differentiated,
+    :class:`~s2sad.runtime.dispatch.DerivedStub` for the functions it calls)."""
     t = type(v)
     if t is float:
         return ("s", "f")
@@ -149,7 +151,14 @@ def type_of(v):
         k = v.dtype.kind
         k = "i" if k == "u" else k
         return ("s", k) if k in "bifc" else None
+    if t is tuple and 0 < len(v) <= _TUPLE_TYPED:
+        # a tuple of known length (not a namedtuple), its items' types, None for those unknown
+        items = tuple(type_of(x) for x in v)
+        return ("T", items) if any(x is not None for x in items) else None
     return None
+
+
+_TUPLE_TYPED = 32       # longer tuples (of parameters, say) are typed as unknown
 
 
 def kind_of(v):
