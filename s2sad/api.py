@@ -191,7 +191,8 @@ class _Spec:
         kinds = tuple(runtime.kind_of(a) for a in full)
         key = (tuple(mask), kinds)
         if jit is not None:
-            return self._compiled(key, jit, tuple(type_of(a) for a in full)), full
+            from .codegen.jit import arg_type
+            return self._compiled(key, jit, tuple(arg_type(a) for a in full)), full
         # specialised on the arguments' types too (kind, dtype kind, ndim: classify/types.py),
         # at most _TYPED_MAX ways per kinds; then one derivative for all (types unknown)
         types = tuple(type_of(a) for a in full)
@@ -1147,6 +1148,18 @@ def _jvp_key(f, primals, tangents, options):
     return (f, tuple(sorted(options.items())), ps, tuple(t is None for t in tangents), ts)
 
 
+def _same_shapes(t, p):
+    """Whether the tangent ``t`` has the type of the primal ``p``, and its shape where it is an
+    array (item by item in a tuple)."""
+    if type(t) is not type(p):
+        return False
+    if type(t) is _NDARRAY:
+        return t.shape == p.shape
+    if type(t) is tuple:
+        return len(t) == len(p) and all(_same_shapes(a, b) for a, b in zip(t, p))
+    return True
+
+
 def _jvp_again(hit, primals, tangents):
     c, mask, gen = hit
     if gen != CACHE.generation or c.failed is not None or not c.fresh():
@@ -1155,7 +1168,7 @@ def _jvp_again(hit, primals, tangents):
     for p, t, m in zip(primals, tangents, mask):
         if t is None:
             continue
-        if type(t) is not type(p) or (type(t) is _NDARRAY and t.shape != p.shape):
+        if not _same_shapes(t, p):
             return None                     # (the full path says why, or materialises zeros)
         if m:
             tans.append(t)

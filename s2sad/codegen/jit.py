@@ -262,7 +262,18 @@ class CompiledDerivative:
     def run(self, args, seed):
         """``(value, gradients)`` from the compiled function, or ``None`` when it cannot be
         compiled for these arguments (then it has warned, and the caller runs Python)."""
-        return self.call(args, (seed,))
+        out = self.call(args, (seed,))
+        binding = getattr(self.d, "jit_binding", None)
+        dicts = binding[1].get("dicts") if binding is not None else None
+        if out is None or not dicts:
+            return out
+        # a dict parameter passed as the tuple of its values: its adjoint, a tuple, as a dict
+        keys = {i: k for i, k in dicts}
+        params = self.d.ir.params
+        value, grads = out
+        grads = tuple(dict(zip(keys[params.index(w)], g)) if params.index(w) in keys and
+                      type(g) is tuple else g for w, g in zip(self.d.wrt, grads))
+        return value, grads
 
     def call(self, args, extra=()):
         """The compiled function of ``*args, *extra`` (a forward-mode derivative's: primals and
@@ -287,6 +298,9 @@ class CompiledDerivative:
                           line)
                 return None
         args = _drop_statics(self.py, args)
+        dicts = binding[1].get("dicts") if binding is not None else None
+        if dicts:
+            args = _dicts_in(args, dicts)
         bad = _untypeable(args)
         if bad is not None:
             # these arguments run as Python; others of the same type class (float64 where this
@@ -429,6 +443,64 @@ def _flat(v):
     if type(v) is not tuple:
         return (v,)
     return tuple(x for e in v for x in _flat(e))
+
+
+def arg_type(a):
+    """The type a compiled derivative is specialised on (runtime.values.type_of), and for a dict
+    of up to 32 values under string keys (``params["W"]``) ``("K", keys, the type of the tuple
+    of its values)``: :func:`dicts_as_tuples` makes such a parameter a tuple."""
+    from ..runtime.values import type_of
+    if type(a) is dict and 0 < len(a) <= 32 and all(type(k) is str for k in a):
+        t = type_of(tuple(a.values()))
+        return ("K", tuple(a), t) if t is not None else None
+    return type_of(a)
+
+
+def dicts_as_tuples(fn, param_types):
+    """Make each parameter typed ``("K", keys, t)`` (a dict, see :func:`arg_type`) a tuple of its
+    values in the order of ``keys`` where ``fn`` only reads items of it under constant keys
+    (``p["W"]``, rewritten ``p[0]``): numba takes tuples, not dicts of values of several types.
+    Returns (the types, the parameter ``t`` for those made tuples, None for the others; and
+    ``[[index, keys], ...]`` of those, which :meth:`CompiledDerivative.call` converts)."""
+    import operator
+    from .. import ir
+    types, dicts = list(param_types), []
+    for i, (p, t) in enumerate(zip(fn.params, param_types)):
+        if t is None or t[0] != "K":
+            continue
+        keys, reads = t[1], []
+        for st in ir.walk(fn.body):
+            if p not in st.reads() and getattr(st, "target", None) != p:
+                continue
+            v = getattr(st, "value", None)
+            if not (isinstance(st, ir.Assign) and st.target != p and isinstance(v, ir.Call) and
+                    isinstance(v.fn, ir.Static) and v.fn.obj is operator.getitem and
+                    not v.kwargs and len(v.args) == 2 and v.args[0] == p and
+                    isinstance(v.args[1], ir.Index) and not v.args[1].is_tuple and
+                    len(v.args[1].parts) == 1 and isinstance(v.args[1].parts[0], ir.Const) and
+                    v.args[1].parts[0].value in keys):
+                reads = None            # (any other use: the dict stays, and runs as Python)
+                break
+            reads.append(v)
+        if reads is None:
+            types[i] = None
+            continue
+        for v in reads:
+            v.args[1] = ir.Index([ir.Const(keys.index(v.args[1].parts[0].value))], False)
+        types[i] = t[2]
+        dicts.append([i, list(keys)])
+    return types, dicts
+
+
+def _dicts_in(args, dicts):
+    """``args`` with each dict argument that :func:`dicts_as_tuples` made a tuple passed as the
+    tuple of its values (keys the same, in the same order; else it stays, and runs as Python)."""
+    out = list(args)
+    for i, keys in dicts:
+        a = out[i] if i < len(out) else None
+        if type(a) is dict and list(a) == list(keys):
+            out[i] = tuple(a.values())
+    return tuple(out)
 
 
 def _untypeable(args):

@@ -1,6 +1,8 @@
 """jit=True takes tuples of arrays and numbers as arguments (nested ones too: a model's
 parameters, ``((W1, b1), (W2, b2))``), as numba does, and their gradients are tuples of the same
-shape.  The derivative is typed on the items (runtime.values.type_of), and the compiled helpers
+shape; and dicts of them under string keys that the function reads only as ``p["W"]`` (passed to
+numba as the tuple of their values, codegen/jit.dicts_as_tuples; the gradient is a dict again).
+The derivative is typed on the items (runtime.values.type_of), and the compiled helpers
 (runtime/jit.py) make a tuple's adjoint item by item: unpacking, ``ws[i]`` with an index known only
 at run time and ``for w in ws`` (a tuple of one item type).  Each case is compared with Python
 mode and central differences, reverse mode and forward mode."""
@@ -155,3 +157,86 @@ def test_a_tuple_holding_what_numba_does_not_take_runs_as_python_with_a_warning(
         v, g = s2sad.value_and_grad(scaled, jit=True)(("dot", B), X)
     assert v == pytest.approx(float(B @ X))
     np.testing.assert_allclose(g[1], X)
+
+
+def dict_model(p, x):
+    h = np.tanh(p["W"] @ x + p["b"])
+    (V, c) = p["out"]
+    return np.sum((V @ h + c) ** 2) * p["scale"]
+
+
+def dict_walked(p, x):                  # keys known only at run time
+    s = 0.0
+    for k in p:
+        s = s + np.sum(np.sin(p[k] * x))
+    return s
+
+
+def dict_items_to_a_helper(p, x):        # compiles: the dict's items are passed on
+    return layer((p["W"], p["b"]), x) + np.sum(p["W"])
+
+
+def _dict_layer(p, x):
+    return np.sum(np.tanh(p["W"] @ x + p["b"]) ** 2)
+
+
+def dict_to_a_helper(p, x):              # the dict itself is passed on
+    return _dict_layer(p, x) * 2.0
+
+
+PARAMS = {"W": W, "b": B, "out": (W * 0.3, B * 2.0), "scale": 0.5}
+
+
+def test_a_dict_of_parameters_compiles_and_its_gradient_is_a_dict():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        vj, gj = s2sad.value_and_grad(dict_model, wrt=(0, 1), jit=True)(PARAMS, X)
+    vp, gp = s2sad.value_and_grad(dict_model, wrt=(0, 1))(PARAMS, X)
+    assert vj == pytest.approx(vp, rel=1e-12)
+    assert type(gj[0]) is dict and list(gj[0]) == list(PARAMS)
+    for k in PARAMS:
+        same_tree(gj[0][k], gp[0][k])
+    same_tree(gj[1], gp[1])
+    check_grads(dict_model, (PARAMS, X), wrt=(0, 1))
+    # the same keys in another order: another specialisation, the same numbers
+    other = {k: PARAMS[k] for k in reversed(list(PARAMS))}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        v2, g2 = s2sad.value_and_grad(dict_model, wrt=(0, 1), jit=True)(other, X)
+    assert v2 == pytest.approx(vp, rel=1e-12) and list(g2[0]) == list(other)
+    for k in PARAMS:
+        same_tree(g2[0][k], gp[0][k])
+
+
+def test_the_items_of_a_dict_passed_on_compile():
+    p = {"W": W, "b": B}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        vj, gj = s2sad.value_and_grad(dict_items_to_a_helper, wrt=(0, 1), jit=True)(p, X)
+    vp, gp = s2sad.value_and_grad(dict_items_to_a_helper, wrt=(0, 1))(p, X)
+    assert vj == pytest.approx(vp, rel=1e-12)
+    for k in p:
+        same_tree(gj[0][k], gp[0][k])
+
+
+def test_a_dict_read_otherwise_runs_as_python_with_a_warning():
+    for f in (dict_walked, dict_to_a_helper):
+        with pytest.warns(JitFallbackWarning, match="argument 0 is dict"):
+            vj, gj = s2sad.value_and_grad(f, wrt=(0, 1), jit=True)({"W": W, "b": B}, X)
+        vp, gp = s2sad.value_and_grad(f, wrt=(0, 1))({"W": W, "b": B}, X)
+        assert vj == pytest.approx(vp, rel=1e-12)
+        for k in ("W", "b"):
+            same_tree(gj[0][k], gp[0][k])
+
+
+def test_a_tangent_item_of_another_shape_is_refused_on_a_later_call_too():
+    # the second call takes the per-signature shortcut (api._jvp_again), which checks each
+    # item's shape as the first call's full path does: a (1,) tangent for a (4,) item would be
+    # broadcast silently
+    from s2sad.errors import ArgumentError
+    good = ((np.ones_like(W), np.ones_like(B)), np.zeros_like(X))
+    bad = ((np.ones_like(W), np.ones(1)), np.zeros_like(X))
+    for jit in (True, False):
+        s2sad.jvp(layer, ((W, B), X), good, jit=jit)
+        with pytest.raises(ArgumentError, match=r"argument 0\[1\] has shape \(1,\)"):
+            s2sad.jvp(layer, ((W, B), X), bad, jit=jit)
