@@ -103,10 +103,10 @@ def _build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, 
     specialised on them, and leaves out what they prove unneeded."""
     fn = lower_function(pyfunc, constructor, mutating)
     wrt = [p for p, m in zip(fn.params, mask) if m]
-    dicts = None
+    made = None
     if jit and param_types is not None:
-        from .jit import dicts_as_tuples        # (a dict of values under constant keys)
-        param_types, dicts = dicts_as_tuples(fn, param_types)
+        from .jit import containers_as_tuples   # (dicts and lists it only reads)
+        param_types, made = containers_as_tuples(fn, param_types)
     # (Python mode: what may be inlined, read before fixed arguments become constants)
     named = None if jit or constructor or mutating or not inline_calls else \
         inline.named_functions(pyfunc, param_kinds)
@@ -151,8 +151,8 @@ def _build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, 
         from .jit import bind_namespace, module_arrays
         arrays = module_arrays(fn)
         binding = bind_namespace(fn, namespace, arrays=arrays)
-        if dicts:
-            binding[1]["dicts"] = dicts
+        if made:
+            binding[1]["tuples"] = made
         header[0] = (0, header[0][1] + "; forward and reverse sweeps in one function, for "
                         "numba.njit (jit=True)" + _arrays_note(arrays), None)
         fwd_name = bwd_name = f"{name}__vjp"

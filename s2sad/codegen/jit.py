@@ -264,15 +264,15 @@ class CompiledDerivative:
         compiled for these arguments (then it has warned, and the caller runs Python)."""
         out = self.call(args, (seed,))
         binding = getattr(self.d, "jit_binding", None)
-        dicts = binding[1].get("dicts") if binding is not None else None
-        if out is None or not dicts:
+        made = binding[1].get("tuples") if binding is not None else None
+        if out is None or not made:
             return out
-        # a dict parameter passed as the tuple of its values: its adjoint, a tuple, as a dict
-        keys = {i: k for i, k in dicts}
+        # a dict or list parameter passed as a tuple: its adjoint, a tuple, as a dict or list
+        keys = {i: k for i, k in made}
         params = self.d.ir.params
         value, grads = out
-        grads = tuple(dict(zip(keys[params.index(w)], g)) if params.index(w) in keys and
-                      type(g) is tuple else g for w, g in zip(self.d.wrt, grads))
+        grads = tuple(_container_like(keys[params.index(w)], g) if params.index(w) in keys
+                      else g for w, g in zip(self.d.wrt, grads))
         return value, grads
 
     def call(self, args, extra=()):
@@ -298,9 +298,9 @@ class CompiledDerivative:
                           line)
                 return None
         args = _drop_statics(self.py, args)
-        dicts = binding[1].get("dicts") if binding is not None else None
-        if dicts:
-            args = _dicts_in(args, dicts)
+        made = binding[1].get("tuples") if binding is not None else None
+        if made:
+            args = _containers_in(args, made)
         bad = _untypeable(args)
         if bad is not None:
             # these arguments run as Python; others of the same type class (float64 where this
@@ -446,59 +446,97 @@ def _flat(v):
 
 
 def arg_type(a):
-    """The type a compiled derivative is specialised on (runtime.values.type_of), and for a dict
-    of up to 32 values under string keys (``params["W"]``) ``("K", keys, the type of the tuple
-    of its values)``: :func:`dicts_as_tuples` makes such a parameter a tuple."""
+    """The type a compiled derivative is specialised on (runtime.values.type_of); for a dict of
+    up to 32 values under string keys (``params["W"]``) ``("K", keys, the type of the tuple of its
+    values)``, for a list of up to 32 items ``("Q", the type of the tuple of its items)``:
+    :func:`containers_as_tuples` makes such a parameter a tuple."""
     from ..runtime.values import type_of
     if type(a) is dict and 0 < len(a) <= 32 and all(type(k) is str for k in a):
         t = type_of(tuple(a.values()))
         return ("K", tuple(a), t) if t is not None else None
+    if type(a) is list and 0 < len(a) <= 32:
+        t = type_of(tuple(a))
+        return ("Q", t) if t is not None else None
     return type_of(a)
 
 
-def dicts_as_tuples(fn, param_types):
-    """Make each parameter typed ``("K", keys, t)`` (a dict, see :func:`arg_type`) a tuple of its
+def containers_as_tuples(fn, param_types):
+    """Make each dict parameter (typed ``("K", keys, t)``, see :func:`arg_type`) a tuple of its
     values in the order of ``keys`` where ``fn`` only reads items of it under constant keys
-    (``p["W"]``, rewritten ``p[0]``): numba takes tuples, not dicts of values of several types.
-    Returns (the types, the parameter ``t`` for those made tuples, None for the others; and
-    ``[[index, keys], ...]`` of those, which :meth:`CompiledDerivative.call` converts)."""
-    import operator
-    from .. import ir
-    types, dicts = list(param_types), []
+    (``p["W"]``, rewritten ``p[0]``), and each list parameter (``("Q", t)``) a tuple of its
+    items where ``fn`` only reads it (``ws[i]``, ``len(ws)``, ``for w in ws``, ``zip``): numba
+    takes tuples, not dicts of values of several types, and a tuple of arrays faster than a list.
+    Returns (the types, the tuple's type ``t`` for those made tuples, None for the other dicts
+    and lists; and ``[[index, keys or None], ...]`` of those, which
+    :meth:`CompiledDerivative.call` converts)."""
+    types, made = list(param_types), []
     for i, (p, t) in enumerate(zip(fn.params, param_types)):
-        if t is None or t[0] != "K":
+        if t is None or t[0] not in "KQ":
             continue
-        keys, reads = t[1], []
-        for st in ir.walk(fn.body):
-            if p not in st.reads() and getattr(st, "target", None) != p:
-                continue
-            v = getattr(st, "value", None)
-            if not (isinstance(st, ir.Assign) and st.target != p and isinstance(v, ir.Call) and
-                    isinstance(v.fn, ir.Static) and v.fn.obj is operator.getitem and
-                    not v.kwargs and len(v.args) == 2 and v.args[0] == p and
-                    isinstance(v.args[1], ir.Index) and not v.args[1].is_tuple and
-                    len(v.args[1].parts) == 1 and isinstance(v.args[1].parts[0], ir.Const) and
-                    v.args[1].parts[0].value in keys):
-                reads = None            # (any other use: the dict stays, and runs as Python)
-                break
-            reads.append(v)
+        keys = t[1] if t[0] == "K" else None
+        reads = _reads_only(fn, p, keys)
         if reads is None:
-            types[i] = None
+            types[i] = None             # (any other use: it stays, and runs as Python)
             continue
+        from .. import ir
         for v in reads:
             v.args[1] = ir.Index([ir.Const(keys.index(v.args[1].parts[0].value))], False)
-        types[i] = t[2]
-        dicts.append([i, list(keys)])
-    return types, dicts
+        types[i] = t[-1]
+        made.append([i, list(keys) if keys is not None else None])
+    return types, made
 
 
-def _dicts_in(args, dicts):
-    """``args`` with each dict argument that :func:`dicts_as_tuples` made a tuple passed as the
-    tuple of its values (keys the same, in the same order; else it stays, and runs as Python)."""
+def _reads_only(fn, p, keys):
+    """The subscripts of parameter ``p`` under constant keys among ``keys`` (a dict's), or, with
+    ``keys`` None (a list's), [] where every use of ``p`` reads it (a subscript, ``len``, a loop
+    over it); None where ``p`` is used otherwise or bound again."""
+    import operator
+    from .. import ir, runtime
+    walks = (runtime.seq, runtime.loop_seq, runtime.zip_seq, runtime.loop_zip_seq, runtime.here,
+             len)
+    found = []
+    for st in ir.walk(fn.body):
+        if p not in st.reads() and getattr(st, "target", None) != p:
+            continue
+        v = getattr(st, "value", None)
+        if not (isinstance(st, ir.Assign) and st.target != p and isinstance(v, ir.Call) and
+                isinstance(v.fn, ir.Static) and not v.kwargs and p not in
+                v.extra.get("captured", ())):
+            return None
+        obj = v.fn.obj
+        if obj is operator.getitem and len(v.args) == 2 and v.args[0] == p and \
+                p not in ir.operand_vars(v.args[1]):
+            if keys is None:
+                continue
+            k = v.args[1]
+            if isinstance(k, ir.Index) and not k.is_tuple and len(k.parts) == 1 and \
+                    isinstance(k.parts[0], ir.Const) and k.parts[0].value in keys:
+                found.append(v)
+                continue
+            return None
+        if keys is None and any(obj is w for w in walks) and p in v.args:
+            continue
+        return None
+    return found
+
+
+def _container_like(keys, g):
+    """The adjoint ``g`` of a dict (``keys``) or a list (``keys`` None) passed as a tuple."""
+    if type(g) is not tuple:
+        return g
+    return list(g) if keys is None else dict(zip(keys, g))
+
+
+def _containers_in(args, made):
+    """``args`` with each dict or list argument that :func:`containers_as_tuples` made a tuple
+    passed as the tuple of its values (a dict's keys the same, in the same order; else it stays,
+    and runs as Python)."""
     out = list(args)
-    for i, keys in dicts:
+    for i, keys in made:
         a = out[i] if i < len(out) else None
-        if type(a) is dict and list(a) == list(keys):
+        if keys is None and type(a) is list:
+            out[i] = tuple(a)
+        elif keys is not None and type(a) is dict and list(a) == list(keys):
             out[i] = tuple(a.values())
     return tuple(out)
 

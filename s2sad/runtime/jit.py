@@ -786,7 +786,8 @@ def _zip_seq_adjoint(g, xs, ans):
     its adjoint (as :func:`seq_adjoint_of`)."""
     if isinstance(g, nt.BaseTuple) and isinstance(xs, nt.BaseTuple) and \
             len(g.types) == len(xs.types) and \
-            all(isinstance(x, (nt.Array, nt.List)) and isinstance(gj, (nt.Array, nt.List))
+            all(isinstance(x, (nt.Array, nt.List)) and isinstance(gj, (nt.Array, nt.List)) or
+                isinstance(x, nt.UniTuple) and isinstance(gj, nt.BaseTuple)   # (a tuple's)
                 for gj, x in zip(g.types, xs.types)):
         return lambda g, xs, ans: g
 

@@ -1,7 +1,9 @@
 """jit=True takes tuples of arrays and numbers as arguments (nested ones too: a model's
 parameters, ``((W1, b1), (W2, b2))``), as numba does, and their gradients are tuples of the same
 shape; and dicts of them under string keys that the function reads only as ``p["W"]`` (passed to
-numba as the tuple of their values, codegen/jit.dicts_as_tuples; the gradient is a dict again).
+numba as the tuple of their values, codegen/jit.containers_as_tuples; the gradient is a dict
+again), and lists it only reads (``ws[i]``, ``len``, ``for w in ws``, ``zip``), passed as tuples
+(the gradient is a list again).
 The derivative is typed on the items (runtime.values.type_of), and the compiled helpers
 (runtime/jit.py) make a tuple's adjoint item by item: unpacking, ``ws[i]`` with an index known only
 at run time and ``for w in ws`` (a tuple of one item type).  Each case is compared with Python
@@ -240,3 +242,57 @@ def test_a_tangent_item_of_another_shape_is_refused_on_a_later_call_too():
         s2sad.jvp(layer, ((W, B), X), good, jit=jit)
         with pytest.raises(ArgumentError, match=r"argument 0\[1\] has shape \(1,\)"):
             s2sad.jvp(layer, ((W, B), X), bad, jit=jit)
+
+
+def list_layers(ws, x):
+    h = x
+    for W in ws:
+        h = np.tanh(W @ h)
+    return np.sum(h ** 2)
+
+
+def list_indexed(ws, x):
+    h = x
+    for i in range(len(ws)):
+        h = np.sin(ws[i] @ h) + 0.1 * h
+    return h @ h + np.sum(ws[-1])
+
+
+def list_zipped(ws, bs, x):
+    h = x
+    for W, b in zip(ws, bs):
+        h = np.tanh(W @ h + b)
+    return np.sum(h ** 2)
+
+
+def list_extended(ws, x):               # builds another list from it: runs as Python
+    vs = ws + [ws[0] * 2.0]
+    return np.sum(vs[-1] @ x)
+
+
+@pytest.mark.parametrize("f, args", [
+    (list_layers, ([W, W * 0.5, W.T.copy()], X)),
+    (list_indexed, ([W, W * 0.5], X)),
+    (list_zipped, ([W, W.T.copy()], [B, B * 2.0], X)),
+], ids=["layers", "indexed", "zipped"])
+def test_a_list_it_only_reads_compiles_and_its_gradient_is_a_list(f, args):
+    wrt = tuple(range(len(args)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        vj, gj = s2sad.value_and_grad(f, wrt=wrt, jit=True)(*args)
+    vp, gp = s2sad.value_and_grad(f, wrt=wrt)(*args)
+    assert vj == pytest.approx(vp, rel=1e-12)
+    for a, u, v in zip(args, gj, gp):
+        assert type(u) is type(v) is type(a)
+        for uu, vv in zip(u if isinstance(u, list) else [u], v if isinstance(v, list) else [v]):
+            np.testing.assert_allclose(uu, vv, rtol=1e-12, atol=1e-12)
+    check_grads(f, args, wrt=wrt)
+
+
+def test_a_list_used_otherwise_runs_as_python_with_a_warning():
+    with pytest.warns(JitFallbackWarning, match="argument 0 is list"):
+        vj, gj = s2sad.value_and_grad(list_extended, wrt=(0, 1), jit=True)([W, W * 0.5], X)
+    vp, gp = s2sad.value_and_grad(list_extended, wrt=(0, 1))([W, W * 0.5], X)
+    assert vj == pytest.approx(vp, rel=1e-12)
+    for u, v in zip(gj[0], gp[0]):
+        np.testing.assert_allclose(u, v, rtol=1e-12)
