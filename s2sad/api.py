@@ -871,13 +871,15 @@ def _graph_step(specs, has_aux):
 
 def _vg(specs, has_aux=False, jit=None):
     # arguments of the types of an earlier call (positional floats, ints, complex numbers and NumPy
-    # arrays of a dtype; with jit, of a layout too) run the derivative that call used, with what
+    # arrays of a dtype, tuples, dicts and lists of them; with jit, of a layout too; a dict's keys
+    # in order) run the derivative that call used, with what
     # the full path would check: rules unchanged (CACHE.generation), the globals it read still
     # bound to the same objects (d.fresh()); compiled: numba's own dispatch, the call's cost
     memo = {} if not has_aux else None      # signature -> (spec, derivative, cache generation)
 
     def vg(*args, **kwargs):
-        sig = _signature(args, layout=jit is not None) if memo is not None and not kwargs else None
+        sig = _signature(args, layout=jit is not None, containers=True) \
+            if memo is not None and not kwargs else None
         hit = memo.get(sig) if sig is not None else None
         if hit is not None:
             s, d, gen = hit
@@ -885,7 +887,7 @@ def _vg(specs, has_aux=False, jit=None):
                 if jit is None:
                     value, grads = _run(_sweeps, d, s.pyfunc, args)
                 else:
-                    value, grads = _run(d.dispatcher(), *args, 1.0, *d.arrays_now())
+                    value, grads = _run(d.quick, args)
                     _scalar_seed(value, s.pyfunc)
                     grads = list(grads)
                 g = _finish_grads(grads, args, s.wrt)
@@ -905,11 +907,12 @@ def _sweeps(d, pyfunc, args):
     return value, d.bwd(tape, _scalar_seed(value, pyfunc))
 
 
-def _signature(args, layout=False):
+def _signature(args, layout=False, containers=False):
     """What picks a derivative for positional arguments (their kinds and types, and whether each
     carries a derivative): each argument's type, and an array's dtype and ndim (with ``layout``,
     also its contiguity, on which numba dispatches); None when an argument is not a float, int,
-    complex, bool or NumPy array of a numeric dtype, or a tuple of those."""
+    complex, bool or NumPy array of a numeric dtype, or a tuple of those (with ``containers``,
+    also a dict of those under string keys, with its keys in order, or a list of those)."""
     out = []
     for a in args:
         t = type(a)
@@ -929,6 +932,16 @@ def _signature(args, layout=False):
             if inner is None:
                 return None
             out.append((tuple, inner))
+        elif containers and t is dict and a and all(type(k) is str for k in a):
+            inner = _signature(tuple(a.values()), layout)
+            if inner is None:
+                return None
+            out.append((dict, tuple(a), inner))
+        elif containers and t is list and a:
+            inner = _signature(a, layout)
+            if inner is None:
+                return None
+            out.append((list, inner))
         else:
             return None
     return tuple(out)

@@ -263,11 +263,26 @@ class CompiledDerivative:
         """``(value, gradients)`` from the compiled function, or ``None`` when it cannot be
         compiled for these arguments (then it has warned, and the caller runs Python)."""
         out = self.call(args, (seed,))
+        return out if out is None else self._containers_out(out)
+
+    def quick(self, args):
+        """:meth:`run` with the seed 1.0, without its checks: the per-signature shortcut
+        (api._vg), for arguments of the types of an earlier call that compiled and ran."""
+        made = self._made()
+        if made:
+            args = _containers_in(args, made)
+        return self._containers_out(self.dispatcher()(*args, 1.0, *self.arrays_now()))
+
+    def _made(self):
         binding = getattr(self.d, "jit_binding", None)
-        made = binding[1].get("tuples") if binding is not None else None
-        if out is None or not made:
+        return binding[1].get("tuples") if binding is not None else None
+
+    def _containers_out(self, out):
+        """``(value, gradients)`` with the adjoint of each dict or list parameter passed as a tuple
+        (:func:`containers_as_tuples`) as a dict or a list again."""
+        made = self._made()
+        if not made:
             return out
-        # a dict or list parameter passed as a tuple: its adjoint, a tuple, as a dict or list
         keys = {i: k for i, k in made}
         params = self.d.ir.params
         value, grads = out
@@ -298,7 +313,7 @@ class CompiledDerivative:
                           line)
                 return None
         args = _drop_statics(self.py, args)
-        made = binding[1].get("tuples") if binding is not None else None
+        made = self._made()
         if made:
             args = _containers_in(args, made)
         bad = _untypeable(args)

@@ -296,3 +296,32 @@ def test_a_list_used_otherwise_runs_as_python_with_a_warning():
     assert vj == pytest.approx(vp, rel=1e-12)
     for u, v in zip(gj[0], gp[0]):
         np.testing.assert_allclose(u, v, rtol=1e-12)
+
+
+def test_later_calls_with_new_values_take_the_shortcut_and_stay_right():
+    # api._vg keys its per-signature shortcut on a dict's keys (in order) and a list's length
+    # and item types; each call below is compared with Python mode's numbers
+    gd = s2sad.value_and_grad(dict_model, wrt=(0, 1), jit=True)
+    gl = s2sad.value_and_grad(list_layers, wrt=(0, 1), jit=True)
+    r = np.random.default_rng(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        for k in range(4):
+            p = {"W": r.normal(size=(4, 4)) * 0.5, "b": r.normal(size=4),
+                 "out": (r.normal(size=(4, 4)), r.normal(size=4)), "scale": float(k + 1)}
+            if k == 2:
+                p = {key: p[key] for key in ("scale", "out", "b", "W")}     # another order
+            ws = [r.normal(size=(4, 4)) * 0.5 for _ in range(2 + (k == 1))]
+            x = r.normal(size=4)
+            for g, f, a in ((gd, dict_model, p), (gl, list_layers, ws)):
+                vj, gj = g(a, x)
+                vp, gp = s2sad.value_and_grad(f, wrt=(0, 1))(a, x)
+                assert vj == pytest.approx(vp, rel=1e-12)
+                assert type(gj[0]) is type(a) and list(gj[0]) == list(gp[0]) if type(a) is dict \
+                    else len(gj[0]) == len(a)
+                for u, v in zip(leaves(tuple(gj[0].values()) if type(a) is dict else
+                                       tuple(gj[0])),
+                                leaves(tuple(gp[0].values()) if type(a) is dict else
+                                       tuple(gp[0]))):
+                    np.testing.assert_allclose(u, v, rtol=1e-12, atol=1e-12)
+                np.testing.assert_allclose(gj[1], gp[1], rtol=1e-12, atol=1e-12)
