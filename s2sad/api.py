@@ -872,9 +872,9 @@ def _graph_step(specs, has_aux):
 def _vg(specs, has_aux=False, jit=None):
     # arguments of the types of an earlier call (positional floats, ints, complex numbers and NumPy
     # arrays of a dtype, tuples, dicts and lists of them; with jit, of a layout too; a dict's keys
-    # in order) run the derivative that call used, with what
-    # the full path would check: rules unchanged (CACHE.generation), the globals it read still
-    # bound to the same objects (d.fresh()); compiled: numba's own dispatch, the call's cost
+    # in order) run the derivative that call used, with what the full path would check: rules
+    # unchanged (CACHE.generation), the globals it read still bound to the same objects
+    # (d.fresh()); compiled: numba's own dispatch, the call's cost
     memo = {} if not has_aux else None      # signature -> (spec, derivative, cache generation)
 
     def vg(*args, **kwargs):

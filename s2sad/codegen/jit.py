@@ -232,6 +232,14 @@ class CompiledDerivative:
         self._dispatcher = None
         self._refused = set()                  # argument types this one has warned about
         self._checked = False                  # frozen_reads looked at
+        # dict and list parameters passed as tuples (containers_as_tuples): [[index, keys or
+        # None], ...], and per gradient the keys (or None) to make it a dict (or list) again
+        binding = getattr(d, "jit_binding", None)
+        self._tuples = binding[1].get("tuples") if binding is not None else None
+        if self._tuples:
+            keys = {i: k for i, k in self._tuples}
+            params = d.ir.params
+            self._outs = tuple(keys.get(params.index(w), _KEEP) for w in d.wrt)
 
     @property
     def source(self):
@@ -268,27 +276,18 @@ class CompiledDerivative:
     def quick(self, args):
         """:meth:`run` with the seed 1.0, without its checks: the per-signature shortcut
         (api._vg), for arguments of the types of an earlier call that compiled and ran."""
-        made = self._made()
-        if made:
-            args = _containers_in(args, made)
+        if self._tuples:
+            args = _containers_in(args, self._tuples)
         return self._containers_out(self.dispatcher()(*args, 1.0, *self.arrays_now()))
-
-    def _made(self):
-        binding = getattr(self.d, "jit_binding", None)
-        return binding[1].get("tuples") if binding is not None else None
 
     def _containers_out(self, out):
         """``(value, gradients)`` with the adjoint of each dict or list parameter passed as a tuple
         (:func:`containers_as_tuples`) as a dict or a list again."""
-        made = self._made()
-        if not made:
+        if not self._tuples:
             return out
-        keys = {i: k for i, k in made}
-        params = self.d.ir.params
         value, grads = out
-        grads = tuple(_container_like(keys[params.index(w)], g) if params.index(w) in keys
-                      else g for w, g in zip(self.d.wrt, grads))
-        return value, grads
+        return value, tuple(g if k is _KEEP else _container_like(k, g)
+                            for k, g in zip(self._outs, grads))
 
     def call(self, args, extra=()):
         """The compiled function of ``*args, *extra`` (a forward-mode derivative's: primals and
@@ -313,9 +312,8 @@ class CompiledDerivative:
                           line)
                 return None
         args = _drop_statics(self.py, args)
-        made = self._made()
-        if made:
-            args = _containers_in(args, made)
+        if self._tuples:
+            args = _containers_in(args, self._tuples)
         bad = _untypeable(args)
         if bad is not None:
             # these arguments run as Python; others of the same type class (float64 where this
@@ -324,7 +322,8 @@ class CompiledDerivative:
                 self._refused.add(bad)
                 self._warn(f"argument {bad}: the compiled mode takes floats, integers, NumPy "
                            f"arrays of float64, complex128, int64/int32 or bool, and tuples of "
-                           f"them", None)
+                           f"them (dicts and lists of them too, where the function only reads "
+                           f"their items)", None)
             return None
         arrays = binding[1].get("arrays") if binding is not None else None
         if arrays:
@@ -466,10 +465,11 @@ def arg_type(a):
     values)``, for a list of up to 32 items ``("Q", the type of the tuple of its items)``:
     :func:`containers_as_tuples` makes such a parameter a tuple."""
     from ..runtime.values import type_of
-    if type(a) is dict and 0 < len(a) <= 32 and all(type(k) is str for k in a):
+    # (type_of bounds the tuple's length: None for an empty or a longer one)
+    if type(a) is dict and all(type(k) is str for k in a):
         t = type_of(tuple(a.values()))
         return ("K", tuple(a), t) if t is not None else None
-    if type(a) is list and 0 < len(a) <= 32:
+    if type(a) is list:
         t = type_of(tuple(a))
         return ("Q", t) if t is not None else None
     return type_of(a)
@@ -484,6 +484,7 @@ def containers_as_tuples(fn, param_types):
     Returns (the types, the tuple's type ``t`` for those made tuples, None for the other dicts
     and lists; and ``[[index, keys or None], ...]`` of those, which
     :meth:`CompiledDerivative.call` converts)."""
+    from .. import ir
     types, made = list(param_types), []
     for i, (p, t) in enumerate(zip(fn.params, param_types)):
         if t is None or t[0] not in "KQ":
@@ -493,7 +494,6 @@ def containers_as_tuples(fn, param_types):
         if reads is None:
             types[i] = None             # (any other use: it stays, and runs as Python)
             continue
-        from .. import ir
         for v in reads:
             v.args[1] = ir.Index([ir.Const(keys.index(v.args[1].parts[0].value))], False)
         types[i] = t[-1]
@@ -533,6 +533,9 @@ def _reads_only(fn, p, keys):
             continue
         return None
     return found
+
+
+_KEEP = object()        # (a gradient CompiledDerivative._containers_out leaves as it is)
 
 
 def _container_like(keys, g):

@@ -1541,14 +1541,6 @@ def _array_tuple(arrays, g, ndim):
                                         for t in arrays.types)
 
 
-def _tuple_of_pieces(n, item):
-    """``f(g, arrays, axis=0)`` returning the n-tuple whose item i is ``item(i)`` (a text that
-    reads ``g``, ``arrays``, ``piece`` and ``k``): what the adjoint of a tuple's concatenation or
-    stack is, one adjoint per item (``_rt.parts`` takes it)."""
-    return "def f(g, arrays, axis=0):\n    return (" + \
-        "".join(item(i) + ", " for i in range(n)) + ")\n"
-
-
 @overload(concatenate, prefer_literal=True)
 def _concatenate(g, arrays, axis=0):
     """The pieces of g along a literal axis 0, 1 or 2 (of the items' dimensions), as a list of
@@ -1566,9 +1558,9 @@ def _concatenate(g, arrays, axis=0):
             o = " + ".join(f"arrays[{j}].shape[k]" for j in range(i)) or "0"
             return f"like(np.ascontiguousarray(piece(g, {o}, {o} + arrays[{i}].shape[k])), " \
                    f"arrays[{i}])"
-        ns = {"like": like, "np": np, "piece": piece, "k": k}
-        exec(_tuple_of_pieces(len(arrays.types), at), ns)
-        return ns["f"]
+        # (one adjoint per item, a tuple: _rt.parts takes it)
+        return _jrt._tuple_fn(len(arrays.types), at, "g, arrays, axis=0",
+                              {"like": like, "np": np, "piece": piece, "k": k})
     if not (_array_list(arrays, g) and g.ndim == arrays.dtype.ndim):
         return None
 
@@ -1607,10 +1599,8 @@ def _stack(g, arrays, axis=0):
             -g.ndim <= ax < g.ndim):
         return None
     if _array_tuple(arrays, g, g.ndim - 1):
-        ns = {"like": like, "np": np}
-        exec(_tuple_of_pieces(len(arrays.types), lambda i: f"like(np.ascontiguousarray(g[{i}]), "
-                                                          f"arrays[{i}])"), ns)
-        return ns["f"]
+        return _jrt._tuple_fn(len(arrays.types), "like(np.ascontiguousarray(g[{i}]), arrays[{i}])",
+                              "g, arrays, axis=0", {"like": like, "np": np})
     if not (_array_list(arrays, g) and g.ndim == arrays.dtype.ndim + 1):
         return None
 
