@@ -1105,7 +1105,8 @@ def _compiled_jvp(options, used):
     tangents (copies of those the function writes), or None where it runs as Python; ``used``
     gets (compiled derivative, mask) of each run."""
     def run(fn, mask, kinds, args, targs):
-        types = tuple(type_of(a) for a in args)
+        from .codegen.jit import arg_type       # (dicts and lists: codegen.jit.arg_type)
+        types = tuple(arg_type(a) for a in args)
         key = (fn, tuple(mask), tuple(kinds), tuple(sorted(dict(options).items())), types)
         if key in _JVP_REFUSED:
             return None
@@ -1152,10 +1153,10 @@ def _jvp_key(f, primals, tangents, options):
     if code.co_argcount != len(primals) or code.co_kwonlyargcount or \
             code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
         return None
-    ps = _signature(primals, layout=True)
+    ps = _signature(primals, layout=True, containers=True)
     if ps is None:
         return None
-    ts = _signature(tuple(t for t in tangents if t is not None), layout=True)
+    ts = _signature(tuple(t for t in tangents if t is not None), layout=True, containers=True)
     if ts is None:
         return None
     return (f, tuple(sorted(options.items())), ps, tuple(t is None for t in tangents), ts)
@@ -1168,8 +1169,10 @@ def _same_shapes(t, p):
         return False
     if type(t) is _NDARRAY:
         return t.shape == p.shape
-    if type(t) is tuple:
+    if type(t) is tuple or type(t) is list:
         return len(t) == len(p) and all(_same_shapes(a, b) for a, b in zip(t, p))
+    if type(t) is dict:
+        return list(t) == list(p) and all(_same_shapes(t[k], p[k]) for k in p)
     return True
 
 
@@ -1185,8 +1188,12 @@ def _jvp_again(hit, primals, tangents):
             return None                     # (the full path says why, or materialises zeros)
         if m:
             tans.append(t)
+    args = tuple(primals) + tuple(tans)
+    if c._tuples:                           # (dicts and lists the function only reads)
+        from .codegen.jit import _containers_in
+        args = _containers_in(args, c._tuples)
     try:
-        return _run(c.dispatcher(), *primals, *tans, *c.arrays_now())
+        return _run(c.dispatcher(), *args, *c.arrays_now())
     except ValueError as e:
         from .runtime.jit import REFUSED
         if REFUSED in str(e):

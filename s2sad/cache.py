@@ -202,7 +202,7 @@ def forward_jit_derivative(pyfunc, mask, kinds, options=(), types=None):
 
     def build():
         from .codegen.build_forward import build_forward
-        return build_forward(pyfunc, tuple(mask), tuple(kinds), jit=True)
+        return build_forward(pyfunc, tuple(mask), tuple(kinds), jit=True, param_types=types)
     return CACHE.get(key, lambda: _compiled(pyfunc, "forward-jit", tuple(mask), tuple(kinds),
                                             options, types, build))
 

@@ -58,13 +58,24 @@ def _namer(namespace, own_key, own_name):
     return namer
 
 
-def build_forward(pyfunc, mask, param_kinds, init=False, mut=False, jit=False):
+def build_forward(pyfunc, mask, param_kinds, init=False, mut=False, jit=False,
+                  param_types=None):
     """Build ``f__jvp`` for ``pyfunc`` with respect to the parameters where ``mask`` is True.
     ``mut``: a method that updates its object, whose outputs are (result, ``self``).
     ``jit=True``: written for ``numba.njit`` (its ``_rt``, ``_fw`` and ``_adj`` are the numba
-    helpers, calls of user functions inlined); codegen/jit.py compiles it."""
+    helpers, calls of user functions inlined); codegen/jit.py compiles it.  ``param_types``
+    (codegen.jit.arg_type, one per argument; jit only): dicts and lists the function only reads
+    are passed to numba as tuples, their tangents too (codegen.jit.containers_as_tuples)."""
     fn = lower_function(pyfunc, init, mut)
     wrt = [p for p, m in zip(fn.params, mask) if m]
+    made = None
+    if jit and param_types is not None:
+        from .jit import containers_as_tuples
+        made = containers_as_tuples(fn, param_types)[1]
+        # f__jvp(*params, *tangents of wrt): a tangent is passed as its primal is
+        n = len(fn.params)
+        made += [[n + wrt.index(fn.params[i]), keys] for i, keys in list(made)
+                 if fn.params[i] in wrt]
     param_kinds = statics.bind(fn, param_kinds)    # (functions and modules passed in)
     kinds = C.classify(fn, dict(zip(fn.params, param_kinds)))
     if jit:
@@ -96,6 +107,8 @@ def build_forward(pyfunc, mask, param_kinds, init=False, mut=False, jit=False):
         from .jit import bind_namespace
         from .build import _arrays_note
         binding = bind_namespace(fn, namespace, forward=True, arrays=arrays)
+        if made:
+            binding[1]["tuples"] = made
         header[0] = (0, header[0][1] + "; for numba.njit (jit=True)" + _arrays_note(arrays), None)
     triples = header + triples
     lines = T.format_lines(triples)

@@ -325,3 +325,59 @@ def test_later_calls_with_new_values_take_the_shortcut_and_stay_right():
                                        tuple(gp[0]))):
                     np.testing.assert_allclose(u, v, rtol=1e-12, atol=1e-12)
                 np.testing.assert_allclose(gj[1], gp[1], rtol=1e-12, atol=1e-12)
+
+
+def _like(a, r):
+    """A random tangent of the structure of ``a`` (dicts and lists too)."""
+    if type(a) is dict:
+        return {k: _like(v, r) for k, v in a.items()}
+    if type(a) in (tuple, list):
+        return type(a)(_like(v, r) for v in a)
+    return r.normal(size=np.shape(a)) if np.ndim(a) else float(r.normal())
+
+
+@pytest.mark.parametrize("f, args", [
+    (dict_model, (PARAMS, X)),
+    (dict_items_to_a_helper, ({"W": W, "b": B}, X)),
+    (list_layers, ([W, W * 0.5, W.T.copy()], X)),
+    (list_zipped, ([W, W.T.copy()], [B, B * 2.0], X)),
+], ids=["dict", "dict-items-passed-on", "list", "lists-zipped"])
+def test_forward_mode_compiles_dicts_and_lists_it_only_reads(f, args):
+    # their tangents are dicts (the same keys) and lists too, passed to numba as tuples; later
+    # calls with new values (api._jvp_again) and tangents with one argument left out agree too
+    r = np.random.default_rng(2)
+    for k in range(3):
+        tangents = _like(args, r)
+        if k == 2:
+            tangents = tangents[:-1] + (None,)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", JitFallbackWarning)
+            vj, tj = s2sad.jvp(f, args, tangents, jit=True)
+        vp, tp = s2sad.jvp(f, args, tangents)
+        assert vj == pytest.approx(vp, rel=1e-12) and tj == pytest.approx(tp, rel=1e-10)
+        args = _like(args, r)
+    # and against the reverse mode's gradient: <grad, tangent>
+    tangents = _like(args, r)
+    _, g = s2sad.value_and_grad(f, wrt=tuple(range(len(args))))(*args)
+    dot = sum(float(np.sum(u * v)) for u, v in zip(leaves(_flat_tree(g)),
+                                                    leaves(_flat_tree(tangents))))
+    assert s2sad.jvp(f, args, tangents, jit=True)[1] == pytest.approx(dot, rel=1e-9)
+
+
+def _flat_tree(t):
+    if type(t) is dict:
+        return tuple(_flat_tree(v) for v in t.values())
+    if type(t) in (tuple, list):
+        return tuple(_flat_tree(v) for v in t)
+    return t
+
+
+def test_forward_mode_refuses_a_dict_tangent_item_of_another_shape_on_a_later_call_too():
+    from s2sad.errors import ArgumentError
+    p = {"W": W, "b": B}
+    good = ({"W": np.ones_like(W), "b": np.ones_like(B)}, None)
+    bad = ({"W": np.ones_like(W), "b": np.ones(1)}, None)
+    for jit in (True, False):
+        s2sad.jvp(dict_items_to_a_helper, (p, X), good, jit=jit)
+        with pytest.raises(ArgumentError, match=r"has shape \(1,\)"):
+            s2sad.jvp(dict_items_to_a_helper, (p, X), bad, jit=jit)
