@@ -884,14 +884,14 @@ def _vg(specs, has_aux=False, jit=None):
         if hit is not None:
             s, d, gen = hit
             if gen == CACHE.generation and d.fresh() and getattr(d, "failed", None) is None:
-                if jit is None:
-                    value, grads = _run(_sweeps, d, s.pyfunc, args)
-                else:
-                    value, grads = _run(d.quick, args)
-                    _scalar_seed(value, s.pyfunc)
-                    grads = list(grads)
-                g = _finish_grads(grads, args, s.wrt)
-                return value, (g[0] if s.single else tuple(g))
+                out = _run(_sweeps, d, s.pyfunc, args) if jit is None else _run(d.quick, args)
+                if out is not None:             # (None: a compiled check refused)
+                    value, grads = out
+                    if jit is not None:
+                        _scalar_seed(value, s.pyfunc)
+                        grads = list(grads)
+                    g = _finish_grads(grads, args, s.wrt)
+                    return value, (g[0] if s.single else tuple(g))
         s = specs.get(args, kwargs)
         v, g, d = _value_and_grad(s, args, kwargs, s.wrt, has_aux, jit)
         if sig is not None and s is specs.one and not s.pyfunc.__closure__ and s.plain and \

@@ -367,13 +367,21 @@ def _check_augmented_shared(fn, s, pos, guards):
     ``op=`` changes in place."""
     from ..frontend.analysis import may_run_after
     call = s.value if isinstance(s, ir.Assign) else None
-    if not isinstance(call, ir.Call) or "augmented" not in call.extra or \
-            not isinstance(call.args[0], str):
+    if not isinstance(call, ir.Call) or not call.args or not isinstance(call.args[0], str) or \
+            "augmented" not in call.extra and "augmented_item" not in call.extra:
         return
     var = call.args[0]
     kinds = getattr(fn, "kinds", {})
     if kinds.get(var) in ("f", "i", "z"):
         return
+    item = None
+    if "augmented_item" in call.extra:
+        # ``obj[key] op= v``, lowered to ``var = obj[key]; t = var op v; obj[key] = t``: the
+        # item is written back (for an array, into its memory), but in Python ``var``'s object
+        # is changed in place, which other items of a list or dict, and other names, may hold
+        item = _written_back(fn, s)
+        if item is None or kinds.get(item[0]) == "a":
+            return
     # who sees a change of ``var``'s object: SYM links (aliases, views: both see each other's
     # changes), PART links a -> b (a is held by b: an element, a list item), ELEM links (two
     # containers holding the same elements: ``list(v)``, ``zip(...)``)
@@ -386,6 +394,8 @@ def _check_augmented_shared(fn, s, pos, guards):
         adj.setdefault(a, []).append((b, kind, certain))
         if kind != "part":
             adj.setdefault(b, []).append((a, kind, certain))
+        else:                       # (b holds a: another item of b may be the same object)
+            adj.setdefault(b, []).append((a, "held", False))
     for t in ir.walk(fn.body):
         if t is not s and not may_run_after(pos, t, s):
             continue
@@ -421,7 +431,12 @@ def _check_augmented_shared(fn, s, pos, guards):
                     link(a, t.target, "part")
             elif c.cls == "primitive" and c.rule is not None and \
                     c.rule.kind not in ("any", "container", "getitem"):
-                continue                                 # arithmetic: a new array or number
+                # arithmetic: a new array or number; ``[a] * 3``, ``l1 + l2``: a new list of
+                # the same items
+                for a in names:
+                    if kinds.get(a) == "c":
+                        link(t.target, a, "elem")
+                continue
             elif c.cls == "primitive" and c.rule is not None:
                 for a in names:                          # list(v), zip(v, w)...: v's elements
                     link(t.target, a, "elem")
@@ -450,16 +465,24 @@ def _check_augmented_shared(fn, s, pos, guards):
                     continue
                 if kind == "elem" and state == "self" and (container or kinds.get(n) == "c"):
                     continue
+                if kind == "held":
+                    # an item of a container that holds the object may be the object itself
+                    # (``[a] * 3``, ``(a, a)``); a container changed itself changes no item
+                    if state == "part":
+                        todo.append((m, "self"))
+                    continue
                 todo.append((m, state if kind == "sym" else "part"))
         return {n for n, _ in done}
-    own = {var, s.target}
+    # (the item's container: its slot gets the new value; its other slots are the guard's)
+    own = {var, s.target} | ({item[0]} if item is not None else set())
     later = set()
     for t in ir.walk(fn.body):
         if t is not s and may_run_after(pos, s, t):
             later.update(v for v in t.reads() if v not in own)
     later -= getattr(fn, "rederived", {}).get(id(s), set())    # (views bound again after s)
+    later -= _bound_before_read(fn, s, later)
     hit = sorted(later & seen_by(True))
-    name = call.extra["augmented"]
+    name = call.extra["augmented"] if item is None else call.extra["augmented_item"]
     op = _opname_of(call)
     fix = (f"write `{name} = {name} {op} ...` to make a new value, or make `{name}` a copy "
            f"(`.copy()`, `list(...)`) before changing it")
@@ -472,6 +495,18 @@ def _check_augmented_shared(fn, s, pos, guards):
             f"afterwards; s2sad makes a new value for `{name}` and does not follow the change "
             f"into {other}", origin=s.origin, fix=fix)
     hit = sorted(later & seen_by(False))
+    if item is not None:
+        # at run time: whether another item of the container, or a name read afterwards,
+        # holds the item or shares its memory (all of those bound here), or may (not all)
+        seen = hit if set(hit) <= surely_bound(fn).get(id(s), frozenset()) else []
+        w = next((v for v in hit if not v.startswith("_")), None)
+        other = f"`{w}`" if w is not None else "another value"
+        guards.append((id(s), ir.ExprStmt(ir.Call(
+            ir.Static(runtime.item_inplace_guard, "_rt.item_inplace_guard"),
+            [var, item[0], item[1], ir.Const(getattr(call.fn, "obj", None)), ir.Const(name),
+             ir.Const(other), ir.Const(s.origin), ir.Const(bool(hit) and not seen)] + seen),
+            s.origin)))
+        return
     if hit:
         # (a list changed in place (``l += [v]``) changes no element it shares with another)
         arrays_only = not (later & seen_by(False, container=True))
@@ -484,6 +519,80 @@ def _check_augmented_shared(fn, s, pos, guards):
             ir.Static(runtime.inplace_guard, "_rt.inplace_guard"),
             [var, ir.Const(getattr(call.fn, "obj", None)), ir.Const(name), ir.Const(other),
              ir.Const(fix), ir.Const(s.origin), ir.Const(arrays_only)] + seen), s.origin)))
+
+
+def _written_back(fn, s):
+    """(container, index) of the ``obj[index] = t`` that follows ``s`` (``t = item op v``, an
+    augmented item's), or None."""
+    found = _block_of(fn.body, s, None)
+    if found is None:
+        return None
+    block = found[0]
+    k = next(i for i, t in enumerate(block) if t is s)
+    t = block[k + 1] if k + 1 < len(block) else None
+    if not (isinstance(t, ir.SetItem) and t.attr is None and t.value == s.target and
+            isinstance(t.obj, str)):
+        return None
+    key = t.index
+    if isinstance(key, ir.Index):       # (the key as a value; a slice's slot: not known)
+        if any(isinstance(p, ir.Slice) for p in key.parts):
+            key = ir.Const(None)
+        else:
+            key = tuple(key.parts) if key.is_tuple else key.parts[0]
+    return t.obj, key
+
+
+def _bound_before_read(fn, s, names):
+    """The names among ``names`` that every way on from ``s`` binds again before anything can
+    read them: the object such a name holds when ``s`` runs is never read afterwards.  Followed:
+    the straight-line statements after ``s`` in its block (assignments, item writes, calls), up
+    to the first that is not one (a branch, a loop); in a ``for`` loop's body then the next
+    pass's from the body's start, for names that nothing outside the loop reads.  (``E += a;
+    E += b`` in a loop: each one's result, which holds E's object, is bound again in the next
+    pass before ``E = ...`` reads it.)"""
+    found = _block_of(fn.body, s, None)
+    if found is None:
+        return set()
+    block, loop = found
+    k = next(i for i, t in enumerate(block) if t is s)
+    out, todo, whole = _bound_first(block[k + 1:], set(names))
+    if todo and whole and isinstance(loop, ir.For):
+        inside = {id(t) for t in ir.walk(loop.body)}
+        outside = {v for t in ir.walk(fn.body) if id(t) not in inside for v in t.reads()}
+        again = _bound_first(block[:k], todo - outside - {loop.target})[0]
+        out |= again
+    return out
+
+
+def _bound_first(stmts, todo):
+    """(names of ``todo`` that the straight-line assignments at the start of ``stmts`` bind before
+    reading them, those neither bound nor read there, whether every statement was followed)."""
+    out = set()
+    for t in stmts:
+        if not todo:
+            return out, todo, True
+        if not isinstance(t, (ir.Assign, ir.SetItem, ir.ExprStmt, ir.Mutate)):
+            return out, todo, False
+        todo = todo - set(t.reads())                # (read first: the old object)
+        if isinstance(t, ir.SetItem) and isinstance(t.obj, str):
+            todo = todo - {t.obj}
+        bound = _binds(t)
+        if bound and isinstance(bound[0], str) and bound[0] in todo:
+            out.add(bound[0])
+            todo = todo - {bound[0]}
+    return out, todo, True
+
+
+def _block_of(block, s, owner):
+    """(the statement list that holds ``s``, the statement whose body it is or None), or None."""
+    if any(t is s for t in block):
+        return block, owner
+    for t in block:
+        for b in ir.children(t):
+            found = _block_of(b, s, t if b is getattr(t, "body", None) else None)
+            if found is not None:
+                return found
+    return None
 
 
 # functions whose result is taken for a view of their argument (which it is for an array, or the

@@ -104,9 +104,11 @@ def _build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, 
     fn = lower_function(pyfunc, constructor, mutating)
     wrt = [p for p, m in zip(fn.params, mask) if m]
     made = None
-    if jit and param_types is not None:
-        from .jit import containers_as_tuples   # (dicts and lists it only reads)
-        param_types, made = containers_as_tuples(fn, param_types)
+    if jit:
+        from .jit import containers_as_tuples, dict_displays_as_tuples
+        dict_displays_as_tuples(fn)             # (dicts and lists it only reads: tuples)
+        if param_types is not None:
+            param_types, made = containers_as_tuples(fn, param_types)
     # (Python mode: what may be inlined, read before fixed arguments become constants)
     named = None if jit or constructor or mutating or not inline_calls else \
         inline.named_functions(pyfunc, param_kinds)
@@ -158,7 +160,9 @@ def _build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, 
         fwd_name = bwd_name = f"{name}__vjp"
         triples = header + em.emit_fused(fwd_name, arrays)
         from .jit_fuse import fuse      # (runs of elementwise statements: one loop each)
+        from .jit_ints import checked_ints      # (Python's ints: products and powers)
         triples = fuse(triples, fn.params, param_types, namespace)
+        triples = checked_ints(triples, fn.params, param_types, namespace)
     else:
         triples = header + fwd_triples + [(0, "", None), (0, "", None)] + bwd_triples
     lines = T.format_lines(triples)

@@ -69,6 +69,9 @@ def build_forward(pyfunc, mask, param_kinds, init=False, mut=False, jit=False,
     fn = lower_function(pyfunc, init, mut)
     wrt = [p for p, m in zip(fn.params, mask) if m]
     made = None
+    if jit:
+        from .jit import dict_displays_as_tuples
+        dict_displays_as_tuples(fn)
     if jit and param_types is not None:
         from .jit import containers_as_tuples
         made = containers_as_tuples(fn, param_types)[1]
@@ -110,6 +113,9 @@ def build_forward(pyfunc, mask, param_kinds, init=False, mut=False, jit=False,
         if made:
             binding[1]["tuples"] = made
         header[0] = (0, header[0][1] + "; for numba.njit (jit=True)" + _arrays_note(arrays), None)
+    if jit:
+        from .jit_ints import checked_ints      # (Python's ints: products and powers)
+        triples = checked_ints(triples, fn.params, param_types, namespace)
     triples = header + triples
     lines = T.format_lines(triples)
     line_origins = {i + 1: t[2] for i, t in enumerate(triples) if t[2] is not None}

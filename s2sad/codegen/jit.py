@@ -275,10 +275,18 @@ class CompiledDerivative:
 
     def quick(self, args):
         """:meth:`run` with the seed 1.0, without its checks: the per-signature shortcut
-        (api._vg), for arguments of the types of an earlier call that compiled and ran."""
+        (api._vg), for arguments of the types of an earlier call that compiled and ran; None
+        where a check in the compiled code refused (then the full path runs)."""
         if self._tuples:
             args = _containers_in(args, self._tuples)
-        return self._containers_out(self.dispatcher()(*args, 1.0, *self.arrays_now()))
+        try:
+            out = self.dispatcher()(*args, 1.0, *self.arrays_now())
+        except ValueError as e:
+            from ..runtime.jit import REFUSED
+            if REFUSED in str(e):
+                return None                 # (a run-time check refused: the full path's turn)
+            raise
+        return self._containers_out(out)
 
     def _containers_out(self, out):
         """``(value, gradients)`` with the adjoint of each dict or list parameter passed as a tuple
@@ -501,17 +509,49 @@ def containers_as_tuples(fn, param_types):
     return types, made
 
 
-def _reads_only(fn, p, keys):
+def dict_displays_as_tuples(fn):
+    """In place: each dict display under constant string keys (``p = {"W": W, "b": b}``, lowered
+    to ``build_dict``) bound to a name that nothing else binds and that is only read as
+    ``p["W"]`` becomes a tuple of its values, read as ``p[0]``: numba has no dict of values of
+    several types.  (Others stay dicts, and the derivative runs as Python, with the warning.)"""
+    from .. import ir, runtime
+    binds = {}
+    for st in ir.walk(fn.body):
+        t = getattr(st, "target", None)
+        if isinstance(t, str):
+            binds.setdefault(t, []).append(st)
+    for p, sts in binds.items():
+        st = sts[0]
+        v = getattr(st, "value", None)
+        if len(sts) != 1 or p in fn.params or not isinstance(st, ir.Assign) or \
+                not isinstance(v, ir.Call) or not isinstance(v.fn, ir.Static) or \
+                v.fn.obj is not runtime.build_dict or v.kwargs or not v.args or \
+                not isinstance(v.args[0], ir.Const) or type(v.args[0].value) is not tuple:
+            continue
+        keys = list(v.args[0].value)
+        if not keys or len(set(keys)) != len(keys) or any(type(k) is not str for k in keys) or \
+                len(v.args) != len(keys) + 1:
+            continue
+        reads = _reads_only(fn, p, keys, st)
+        if reads is None:
+            continue
+        for r in reads:
+            r.args[1] = ir.Index([ir.Const(keys.index(r.args[1].parts[0].value))], False)
+        st.value = ir.Call(ir.Static(runtime.build_tuple, "build_tuple"), v.args[1:])
+
+
+def _reads_only(fn, p, keys, binding=None):
     """The subscripts of parameter ``p`` under constant keys among ``keys`` (a dict's), or, with
     ``keys`` None (a list's), [] where every use of ``p`` reads it (a subscript, ``len``, a loop
-    over it); None where ``p`` is used otherwise or bound again."""
+    over it); None where ``p`` is used otherwise or bound again (by a statement other than
+    ``binding``, a local dict's display)."""
     import operator
     from .. import ir, runtime
     walks = (runtime.seq, runtime.loop_seq, runtime.zip_seq, runtime.loop_zip_seq, runtime.here,
              len)
     found = []
     for st in ir.walk(fn.body):
-        if p not in st.reads() and getattr(st, "target", None) != p:
+        if st is binding or p not in st.reads() and getattr(st, "target", None) != p:
             continue
         v = getattr(st, "value", None)
         if not (isinstance(st, ir.Assign) and st.target != p and isinstance(v, ir.Call) and

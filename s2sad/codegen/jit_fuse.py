@@ -191,7 +191,13 @@ def types_of(fdef, params, param_types, globs):
                 block(s.body)
                 block(s.orelse)
             elif isinstance(s, ast.For):
-                target(s.target, None)
+                it = s.iter             # (range(...), reversed(range(...)): ints)
+                if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and \
+                        it.func.id == "reversed" and it.args:
+                    it = it.args[0]
+                rng = isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and \
+                    it.func.id == "range" and "range" not in globs
+                target(s.target, ("s", "i") if rng else None)
                 for _ in range(2):
                     block(s.body)
                 block(s.orelse)

@@ -1093,7 +1093,8 @@ def namespace():
                  "sorted_adjoint",
                  "extremum_adjoint", "fdiv", "flat",
                  "inexact", "keep_if", "times_initial", "keys_read", "sum_adjoint",
-                 "inplace_guard", "argument_inplace_guard"),
+                 "inplace_guard", "argument_inplace_guard", "item_inplace_guard", "imul",
+                 "ipow"),
                  globals())
 
 
@@ -1106,6 +1107,34 @@ __all__ = ["namespace", "SHAPE_ERROR", "njit"]
 # function cannot carry it).  The check here may say more than the exact one (memory bounds that
 # overlap, not shared elements): then the Python derivative runs and decides.
 REFUSED = "s2sad-jit: a run-time check refused"
+
+
+# -- Python's ints (codegen/jit_ints.py) ---------------------------------------------------------
+_INT_LIMIT = 9.2e18          # (below 2**63: a product whose float is under it fits in int64)
+
+
+@njit
+def imul(a, b):
+    """``a * b`` of two ints, as Python computes it, or the run-time refusal (REFUSED) where
+    int64 would wrap around."""
+    if abs(float(a) * float(b)) >= _INT_LIMIT:
+        raise ValueError(REFUSED)
+    return a * b
+
+
+@njit
+def ipow(a, b):
+    """``a ** b`` of two ints, as Python computes it, or REFUSED where Python's result is a
+    float (b < 0) or int64 would wrap around."""
+    if b < 0:
+        raise ValueError(REFUSED)
+    if a == 0 or a == 1 or b == 0:
+        return a ** b
+    if a == -1:
+        return 1 if b % 2 == 0 else -1
+    if b * np.log2(abs(float(a))) >= 62.9:
+        raise ValueError(REFUSED)
+    return a ** b
 
 
 def share_guard(value, name, others, fix, origin, *seen):
@@ -1168,6 +1197,20 @@ def _inplace_guard(value, op, name, other, fix, origin, arrays_only=False, *seen
     a real array is ``a`` in NumPy, a copy in numba, so compiled values could not tell)."""
     if _is_scalar(value) or isinstance(value, nt.Complex):
         return lambda value, op, name, other, fix, origin, arrays_only=False, *seen: None
+    return None
+
+
+def item_inplace_guard(value, obj, key, op, name, other, origin, unknown=False, *seen):
+    raise NotImplementedError
+
+
+@overload(item_inplace_guard)
+def _item_inplace_guard(value, obj, key, op, name, other, origin, unknown=False, *seen):
+    """``runtime.item_inplace_guard`` before ``obj[key] op= ...``: an item of an array is
+    written back into its memory, and a number is rebound; anything else (an array in a list)
+    runs as Python, whose check looks at the other items."""
+    if isinstance(obj, nt.Array) or _is_scalar(value) or isinstance(value, nt.Complex):
+        return lambda value, obj, key, op, name, other, origin, unknown=False, *seen: None
     return None
 
 

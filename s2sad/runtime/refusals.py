@@ -301,6 +301,37 @@ def inplace_guard(value, op, name, other, fix, origin, arrays_only=False, *seen)
             origin=origin, fix=fix)
 
 
+def item_inplace_guard(value, obj, key, op, name, other, origin, unknown=False, *seen):
+    """Before ``obj[key] op= ...`` on a list or dict (see classify/writes.py): Python changes the
+    item ``value`` in place and stores it back; s2sad stores a new value in ``obj[key]`` only.
+    Refuse when ``value`` is an object that ``op=`` changes in place (an array, a list) and
+    another item of ``obj`` holds it or shares its memory (``[np.zeros(3)] * 3``), or one of
+    ``seen`` (the values of names read afterwards that may share it) does; with ``unknown``
+    (such names not all bound here), whenever it is such an object."""
+    if not isinstance(obj, (list, dict)):
+        return                          # (an array: the item is written back into its memory)
+    dunder = "__i" + getattr(op, "__name__", "").strip("_") + "__"
+    if not hasattr(type(value), dunder):
+        return
+    if isinstance(obj, dict):
+        rest = [v for k, v in obj.items() if k != key]
+    else:
+        i = key + len(obj) if type(key) is int and key < 0 else key
+        rest = [v for j, v in enumerate(obj) if j != i] if type(i) is int else list(obj)
+    if unknown or shares(value, rest) or shares(value, seen):
+        from ..errors import UnsupportedSyntaxError
+        holder = other if not shares(value, rest) else "another item of the same container"
+        sym = _AUG_TEXT.get(op, "op")
+        raise UnsupportedSyntaxError(
+            f"`{name} {sym}= ...` changes the {type(value).__module__}."
+            f"{type(value).__qualname__} in `{name}` in place, and {holder} may hold the same "
+            f"object or share its memory (`[a] * n` makes n references to one array), which is "
+            f"read afterwards; s2sad stores a new value in `{name}` and does not follow the "
+            f"change", origin=origin,
+            fix=f"write `{name} = {name} {sym} ...` (a new value), or give each item its own "
+                f"array (`[np.zeros(3) for _ in range(n)]`)")
+
+
 def argument_inplace_guard(value, op, name, param, origin):
     """Before ``name op= ...`` where ``name`` is (or may be) the object the caller passed in as
     ``param`` (see classify/writes.py): refuse when ``op=`` changes that object in place (an

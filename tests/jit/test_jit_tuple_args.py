@@ -381,3 +381,55 @@ def test_forward_mode_refuses_a_dict_tangent_item_of_another_shape_on_a_later_ca
         s2sad.jvp(dict_items_to_a_helper, (p, X), good, jit=jit)
         with pytest.raises(ArgumentError, match=r"has shape \(1,\)"):
             s2sad.jvp(dict_items_to_a_helper, (p, X), bad, jit=jit)
+
+
+def dict_display(W, b, x):
+    p = {"W": W, "b": b, "scale": 0.5}
+    h = np.tanh(p["W"] @ x + p["b"])
+    return np.sum(h ** 2) * p["scale"]
+
+
+def dict_display_in_a_loop(W, x):
+    s = 0.0
+    for i in range(3):
+        layer_ = {"w": W * (i + 1.0), "shift": float(i)}
+        s = s + np.sum(np.sin(layer_["w"] @ x) + layer_["shift"])
+    return s
+
+
+def dict_display_walked(W, b, x):        # a display read otherwise: it stays a dict
+    p = {"W": W, "b": b}
+    s = 0.0
+    for k in p:
+        s = s + np.sum(p[k])
+    return s + np.sum(p["W"] @ x)
+
+
+@pytest.mark.parametrize("f, args", [
+    (dict_display, (W, B, X)),
+    (dict_display_in_a_loop, (W, X)),
+], ids=["display", "display-in-a-loop"])
+def test_a_dict_display_it_only_reads_compiles(f, args):
+    # (codegen/jit.dict_displays_as_tuples: a tuple of its values, read as p[0])
+    wrt = tuple(range(len(args)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        vj, gj = s2sad.value_and_grad(f, wrt=wrt, jit=True)(*args)
+        tangents = tangent_of(args, np.random.default_rng(3))
+        _, tj = s2sad.jvp(f, args, tangents, jit=True)
+    vp, gp = s2sad.value_and_grad(f, wrt=wrt)(*args)
+    assert vj == pytest.approx(vp, rel=1e-12)
+    for u, v in zip(gj, gp):
+        np.testing.assert_allclose(u, v, rtol=1e-12, atol=1e-12)
+    assert tj == pytest.approx(s2sad.jvp(f, args, tangents)[1], rel=1e-10)
+    assert "build_dict" not in s2sad.differentiate(f, wrt=wrt).adjoint_source(*args, jit=True)
+    check_grads(f, args, wrt=wrt)
+
+
+def test_a_dict_display_read_otherwise_runs_as_python_with_a_warning():
+    with pytest.warns(JitFallbackWarning, match="build_dict"):
+        vj, gj = s2sad.value_and_grad(dict_display_walked, wrt=(0, 1), jit=True)(W, B, X)
+    vp, gp = s2sad.value_and_grad(dict_display_walked, wrt=(0, 1))(W, B, X)
+    assert vj == pytest.approx(vp, rel=1e-12)
+    for u, v in zip(gj, gp):
+        np.testing.assert_allclose(u, v, rtol=1e-12)

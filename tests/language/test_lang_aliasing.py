@@ -261,3 +261,80 @@ def test_aliases_that_hold_the_changed_object_are_refused():
     x = rng(96).random(3)
     for f in (kept_before_swaps, rebound_after_write, previous_round):
         _refused(f, x)
+
+
+# == case: accumulated twice a round (a spurious refusal before: each `E += ...`'s result, which
+# holds E's object, is bound again in the next round before anything reads it)
+def energy_twice_a_round(x, v):
+    E = 0.0
+    for i in range(x.shape[0]):
+        E += 0.5 * v[i] ** 2
+        E += np.cos(x[i])
+    return E
+
+
+def array_twice_a_round(x):
+    E = np.zeros(3)
+    for i in range(3):
+        E += x * i
+        E += np.sin(x)
+    return np.sum(E ** 2)
+
+
+def items_twice_a_round(x, W):
+    g = {"W": np.zeros_like(W), "b": np.zeros(3)}
+    for i in range(2):
+        g["W"] += np.outer(x, x) * i
+        g["b"] += x
+    return np.sum(g["W"] * W) + np.sum(g["b"] ** 2)
+
+
+def own_items(x):
+    acc = [np.zeros(3) for _ in range(3)]
+    for i in range(3):
+        acc[i] += x * i
+    return sum(np.sum(a * a) for a in acc)
+
+
+def test_accumulators_changed_twice_a_round_are_differentiated():
+    r = rng(97)
+    x, v, W = r.standard_normal(3), r.standard_normal(3), r.standard_normal((3, 3))
+    for f, args in ((energy_twice_a_round, (x, v)), (array_twice_a_round, (x,)),
+                    (items_twice_a_round, (x, W)), (own_items, (x,))):
+        check_grads(f, args)
+    assert_close(s2sad.grad(energy_twice_a_round, wrt=(0, 1))(x, v)[0], -np.sin(x))
+
+
+# == case: one array held twice (Python's `op=` changes it for every holder; s2sad would change
+# one): refused, where before the value and gradient were silently wrong
+def repeated_item(x):
+    acc = [np.zeros(3)] * 3             # three references to one array
+    for i in range(3):
+        acc[i] += x * i
+    return sum(np.sum(a * a) for a in acc)
+
+
+def dict_of_one_array(x):
+    a = x * 1.0
+    d = {"p": a, "q": a}
+    d["p"] += x
+    return np.sum(d["q"] * x)
+
+
+def unpacked_pair(x):
+    a = x * 1.0
+    pair = (a, a)
+    u, v = pair
+    u += x
+    return np.sum(v * x)
+
+
+def test_an_array_held_twice_and_changed_in_place_is_refused():
+    import pytest
+    from s2sad.errors import UnsupportedSyntaxError
+    x = rng(98).standard_normal(3)
+    for f, where in ((repeated_item, "acc[i] += x * i"), (dict_of_one_array, 'd["p"] += x'),
+                     (unpacked_pair, "u += x")):
+        with pytest.raises(UnsupportedSyntaxError, match="in place") as e:
+            s2sad.grad(f)(x)
+        assert e.value.origin.line == line_of(f, where)

@@ -6,6 +6,7 @@ A part of :class:`~.lowerer.Lowerer`, which it is mixed into: the methods use th
 state (``self.block``, ``self.locals``, ``self.namespace``...) and call each other across
 the parts.
 """
+import ast
 import operator
 
 import gast
@@ -342,10 +343,19 @@ class StatementLowering:
             self.emit(ir.Assign(old, read, o))
             rhs = self.expr(node.value)
             new = self.tmp()
-            self.emit(ir.Assign(new, ir.Call(ir.Static(fn, _opname(fn)), [old, rhs]), o))
+            # (``lst[i] += v``: Python changes the item in place, which other names and other
+            # items may hold too; classify.writes checks that nothing else sees it)
+            aug = {"augmented_item": _target_text(t)} if isinstance(t, gast.Subscript) else None
+            self.emit(ir.Assign(new, ir.Call(ir.Static(fn, _opname(fn)), [old, rhs], extra=aug),
+                                o))
             if isinstance(t, gast.Subscript):
                 self.emit(ir.SetItem(obj, idx, new, o))
             else:
                 self.emit(ir.SetItem(obj, ir.Index([ir.Const(t.attr)], False), new, o, attr=t.attr))
         else:
             self.unsupported(t, f"augmented assignment to {type(t).__name__}")
+
+
+def _target_text(node):
+    """The source of an assignment's target, as the user would write it (``acc[i]``)."""
+    return ast.unparse(gast.gast_to_ast(node))
