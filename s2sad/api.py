@@ -41,6 +41,7 @@ class _Spec:
         self.numba_options = numba_options(fn)     # (an @numba.njit function's compile options)
         self.bound_self = getattr(fn, "__self__", None) if inspect.ismethod(fn) else None
         self.sig = inspect.signature(self.pyfunc, follow_wrapped=False)
+        self._defaults = _defaults_of(self.pyfunc)
         self._split_closure()
         self.params = list(self.sig.parameters)
         self.plain = all(p.kind == p.POSITIONAL_OR_KEYWORD for p in self.sig.parameters.values())
@@ -137,6 +138,11 @@ class _Spec:
             args = (self.bound_self,) + tuple(args)
         if not kwargs and len(args) == len(self.params) and self.plain:
             return list(args)
+        now = _defaults_of(self.pyfunc)
+        if self._defaults[0] is not now[0] or self._defaults[1] is not now[1]:
+            # (defaults given to the function again since: the signature reads them)
+            self.sig = inspect.signature(self.pyfunc, follow_wrapped=False)
+            self._defaults = now
         try:
             ba = self.sig.bind(*args, **kwargs)
         except TypeError as e:
@@ -263,6 +269,12 @@ class _JitRefused:
 _SPECS = {}              # (function, wrt) -> _Spec, most recent last: grad(f)(x) inside a loop
 _SPECS_MAX = 128
 _SPECS_LOCK = threading.Lock()
+
+
+def _defaults_of(f):
+    """The objects holding ``f``'s defaults (kept, and compared by identity: ``f.__defaults__ =
+    ...`` makes new ones)."""
+    return getattr(f, "__defaults__", None), getattr(f, "__kwdefaults__", None)
 
 
 def _spec_for(fn, wrt):
