@@ -209,10 +209,11 @@ class Assign(Stmt):
 class SetItem(Stmt):
     """``obj[index] = value`` (writes into obj in place); with ``attr``, ``obj.attr = value``
     (then ``index`` is the constant attribute name).  ``obj`` may be a Const (a global dict)."""
-    __slots__ = ("obj", "index", "value", "origin", "attr")
+    __slots__ = ("obj", "index", "value", "origin", "attr", "building")
 
-    def __init__(self, obj, index, value, origin, attr=None):
+    def __init__(self, obj, index, value, origin, attr=None, building=False):
         self.obj, self.index, self.value, self.origin, self.attr = obj, index, value, origin, attr
+        self.building = building     # (a dict comprehension's own dict: frontend.analysis.building)
 
     def reads(self):
         return operand_vars(self.obj) + operand_vars(self.index) + operand_vars(self.value)

@@ -30,7 +30,7 @@ from ..runtime.values import STATIC, static_value
 
 _SIMPLE = (ir.Assign, ir.ExprStmt, ir.SetItem, ir.If, ir.For, ir.While, ir.Break, ir.Return)
 # (consumer: a _rt.here cursor and the call it feeds, which are inlined together)
-_EXTRA_OK = {"augmented", "augmented_item", "consumer"}
+_EXTRA_OK = {"augmented", "augmented_item", "building", "consumer"}
 MAX_DEPTH = 4
 MAX_STATEMENTS = 400
 

@@ -113,10 +113,21 @@ def may_run_after(pos, first, later):
     return j > i or bool(li & lj)
 
 
+def building(s):
+    """Whether ``s`` puts an item into the list or dict a comprehension makes: a new object that
+    nothing else sees until it is made (not a change of anything another name holds; in a
+    loop, each pass makes a new one)."""
+    return isinstance(s, ir.SetItem) and s.building or \
+        isinstance(s, ir.Mutate) and bool(s.call.extra.get("building"))
+
+
 def mutations(fn):
-    """(statement, variable it changes in place) for every in-place change."""
+    """(statement, variable it changes in place) for every in-place change (not those that build
+    a comprehension's result: :func:`building`)."""
     out = []
     for s in ir.walk(fn.body):
+        if building(s):
+            continue
         if isinstance(s, (ir.SetItem, ir.DelItem, ir.Mutate)):
             out.append((s, s.obj))
         elif _mutated(s):
@@ -461,6 +472,8 @@ def _changed_in_place(fn, s):
     """(the operand statement ``s`` may change in place, how) or (None, None): an item or
     attribute write, ``del``, a method that changes its object, ``a op= v`` on a value that
     may be an array or a list (s2sad rebinds the name; Python changes the object)."""
+    if building(s):
+        return None, None       # (a comprehension's own result, seen by nothing until made)
     if isinstance(s, (ir.SetItem, ir.Mutate, ir.DelItem)):
         return s.obj, "write"
     m = _mutated(s)

@@ -748,9 +748,12 @@ def _where(g, condition, x, first):
     f = _lit(first, _NOLIT)
     if f not in (True, False) or not _fc(g) or not isinstance(condition, nt.Array):
         return None
+    # (a zero, not 0 * g, where the other operand was taken: rules.numpy.elementwise.where)
     if f:
-        return lambda g, condition, x, first: _jrt.unbroadcast(np.where(condition, g, 0 * g), x)
-    return lambda g, condition, x, first: _jrt.unbroadcast(np.where(condition, 0 * g, g), x)
+        return lambda g, condition, x, first: _jrt.unbroadcast(
+            np.where(condition, g, np.zeros_like(g)), x)
+    return lambda g, condition, x, first: _jrt.unbroadcast(
+        np.where(condition, np.zeros_like(g), g), x)
 
 
 @register_jitable

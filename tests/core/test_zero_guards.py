@@ -72,3 +72,32 @@ def test_the_check_is_a_comparison_and_left_out_where_contributions_are_linear()
     assert "if _b_p != 0:" in src and "_rt.is_zero" not in src, src
     # (s = s + p's contributions are the adjoint itself: no check)
     assert src.count("!= 0") == 1, src
+
+
+def safe_sqrt(x):                       # the "safe where" idiom: sqrt's adjoint is inf at 0
+    return np.sum(np.sqrt(np.where(x > 0, x, 0.0)))
+
+
+def safe_sqrt_select(x):
+    return np.sum(np.sqrt(np.select([x > 0], [x], 0.0)))
+
+
+def masked_nansum(x):                   # nan where x > 1: nansum's adjoint there is nan
+    return np.nansum(np.where(x > 1, np.nan, x) ** 2)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("f, x, want", [
+    (safe_sqrt, [-1.0, 4.0, 0.25], [0.0, 0.25, 1.0]),
+    (safe_sqrt_select, [-1.0, 4.0, 0.25], [0.0, 0.25, 1.0]),
+    (masked_nansum, [0.5, 2.0, -0.3], [1.0, 0.0, -0.6]),
+], ids=["where", "select", "nansum"])
+def test_the_operand_where_does_not_take_gets_a_zero_not_nan(f, x, want, jit):
+    # (the where/select adjoints filled the other positions with 0 * g: nan where g is inf or
+    # nan, for values the output does not depend on; JAX and central differences give 0)
+    if jit:
+        pytest.importorskip("numba")
+    # (forward mode gives nan at a masked zero of sqrt, as JAX's does: its tangent there is 0 /
+    # (2 sqrt(0)))
+    g = s2sad.grad(f, jit=jit)(np.array(x))
+    np.testing.assert_allclose(g, want, rtol=1e-14)

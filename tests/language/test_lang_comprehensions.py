@@ -202,3 +202,46 @@ def test_materialised_zip():
     check_grads(pair_energy, (ws, ms), wrt=(0, 1))
     gw = s2sad.grad(pair_energy)(ws, ms)
     assert_close(gw, [m * m + c for m, c in zip(ms, reversed(ms))])
+
+
+# == case: a name bound to a comprehension that reads the same name (the old object throughout)
+def rebound_list(xs, w):
+    xs = [xs[i] * w for i in range(len(xs))]
+    return w + sum(xs)
+
+
+def rebound_dict(p, w):
+    p = {k: p.get(k, 0.0) * w for k in ("a", "b")}
+    return p["a"] + p["b"]
+
+
+def rebound_dict_walked(p):
+    p = {k: p[k] * 2.0 for k in p}
+    return np.sum(p["w"] ** 2)
+
+
+def sgd_steps(params, grads):           # the usual update, in a loop: refused before
+    for _ in range(2):
+        params = [p - 0.1 * g * p for p, g in zip(params, grads)]
+    return sum(np.sum(p ** 2) for p in params)
+
+
+def read_then_rebound(p):               # a call keeps the old dict for its reverse sweep
+    s = np.sum(p["w"] ** 2)
+    p = {k: v * 2.0 for k, v in p.items()}
+    return s * np.sum(p["w"])
+
+
+def test_a_comprehension_bound_to_the_name_it_reads():
+    # (its list or dict was built in the name itself, so the comprehension read the new, empty
+    # one: a value and gradient silently wrong, a KeyError, or a refusal)
+    w0 = np.array([1.0, 2.0])
+    assert s2sad.value_and_grad(rebound_list, wrt=(0, 1))([1.0, 2.0], 3.0) == \
+        (12.0, ([3.0, 3.0], 4.0))
+    v, (gp, gw) = s2sad.value_and_grad(rebound_dict, wrt=(0, 1))({"a": 1.0, "b": 2.0}, 3.0)
+    assert (v, gp, gw) == (9.0, {"a": 3.0, "b": 3.0}, 3.0)
+    assert s2sad.jvp(rebound_list, ([1.0, 2.0], 3.0), ([0.0, 0.0], 1.0)) == (12.0, 4.0)
+    np.testing.assert_allclose(s2sad.grad(rebound_dict_walked)({"w": w0})["w"], 8.0 * w0)
+    params, grads = [np.array([1.0, 2.0]), np.array([0.5])], [np.ones(2), np.ones(1)]
+    check_grads(sgd_steps, (params, grads), wrt=(0, 1))
+    check_grads(read_then_rebound, ({"w": w0},))

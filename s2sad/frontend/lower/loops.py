@@ -156,6 +156,15 @@ class LoopLowering:
 
     def comprehension(self, node, target, o):
         """``[e for x in xs if c]`` -> an explicit loop that appends (a dict/set display likewise)."""
+        # (built in the target itself; where the comprehension reads the name it is bound to,
+        # ``xs = [xs[i] * w for i in range(len(xs))]``, it reads the old object throughout,
+        # under a name of its own)
+        old_names = [n.id for n in gast.walk(node) if isinstance(n, gast.Name) and target and
+                     self.renames.get(n.id, n.id) == target]
+        old = None
+        if old_names:
+            old = self.tmp()
+            self.emit(ir.Assign(old, target, o))
         result = target if target and not isinstance(node, gast.SetComp) else self.tmp()
         is_dict = isinstance(node, gast.DictComp)
         if is_dict:
@@ -164,6 +173,8 @@ class LoopLowering:
         else:
             self.emit(ir.Assign(result, ir.Call(ir.Static(runtime.build_list, "build_list"), []), o))
         saved_renames = dict(self.renames)
+        for n in old_names:
+            self.renames[n] = old
         added = set()
         targets = {n.id for gen in node.generators for n in gast.walk(gen.target)
                    if isinstance(n, gast.Name)}
@@ -192,10 +203,12 @@ class LoopLowering:
             if i == len(gens):
                 if is_dict:
                     k, v = self.expr(node.key), self.expr(node.value)
-                    self.emit(ir.SetItem(result, ir.Index([k], False), v, o))
+                    self.emit(ir.SetItem(result, ir.Index([k], False), v, o, building=True))
                 else:
                     e = self.expr(node.elt)
-                    self.emit(ir.Mutate(None, result, ir.Call(ir.Method("append"), [result, e]), o))
+                    # (building: the new list, which nothing else sees until it is made)
+                    self.emit(ir.Mutate(None, result, ir.Call(ir.Method("append"), [result, e],
+                                                              extra={"building": True}), o))
                 return
             gen = gens[i]
 

@@ -253,9 +253,14 @@ def clip_bounds(a, a_min, a_max, min, max):
 
 
 def where(g, condition, x, first):
+    """Adjoint of ``np.where`` for operand ``x`` (``first``: the one taken where ``condition``):
+    g where x was taken, 0 elsewhere, a zero even where g is inf or nan (``0 * g`` would make a
+    nan of a value the output does not depend on: the "safe where" idiom,
+    ``np.sqrt(np.where(x > 0, x, 0))``)."""
     m = xp(g, x)
     g = asarray(g, like=x)
-    r = m.where(condition, g, 0 * g) if first else m.where(condition, 0 * g, g)
+    zero = m.zeros((), g.dtype)
+    r = m.where(condition, g, zero) if first else m.where(condition, zero, g)
     return _rt.unbroadcast(r, x)
 
 
@@ -388,9 +393,10 @@ def select(g, condlist, choicelist, default, which):
     g = asarray(g)
     m = xp(g)
     masks, taken = _select_masks(g, condlist)
+    zero = m.zeros((), g.dtype)             # (not 0 * g: see where)
     if which == "default":
-        return _rt.unbroadcast(m.where(taken, 0 * g, g), default)
-    return tuple(_rt.unbroadcast(m.where(mk, g, 0 * g), ch) for mk, ch in zip(masks, choicelist))
+        return _rt.unbroadcast(m.where(taken, zero, g), default)
+    return tuple(_rt.unbroadcast(m.where(mk, g, zero), ch) for mk, ch in zip(masks, choicelist))
 
 
 def select_tangent(t, condlist, choicelist, which):
