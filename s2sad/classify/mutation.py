@@ -9,7 +9,7 @@ from .. import ir, runtime
 from ..errors import ArgumentWriteError, UnsupportedSyntaxError
 from ..frontend.analysis import positions as _positions
 from .aliases import _copy_aliases, _is_view_call, _read_via_copies, _shares_memory_call, \
-    advanced_index, defining_call, stale_reads
+    advanced_index, defining_call, returned_operand, stale_reads
 from .common import _hashable, _insert_guards
 from .iterators import _check_loop_sources, _check_pending_iterators
 from .lazy import _check_bound_methods, _check_lazy
@@ -80,6 +80,8 @@ def check_mutation(fn, varied):
             continue
         params = all_params - ({obj} & rb)
         group = all_aliases.get(obj, {obj})
+        if isinstance(s, (ir.SetItem, ir.Mutate)) and not getattr(s, "attr", None):
+            _check_returned_argument(fn, s, obj, group, params, all_aliases)
         if (hot or obj in varied) and not permutes and not getattr(s, "attr", None) and \
                 not group & params and not generated:
             # a write into an object read out of an argument (self.buf[i] = v, obj.items.append(v)
@@ -363,6 +365,29 @@ def _rebound_params(fn, params):
                 fresh = fresh - inner
     block(fn.body, set())
     return out
+
+
+def _check_returned_argument(fn, s, obj, group, params, aliases):
+    """A write into ``obj`` (statement ``s``), a name bound to a call that may return its operand
+    itself (``y = np.real(x)``, ``x.conj()`` of a real array, ``x.astype(t, copy=False)``:
+    frontend.analysis.returned_operand) of an argument: the write may change the caller's array,
+    which the derivative also reads as it was (a silently wrong gradient before)."""
+    for t in ir.walk(fn.body):
+        if not (isinstance(t, ir.Assign) and t.target in group and isinstance(t.value, ir.Call)):
+            continue
+        src = returned_operand(t.value)
+        hit = sorted(aliases.get(src, {src}) & params) if src is not None else []
+        if hit:
+            p = hit[0]
+            how = t.value.rule.name if t.value.rule is not None else \
+                f".{getattr(t.value.fn, 'name', '')}"
+            raise ArgumentWriteError(
+                f"this line writes into `{obj}`, which {how} may have returned as the argument "
+                f"`{p}` itself (NumPy returns its operand where nothing needs converting), an "
+                f"object the caller passed in; s2sad does not follow writes into arguments",
+                origin=s.origin, param=p,
+                fix=f"make `{obj}` a copy before writing into it (`{obj} = {obj}.copy()`), and "
+                    f"return the result if the caller needs it")
 
 
 def _view_sources(fn):

@@ -159,3 +159,44 @@ def test_closure_writing_into_a_captured_variable_is_refused_as_such(f, name):
     msg = str(e.value)
     assert f"`{name}`, a variable of the enclosing function that this closure captured" in msg
     assert "have the closure return the value" in msg
+
+
+def through_real(x):
+    s = np.sum(x ** 3)
+    y = np.real(x)              # x itself, for a real array
+    y[0] = 5.0
+    return s + np.sum(y)
+
+
+def through_conj(x):
+    s = np.sum(x ** 3)
+    y = x.conj()
+    y[0] = 5.0
+    return s + np.sum(y)
+
+
+def through_astype(x):
+    y = x.astype(x.dtype, copy=False)
+    y[0] = 5.0
+    return np.sum(y * x)
+
+
+def through_real_of_a_local(x):         # a local array: followed, as before
+    y = x * 1.0
+    s = np.sum(y ** 3)
+    z = np.real(y)
+    z[0] = 5.0
+    return s + np.sum(z)
+
+
+def test_a_write_through_a_call_that_may_return_the_argument_itself_is_refused():
+    # (before: not refused; the reverse sweep read the caller's changed array, a wrong gradient,
+    # and the caller's array was changed)
+    from s2sad.errors import ArgumentWriteError
+    for f in (through_real, through_conj, through_astype):
+        x = np.array([1.0, 2.0, 3.0])
+        with pytest.raises(ArgumentWriteError, match="may have returned as the argument `x`"):
+            s2sad.grad(f)(x)
+        np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(s2sad.grad(through_real_of_a_local)(x), [3.0, 13.0, 28.0])
