@@ -4,7 +4,7 @@ return a view (memory shared with an operand), and calls that may return their o
 import operator
 
 from .. import ir, runtime
-from ..frontend.analysis import returned_operand  # (one table for every analysis)
+from ..frontend.analysis import returned_operand  # noqa: F401 (one table for every analysis)
 
 
 def _copy_aliases(fn, before=None, pos=None):
