@@ -80,6 +80,10 @@ def det(g, ans, a):
     raise NotImplementedError
 
 
+def det_tangent(t, ans, a):
+    raise NotImplementedError
+
+
 def slogdet(g, ans, a):
     raise NotImplementedError
 
@@ -570,9 +574,28 @@ def _inv(g, ans):
 
 @overload(det)
 def _det(g, ans, a):
+    """At a singular matrix (det 0) the Python rule's adjugate form runs (a run-time refusal:
+    numba's inv would raise)."""
     if _mat(a) and isinstance(g, (nt.Float, nt.Complex)) and _fits(g, a):
-        return lambda g, ans, a: like((g * _jrt.cj(ans)) * _mH(np.linalg.inv(
-            np.ascontiguousarray(a))), a)
+        def impl(g, ans, a):
+            if ans == 0:
+                raise ValueError(_jrt.REFUSED)
+            return like((g * _jrt.cj(ans)) * _mH(np.linalg.inv(np.ascontiguousarray(a))), a)
+        return impl
+
+
+@overload(det_tangent)
+def _det_tangent(t, ans, a):
+    """``rules.numpy.linalg.det_tangent``: det(a) tr(a^-1 t); at a singular matrix the Python
+    rule's adjugate form (a run-time refusal)."""
+    if _mat(a) and _mat(t) and not _jrt._is_complex(a) and not _jrt._is_complex(t):
+        def impl(t, ans, a):
+            if ans == 0:
+                raise ValueError(_jrt.REFUSED)
+            return ans * np.trace(np.linalg.solve(np.ascontiguousarray(a),
+                                                  np.ascontiguousarray(t)))
+        return impl
+    return None
 
 
 @overload(slogdet)
@@ -1810,7 +1833,8 @@ def namespace():
     """A module holding the compiled helpers under the names templates use (``_adj``)."""
     return _jrt.helper_module("s2sad_jit_adjoints", "_adj", (
                  "sum", "mean", "matmul", "dot", "like", "kron", "diag", "triu", "tril", "outer",
-                 "reshape_back", "transpose", "inv", "det", "slogdet", "solve", "cholesky",
+                 "reshape_back", "transpose", "inv", "det", "det_tangent", "slogdet", "solve",
+                 "cholesky",
                  "where", "maximum", "maximum_tangent", "_correction", "var", "std", "prod",
                  "prod_tangent",
                  "extremum", "norm", "nansum", "nansum_tangent", "diff", "sort",

@@ -15,6 +15,7 @@ from numba.core import types as nt
 from numba.cpython.unsafe.tuple import tuple_setitem
 from numba.extending import overload, register_jitable
 
+from ..runtime.jit import REFUSED
 from .jit_reductions import _split, _value
 
 
@@ -664,7 +665,12 @@ def _eigh(g, ans, a, UPLO="L"):
         inner = np.zeros((n, n))
         for i in range(n):
             for j in range(n):
-                inner[i, j] = gw[i] if i == j else P[i, j] / (w[j] - w[i])
+                if i == j:
+                    inner[i, j] = gw[i]
+                elif P[i, j] != 0.0:            # (no cotangent: no term, whatever the gap)
+                    if w[j] == w[i]:
+                        raise ValueError(REFUSED)   # (the Python rule decides)
+                    inner[i, j] = P[i, j] / (w[j] - w[i])
         S = np.ascontiguousarray(v) @ inner @ vt
         out = np.zeros((n, n))
         for i in range(n):

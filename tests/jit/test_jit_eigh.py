@@ -30,3 +30,12 @@ def test_eigh_reads_the_lower_triangle():
     A = _R.normal(size=(4, 4)) + np.diag(np.arange(4.0) * 3)
     g = same_as_python(values, (A,), (0,))[0]
     assert np.all(np.triu(g, 1) == 0)
+
+
+def test_eigenvalues_only_at_a_repeated_eigenvalue():
+    # (the eigenvectors' adjoint is zero: no 1 / (w_j - w_i) term; a ZeroDivisionError reached
+    # the user from the compiled code before, where Python mode gives 2A)
+    import s2sad
+    A = np.diag([1.0, 1.0, 2.0])
+    np.testing.assert_allclose(s2sad.grad(values, jit=True)(A), 2 * A, atol=1e-14)
+    np.testing.assert_allclose(s2sad.grad(values)(A), 2 * A, atol=1e-14)

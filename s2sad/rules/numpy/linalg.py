@@ -15,7 +15,7 @@ from ..registry import defrule
 defrule(np.linalg.inv, "a", vjp={"a": "_adj.inv(g, ans)"},
         jvp={"a": "-(ans @ t @ ans)"}, ns=A)
 defrule(np.linalg.det, "a", vjp={"a": "_adj.det(g, ans, a)"},
-        jvp={"a": "ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)"}, ns=A)
+        jvp={"a": "_adj.det_tangent(t, ans, a)"}, ns=A)
 defrule(np.linalg.slogdet, "a", vjp={"a": "_adj.slogdet(g, ans, a)"},
         jvp={"a": "_adj.slogdet_tangent(t, ans, a)"}, kind="any", ns=A)
 defrule(np.linalg.solve, "a, b", joint=(("a", "b"), "_adj.solve(g, ans, a, b)"),
@@ -66,10 +66,40 @@ def inv(g, ans):
 
 
 def det(g, ans, a):
+    """Adjoint of ``det``: g adj(a)^H (adj(a) = det(a) a^-1 where a is invertible; at a singular
+    matrix, where inv raises, :func:`adjugate`'s SVD form: the gradient is finite there)."""
     m = xp(a)
-    ai = m.linalg.inv(a)
+    try:
+        ai = m.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        return like(m.asarray(g)[..., None, None] * _mH(adjugate(a)), a)
     ge = m.asarray(g * cj(ans))[..., None, None]
     return like(ge * _mH(ai), a)
+
+
+def det_tangent(t, ans, a):
+    """Tangent of ``det``: det(a) tr(a^-1 t), or tr(adj(a) t) at a singular matrix."""
+    m = xp(a, t)
+    try:
+        return ans * m.trace(m.linalg.solve(a, t), axis1=-2, axis2=-1)
+    except np.linalg.LinAlgError:
+        return m.trace(adjugate(a) @ t, axis1=-2, axis2=-1)
+
+
+def adjugate(a):
+    """adj(a), the transpose of the cofactor matrix (det(a) a^-1 for an invertible a), of any
+    square matrix (a stack of them): with a = U diag(s) V^H, adj(a) = det(U) det(V^H) V diag(c)
+    U^H, c_i the product of the singular values other than s_i (prefix and suffix products: no
+    division, so a zero singular value is no trouble)."""
+    m = xp(a)
+    u, sv, vh = m.linalg.svd(a)
+    one = m.ones(sv.shape[:-1] + (1,), sv.dtype)
+    before = m.cumprod(m.concatenate([one, sv[..., :-1]], axis=-1), axis=-1)
+    after = m.flip(m.cumprod(m.concatenate([one, m.flip(sv, -1)[..., :-1]], axis=-1), axis=-1),
+                   -1)
+    c = (before * after).astype(u.dtype)
+    scale = (m.linalg.det(u) * m.linalg.det(vh))[..., None, None]
+    return scale * ((_mH(vh) * c[..., None, :]) @ _mH(u))
 
 
 def slogdet(g, ans, a):
