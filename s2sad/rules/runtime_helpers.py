@@ -418,10 +418,18 @@ for _k in ("concatenate", "stack", "vstack", "hstack", "dstack", "column_stack",
 
 # bilinear adjoints: (grad, a, b, ..., which) is linear in grad and in the operand it does not
 # return the adjoint of; it does not depend on the other one's values
+# (and, as matmul's below, adjoints for reverse mode over a derivative: with F the product
+# itself, the adjoint w.r.t. grad is F(g, b) or F(a, g), w.r.t. the operand the helper does not
+# return the other adjoint of the product; not vdot, which conjugates its first operand)
 for _k, _mid in (("dot", ""), ("inner", ""), ("outer", ""), ("vdot", ""),
                  ("kron", ""), ("tensordot", "axes, ")):
     _f = getattr(A, _k)
+    _ax = ", axes" if _mid else ""
     defrule(_f, f"grad, a, b, {_mid}which, /",
+            vjp=None if _k == "vdot" else {
+                "grad": f"np.{_k}(g, b{_ax}) if which == 0 else np.{_k}(a, g{_ax})",
+                "a": f"_adj.{_k}(grad, a, g, {_mid}0) if which == 1 else 0.0",
+                "b": f"_adj.{_k}(grad, g, b, {_mid}1) if which == 0 else 0.0"},
             jvp={"grad": f"_adj.{_k}(t, a, b, {_mid}which)",
                  "a": f"_adj.{_k}(grad, t, b, {_mid}which) if which == 1 else {ZERO}",
                  "b": f"_adj.{_k}(grad, a, t, {_mid}which) if which == 0 else {ZERO}"}, **_any)
