@@ -39,6 +39,11 @@ def materialize(g, x):
         return type(x)(materialize(a, b) for a, b in zip(g, x))
     if type(g) is dict and type(x) is dict:
         return {k: materialize(g.get(k), v) for k, v in x.items()}
+    if isinstance(x, np.generic) and type(g) in (float, complex, int):
+        # a NumPy scalar's gradient is a NumPy scalar of its dtype (compiled code gives a
+        # Python float; unbroadcast would make it a 0-d array)
+        g = g.real if dt.kind != "c" and type(g) is complex else g
+        return dt.type(g)
     if hasattr(x, "shape") and getattr(g, "shape", None) != x.shape:
         g = unbroadcast(g, x)
     if (tx is float or (dt is not None and dt.kind == "f")) and \

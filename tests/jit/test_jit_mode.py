@@ -180,3 +180,16 @@ def test_vjp_in_jit_mode():
     np.testing.assert_allclose(v, np.sin(x) * 1.5)
     np.testing.assert_allclose(gx, ct * np.cos(x) * 1.5, rtol=1e-12)
     assert gy == pytest.approx(float(ct @ np.sin(x)), rel=1e-12)
+
+
+def _sin_sq(x):
+    return np.sin(x) * x ** 2
+
+
+def test_a_numpy_scalar_gets_a_numpy_scalar_gradient_in_both_modes():
+    # (the compiled gradient was a 0-d array for an np.float64 argument)
+    for x in (np.float64(0.7), np.float32(0.7)):
+        gp = s2sad.grad(_sin_sq)(x)
+        gj = s2sad.grad(_sin_sq, jit=True)(x)
+        assert type(gj) is type(gp) is type(x)
+        assert gj == pytest.approx(gp, rel=1e-6)
