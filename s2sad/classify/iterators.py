@@ -122,6 +122,18 @@ def _check_loop_sources(fn):
                             continue
                         name = changed if isinstance(changed, str) and \
                             not changed.startswith("_") else None
+                        if name is not None and name in _loop_items(loop, s.target):
+                            # (``for k, v in d.items(): v *= w``: an item, changed in place)
+                            op = _opname_of(t.value) if how == "augmented" else None
+                            raise UnsupportedSyntaxError(
+                                f"this line changes `{name}`, an item this `for` loop takes "
+                                f"from what it walks, in place (the item is still held there); "
+                                f"s2sad takes the loop's values as it starts, Python's "
+                                f"sequence sees the change", origin=t.origin,
+                                fix=f"make a new value (`{name} = {name} {op} ...`) and store it "
+                                    f"where it belongs if the change is wanted there" if op else
+                                f"change a copy (`{name} = {name}.copy()`) and store it where it "
+                                f"belongs if the change is wanted there")
                         what = f"`{name}`" if name else "a list or array the loop walks"
                         raise UnsupportedSyntaxError(
                             f"this line changes {what} in place while a `for` loop walks it (under "
@@ -134,6 +146,22 @@ def _check_loop_sources(fn):
             for b in ir.children(s):
                 block(b)
     block(fn.body)
+
+
+def _loop_items(loop, seq):
+    """The names ``loop`` binds to the items it takes from the sequence ``seq`` (``_s[k]``, and
+    the parts of an item unpacked: ``for k, v in d.items()``)."""
+    import operator
+    items = {seq}
+    for t in ir.walk(loop.body):
+        if not isinstance(t, ir.Assign):
+            continue
+        v = t.value
+        if isinstance(v, str) and v in items or isinstance(v, ir.Call) and \
+                isinstance(v.fn, ir.Static) and v.fn.obj is operator.getitem and v.args and \
+                v.args[0] in items:
+            items.add(t.target)
+    return items - {seq}
 
 
 def _from_dict_view(fn, names):

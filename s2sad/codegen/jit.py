@@ -288,6 +288,17 @@ class CompiledDerivative:
             raise
         return self._containers_out(out)
 
+    def _captured(self, i):
+        """The name of the closure variable the compiled function's parameter ``i`` holds (the
+        data a closure captured is passed first), or None for one of the function's own."""
+        code = self.py.__code__
+        name = code.co_varnames[i] if i < code.co_argcount else None
+        user = getattr(getattr(self.d, "ir", None), "pyfunc", None)
+        ucode = getattr(user, "__code__", None)
+        if name is None or ucode is None or name not in ucode.co_freevars:
+            return None
+        return name
+
     def _containers_out(self, out):
         """``(value, gradients)`` with the adjoint of each dict or list parameter passed as a tuple
         (:func:`containers_as_tuples`) as a dict or a list again."""
@@ -328,7 +339,11 @@ class CompiledDerivative:
             # call had float32: the cache's types do not tell dtypes apart) still compile
             if bad not in self._refused:
                 self._refused.add(bad)
-                self._warn(f"argument {bad}: the compiled mode takes floats, integers, NumPy "
+                i, _, what = bad.partition(" ")
+                cell = self._captured(int(i))
+                where = f"argument {bad}" if cell is None else \
+                    f"the variable `{cell}` the function captured {what}"
+                self._warn(f"{where}: the compiled mode takes floats, integers, NumPy "
                            f"arrays of float64, complex128, int64/int32 or bool, and tuples of "
                            f"them (dicts and lists of them too, where the function only reads "
                            f"their items)", None)
