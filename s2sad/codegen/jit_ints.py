@@ -125,8 +125,9 @@ def checked_ints(triples, params, param_types, globs):
     out = list(triples)
     for k in range(start + 1, len(out)):
         indent, text = out[k][0], out[k][1]
-        if not isinstance(text, str) or "*" not in text or "\n" in text:
-            continue
+        if not isinstance(text, str) or "*" not in text or "\n" in text or \
+                len(out[k]) < 3 or out[k][2] is None:
+            continue                                # (s2sad's own lines: stack sizes...)
         try:
             stmt = ast.parse(text.strip()).body[0]
         except (SyntaxError, IndexError):
