@@ -78,9 +78,12 @@ def here_adjoint(g, x, ans):
     """Adjoint of :func:`here`: a cursor's adjoints go back to its positions in ``x``."""
     if is_zero(g) or not isinstance(ans, Cursor):
         return g                    # (x itself: a list, array... possibly a saved copy of it)
-    if not isinstance(x, Iter):
-        return 0.0                  # an iterator from outside: nothing to route back to
-    out = [0.0] * len(x.seen)
+    # an iterator made elsewhere (a raw zip object that a call resolved at run time returned,
+    # ``zip(*pair)``; an argument) has no Iter of its own: its values' adjoints, in the order it
+    # yielded them, go to whatever made it (that call's pullback; an argument's are dropped).
+    # (It was 0.0: a zero gradient through ``zip(*m)``.)
+    n = len(x.seen) if isinstance(x, Iter) else len(ans.parent.seen)
+    out = [0.0] * n
     for i, gi in zip(ans.idx, g):
         if not is_zero(gi):
             out[i] = gi if is_zero(out[i]) else out[i] + gi

@@ -165,3 +165,28 @@ def consumed_after_a_saved_copy(a, b):
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
 def test_consumed_after_a_saved_copy(mode):
     check_grads(consumed_after_a_saved_copy, (A, B), wrt=(0, 1), modes=(mode,))
+
+
+# == case: zip(*...) and enumerate(*...): the call is resolved when it runs, and its raw zip
+# object's values' adjoints went nowhere (a zero gradient, silently)
+def zip_star(x, y):
+    pair = (x, y)
+    return sum(a * b for a, b in zip(*pair))
+
+
+def transposed_rows(x, y):
+    cols = list(zip(*[x, y, x * y]))          # the transpose idiom
+    return sum(c[0] * c[2] + c[1] for c in cols)
+
+
+def enumerate_star(x):
+    return sum(i * v for i, v in enumerate(*[x]))
+
+
+def test_zip_and_enumerate_of_starred_arguments():
+    import s2sad
+    r = np.random.default_rng(61)
+    x, y = r.standard_normal(3), r.standard_normal(3)
+    for f, args in ((zip_star, (x, y)), (transposed_rows, (x, y)), (enumerate_star, (x,))):
+        check_grads(f, args, wrt=tuple(range(len(args))))
+    np.testing.assert_allclose(s2sad.grad(zip_star)(x, y), y, rtol=1e-14)
