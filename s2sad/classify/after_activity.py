@@ -17,6 +17,18 @@ def finish(fn, active, varied):
     derivative through ``global``/``nonlocal``, into arguments, or through aliases."""
     check_mutation(fn, varied)
     _augmented_sequences(fn)
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.With):
+            for ctx, var in s.items:
+                if var is not None and any(v in varied for v in ir.operand_vars(ctx)):
+                    # (``with Scope(x) as s``: the value is ``__enter__``'s, which s2sad does not
+                    # differentiate; it was taken for a constant, a zero gradient)
+                    raise UnsupportedSyntaxError(
+                        f"`with ... as {var}` binds what the context manager's `__enter__` "
+                        f"returns, and the context manager is made from values that carry a "
+                        f"derivative; s2sad does not differentiate `__enter__`", origin=s.origin,
+                        fix=f"compute `{var}` before the `with` statement and use the context "
+                            f"manager without `as` (or call its methods yourself)")
     for names, origin in getattr(fn, "nonlocal_writers", ()):
         hot = sorted(n for n in names if n in varied)
         if hot:

@@ -239,6 +239,17 @@ def check_mutation(fn, varied):
                     "take the object into a local variable, copy it (`copy.copy(...)`), change the "
                     "copy and put it back, or build a new object")
 
+    # an attribute written on an object of a class that stores it some other way (a property's
+    # setter, a descriptor, its own __setattr__): checked when the line runs
+    kinds = getattr(fn, "kinds", {})
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.SetItem) and getattr(s, "attr", None) and isinstance(s.obj, str) \
+                and kinds.get(s.obj) not in ("a", "c", "f", "i", "z") and \
+                any(v in varied for v in ir.operand_vars(s.value)):
+            guards.append((id(s), ir.ExprStmt(ir.Call(
+                ir.Static(runtime.attr_write_guard, "_rt.attr_write_guard"),
+                [s.obj, ir.Const(s.attr), ir.Const(s.origin)]), s.origin)))
+
     by_stmt = {}
     for i, g in guards:
         by_stmt.setdefault(i, []).append(g)

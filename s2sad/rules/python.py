@@ -226,6 +226,7 @@ defzero(_r.keys_read)       # a check (classify.keys._guard_key_reads): no value
 defzero(_r.argument_inplace_guard)   # a check (classify.writes._check_augmented_argument)
 defzero(_r.inplace_guard)   # a check (classify.writes._check_augmented_shared): no value, no derivative
 defzero(_r.item_inplace_guard)   # (the same, for ``lst[i] op= ...``)
+defzero(_r.attr_write_guard)   # a check (classify.mutation): no value, no derivative
 defzero(_r.share_guard)     # a check (classify.writes.check_writes_shared): no value, no derivative
 
 # -- dict(), copies, conversions, heapq, in-place list methods ---------------------------------------

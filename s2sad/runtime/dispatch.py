@@ -782,8 +782,35 @@ def attr(obj, name):
     if getattr(value, "__self__", None) is obj and callable(value):
         return value, ("self",)
     if differentiable(value):
+        _check_stored(obj, name)
         return value, ("attr", name)
     return value, None
+
+
+def _check_stored(obj, name):
+    """Refuse an attribute read whose value the class computes (its ``__getattr__`` for a missing
+    name, a descriptor other than a property or a slot): its adjoint would go to an attribute
+    ``name`` the object does not hold, and the derivative through it would be lost (a zero)."""
+    d = getattr(obj, "__dict__", None)
+    if d is not None and name in d:
+        return
+    import inspect
+    cls = type(obj)
+    try:
+        found = inspect.getattr_static(cls, name)
+    except AttributeError:
+        how = f"its class's `__getattr__` ({cls.__qualname__})"
+    else:
+        if not hasattr(type(found), "__get__") or \
+                type(found).__name__ in ("member_descriptor", "getset_descriptor"):
+            return                      # (a value on the class, a slot)
+        how = f"a descriptor ({type(found).__qualname__})"
+    from ..errors import UnsupportedSyntaxError
+    raise UnsupportedSyntaxError(
+        f"`.{name}` of a {cls.__qualname__} is computed by {how}, not stored in the object; "
+        f"s2sad cannot follow the derivative through it",
+        fix=f"compute it with a method or a property (`@property def {name}(self): ...`), or "
+            f"store it as an attribute")
 
 
 def transform_parts(fn, args):

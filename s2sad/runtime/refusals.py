@@ -332,6 +332,45 @@ def item_inplace_guard(value, obj, key, op, name, other, origin, unknown=False, 
                 f"array (`[np.zeros(3) for _ in range(n)]`)")
 
 
+def attr_write_guard(obj, name, origin):
+    """Before ``obj.name = v`` (v carrying a derivative, see classify/mutation.py): refuse when the
+    class stores the attribute some other way than in the object (a property's setter, another
+    descriptor with ``__set__``, its own ``__setattr__``): s2sad follows the value into
+    ``obj.name`` itself, which is not where the class puts it."""
+    cls = type(obj)
+    how = None
+    if isinstance(getattr(cls, "__setattr__", None), _FunctionType) and \
+            not _is_dataclass_frozen(cls):      # (a Python __setattr__; C types' store plainly)
+        how = f"its own `__setattr__` ({cls.__qualname__})"
+    else:
+        d = _static_attr(cls, name)
+        if d is not None and hasattr(type(d), "__set__") and \
+                type(d).__name__ not in ("member_descriptor", "getset_descriptor"):
+            how = "a property's setter" if isinstance(d, property) else \
+                f"a descriptor ({type(d).__qualname__})"
+    if how is not None:
+        from ..errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            f"this line writes `.{name}` on a {cls.__qualname__}, whose class stores it through "
+            f"{how}: s2sad follows the value into the attribute itself, not where the class "
+            f"puts it", origin=origin,
+            fix=f"call what the setter does directly (a method, or the attribute it writes: "
+                f"`obj._{name} = ...`)")
+
+
+def _static_attr(cls, name):
+    import inspect
+    try:
+        return inspect.getattr_static(cls, name)
+    except AttributeError:
+        return None
+
+
+def _is_dataclass_frozen(cls):
+    p = getattr(cls, "__dataclass_params__", None)
+    return p is not None and getattr(p, "frozen", False)
+
+
 def argument_inplace_guard(value, op, name, param, origin):
     """Before ``name op= ...`` where ``name`` is (or may be) the object the caller passed in as
     ``param`` (see classify/writes.py): refuse when ``op=`` changes that object in place (an
