@@ -432,10 +432,11 @@ def _check_augmented_shared(fn, s, pos, guards):
             elif c.cls == "primitive" and c.rule is not None and \
                     c.rule.kind not in ("any", "container", "getitem"):
                 # arithmetic: a new array or number; ``[a] * 3``, ``l1 + l2``: a new list of
-                # the same items
-                for a in names:
-                    if kinds.get(a) == "c":
-                        link(t.target, a, "elem")
+                # the same items (not np.stack([...]) of a list: a new array)
+                if f in (operator.mul, operator.add):
+                    for a in names:
+                        if kinds.get(a) == "c":
+                            link(t.target, a, "elem")
                 continue
             elif c.cls == "primitive" and c.rule is not None:
                 for a in names:                          # list(v), zip(v, w)...: v's elements
