@@ -139,7 +139,7 @@ class _Spec:
         if not kwargs and len(args) == len(self.params) and self.plain:
             return list(args)
         now = _defaults_of(self.pyfunc)
-        if self._defaults[0] is not now[0] or self._defaults[1] is not now[1]:
+        if self._defaults != now:
             # (defaults given to the function again since: the signature reads them)
             self.sig = inspect.signature(self.pyfunc, follow_wrapped=False)
             self._defaults = now
@@ -271,10 +271,23 @@ _SPECS_MAX = 128
 _SPECS_LOCK = threading.Lock()
 
 
+class _Same:
+    """An object compared by identity (``==`` of two is ``is``): a default's value."""
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        self.v = v
+
+    def __eq__(self, other):
+        return self.v is other.v
+
+
 def _defaults_of(f):
-    """The objects holding ``f``'s defaults (kept, and compared by identity: ``f.__defaults__ =
-    ...`` makes new ones)."""
-    return getattr(f, "__defaults__", None), getattr(f, "__kwdefaults__", None)
+    """``f``'s defaults, each compared by identity (kept alive: ``f.__defaults__ = ...`` makes
+    new ones; ``f.__kwdefaults__["c"] = v`` changes the dict in place)."""
+    d = getattr(f, "__defaults__", None) or ()
+    kw = getattr(f, "__kwdefaults__", None) or {}
+    return tuple(map(_Same, d)), tuple((k, _Same(v)) for k, v in kw.items())
 
 
 def _spec_for(fn, wrt):

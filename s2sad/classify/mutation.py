@@ -46,7 +46,10 @@ def check_mutation(fn, varied):
     if generated:
         guards[:] = [(i, g) for i, g in ((i, _without_own_stacks(g)) for i, g in guards)
                      if g is not None]
+    from ..frontend.analysis import building
     for s in ir.walk(fn.body):
+        if building(s):
+            continue        # (a comprehension's own new list or dict: nobody else's object)
         # a parameter rebound to a new object (``args = list(args)``) is no longer the caller's
         rb = rebound.get(id(s), set())
         m = _mutated(s)

@@ -418,7 +418,9 @@ def _check_augmented_shared(fn, s, pos, guards):
                 if getitem and src == "c":
                     if not sliced:                       # an item of a list: held by the list
                         link(t.target, c.args[0], "part")
-                    continue                             # (a slice of a list is a new list)
+                    else:                                # a slice: a new list, the same items
+                        link(t.target, c.args[0], "elem")
+                    continue
                 for a in (names[:1] if getitem or isinstance(c.fn, (ir.Attr, ir.Method))
                           else names):
                     # x[i] of an array: a row (a view) or a number

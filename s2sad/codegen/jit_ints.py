@@ -19,6 +19,15 @@ class _Checked(ast.NodeTransformer):
         self.ints = ints
         self.changed = False
 
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Name) and f.id == "pow" and len(node.args) == 2 and \
+                not node.keywords and all(_is_int(a, self.ints) for a in node.args):
+            self.changed = True
+            return ast.Call(ast.Name("_rt.ipow", ast.Load()), node.args, [])
+        return node
+
     def visit_BinOp(self, node):
         self.generic_visit(node)
         helper = _CHECKED.get(type(node.op))
@@ -34,7 +43,9 @@ _INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Pow, ast.FloorDiv, ast.Mod)
 
 def _is_int(node, ints):
     """Whether ``node`` is an int, given the names ``ints`` that hold ints (and the names of
-    int64 stacks, under ``("stack", name)``)."""
+    int64 stacks and of shapes, under ``("stack", name)`` and ``("shape", name)``): also
+    ``len``/``int`` of anything, ``abs``/``max``/``min``/``pow`` of ints, ``a.shape[i]``,
+    ``a.size``, ``a.ndim``."""
     if isinstance(node, ast.Constant):
         return type(node.value) is int
     if isinstance(node, ast.Name):
@@ -43,12 +54,19 @@ def _is_int(node, ints):
         return _is_int(node.left, ints) and _is_int(node.right, ints)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         return _is_int(node.operand, ints)
-    if isinstance(node, ast.Subscript):     # (an item of a loop's stack of ints)
-        return isinstance(node.value, ast.Name) and ("stack", node.value.id) in ints and \
-            _is_int(node.slice, ints)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-            node.func.id == "len":
-        return True
+    if isinstance(node, ast.Subscript):     # (an item of a loop's stack of ints, of a shape)
+        v = node.value
+        return _is_int(node.slice, ints) and (
+            isinstance(v, ast.Name) and (("stack", v.id) in ints or ("shape", v.id) in ints) or
+            isinstance(v, ast.Attribute) and v.attr == "shape")
+    if isinstance(node, ast.Attribute):
+        return node.attr in ("size", "ndim")
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        name = node.func.id
+        if name in ("len", "int"):
+            return True
+        if name in ("abs", "max", "min", "pow"):
+            return bool(node.args) and all(_is_int(a, ints) for a in node.args)
     return False
 
 
@@ -73,7 +91,7 @@ def int_names(fdef, params, param_types):
     an int parameter, a ``range`` loop's counter, a name every assignment of which is an int
     expression of those), and ``("stack", name)`` of its int64 stacks."""
     values = {}                         # name -> the values bound to it (None: not followed)
-    stacks = set()
+    stacks, shapes = set(), set()
     for p, t in zip(params, param_types):
         values.setdefault(p, []).append(ast.Constant(0) if t == ("s", "i") else None)
     for n in ast.walk(fdef):
@@ -81,6 +99,8 @@ def int_names(fdef, params, param_types):
                 isinstance(n.targets[0], ast.Name):
             if _int_stack(n.value):
                 stacks.add(n.targets[0].id)
+            if isinstance(n.value, ast.Attribute) and n.value.attr == "shape":
+                shapes.add(n.targets[0].id)
             values.setdefault(n.targets[0].id, []).append(n.value)
         elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
             values.setdefault(n.target.id, []).append(
@@ -92,6 +112,8 @@ def int_names(fdef, params, param_types):
                 not _simply_bound(fdef, n):
             values.setdefault(n.id, []).append(None)
     ints = {("stack", v) for v in stacks if all(_int_stack(x) for x in values[v])}
+    ints |= {("shape", v) for v in shapes if all(isinstance(x, ast.Attribute) and
+                                                 x.attr == "shape" for x in values[v])}
     ints |= {v for v, vs in values.items() if None not in vs}
     while True:
         drop = {v for v in ints if type(v) is str and
@@ -125,9 +147,10 @@ def checked_ints(triples, params, param_types, globs):
     out = list(triples)
     for k in range(start + 1, len(out)):
         indent, text = out[k][0], out[k][1]
-        if not isinstance(text, str) or "*" not in text or "\n" in text or \
-                len(out[k]) < 3 or out[k][2] is None:
+        if not isinstance(text, str) or "\n" in text or len(out[k]) < 3 or out[k][2] is None:
             continue                                # (s2sad's own lines: stack sizes...)
+        if "*" not in text and "pow(" not in text:
+            continue
         try:
             stmt = ast.parse(text.strip()).body[0]
         except (SyntaxError, IndexError):

@@ -85,6 +85,8 @@ def _elems(t, x):
         return [zeros_like(k) for k in x]
     if isinstance(x, range):
         return [0.0] * len(x)
+    if isinstance(x, (set, frozenset)) and (t is None or type(t) is float and t == 0.0):
+        return [0.0] * len(x)       # (its elements are numbers or keys: nothing to carry)
     if t is None or (type(t) is float and t == 0.0):
         if isinstance(x, Iter):
             return [0.0] * len(x.seen)

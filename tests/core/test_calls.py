@@ -352,3 +352,19 @@ def test_array_module_passed_as_an_argument():
     # an array-module parameter (xp) is neither an array nor differentiable
     check_grads(passes_a_module, (randn(3),))
     check_grads(_with_module, (np, randn(3)), wrt=1)
+
+
+def keyword_scaled(x, *, c=2.0):
+    return np.sum(x * c)
+
+
+def test_keyword_defaults_changed_in_place_are_read():
+    old = dict(keyword_scaled.__kwdefaults__)
+    try:
+        g = s2sad.grad(keyword_scaled)
+        np.testing.assert_allclose(g(np.ones(3)), 2.0)
+        keyword_scaled.__kwdefaults__["c"] = 9.0
+        np.testing.assert_allclose(g(np.ones(3)), 9.0)
+        np.testing.assert_allclose(s2sad.grad(keyword_scaled)(np.ones(3)), 9.0)
+    finally:
+        keyword_scaled.__kwdefaults__.update(old)

@@ -338,3 +338,18 @@ def test_an_array_held_twice_and_changed_in_place_is_refused():
         with pytest.raises(UnsupportedSyntaxError, match="in place") as e:
             s2sad.grad(f)(x)
         assert e.value.origin.line == line_of(f, where)
+
+
+def sliced_copy(a, b):                  # lst[:] is a new list of the same arrays
+    lst = [a * 1.0, a * 2.0]
+    lst2 = lst[:]
+    lst2[0] += b
+    return np.sum(lst[0] * a)
+
+
+def test_an_item_of_a_sliced_copy_changed_in_place_is_refused():
+    import pytest
+    from s2sad.errors import UnsupportedSyntaxError
+    x = rng(99).standard_normal(3)
+    with pytest.raises(UnsupportedSyntaxError, match="in place"):
+        s2sad.grad(sliced_copy)(x, x)

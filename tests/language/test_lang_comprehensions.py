@@ -245,3 +245,22 @@ def test_a_comprehension_bound_to_the_name_it_reads():
     params, grads = [np.array([1.0, 2.0]), np.array([0.5])], [np.ones(2), np.ones(1)]
     check_grads(sgd_steps, (params, grads), wrt=(0, 1))
     check_grads(read_then_rebound, ({"w": w0},))
+
+
+def argument_name_rebound(a, b):        # x is the argument a, then a new list
+    x = a
+    x = [x[i] * b for i in range(3)]
+    return sum(x)
+
+
+def set_after_list(a):                  # forward mode summed a set's tangent without end
+    s = [a]
+    s = {v for v in (1.5, 2.5)}
+    return np.sum(a) * sum(s)
+
+
+def test_rebinding_an_argument_s_name_and_a_set_after_a_list():
+    x = np.array([0.5, -1.0, 2.0])
+    check_grads(argument_name_rebound, (x, 1.5), wrt=(0, 1))
+    check_grads(set_after_list, (x,))
+    assert s2sad.jvp(set_after_list, (x,), (np.ones(3),))[1] == 12.0
