@@ -2,6 +2,7 @@
 import math
 
 import numpy as np
+import pytest
 
 import s2sad
 from lang_helpers import check_grads, rng, assert_close
@@ -264,3 +265,32 @@ def test_rebinding_an_argument_s_name_and_a_set_after_a_list():
     check_grads(argument_name_rebound, (x, 1.5), wrt=(0, 1))
     check_grads(set_after_list, (x,))
     assert s2sad.jvp(set_after_list, (x,), (np.ones(3),))[1] == 12.0
+
+
+def closure_reads_the_rebound_name(a, b):
+    xs = [a, b]
+
+    def g(x):
+        return x * len(xs)              # the old xs, in Python, while the new one is built
+
+    xs = [g(x) for x in xs]
+    return np.sum(xs[0] * xs[1])
+
+
+def closure_reads_the_rebound_dict(a, b):
+    p = {"a": a, "b": b}
+
+    def g(k):
+        return p[k] * 2.0
+
+    p = {k: g(k) for k in p}
+    return np.sum(p["a"] * p["b"])
+
+
+def test_a_closure_called_in_the_comprehension_reads_the_old_object():
+    a, b = np.array([0.1, 0.2, 0.3]), np.array([1.0, -2.0, 0.5])
+    for f in (closure_reads_the_rebound_name, closure_reads_the_rebound_dict):
+        v, g = s2sad.value_and_grad(f)(a, b)
+        assert v == pytest.approx(f(a, b), rel=1e-14)
+        np.testing.assert_allclose(g, 4 * b, rtol=1e-14)
+        assert s2sad.jvp(f, (a, b), (np.ones(3), None))[1] == pytest.approx(np.sum(4 * b))

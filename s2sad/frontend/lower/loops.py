@@ -165,7 +165,12 @@ class LoopLowering:
         if old_names:
             old = self.tmp()
             self.emit(ir.Assign(old, target, o))
-        result = target if target and not isinstance(node, gast.SetComp) else self.tmp()
+        # (a local closure that reads the target sees the old object too, in Python: the new
+        # one is built under a name of its own and bound to the target when it is made)
+        captured = {v for vs in self.closures.values() for v in vs}
+        into = target if target and not isinstance(node, gast.SetComp) and \
+            target not in captured else None
+        result = into or self.tmp()
         is_dict = isinstance(node, gast.DictComp)
         if is_dict:
             self.emit(ir.Assign(result, ir.Call(ir.Static(runtime.build_dict, "build_dict"),
@@ -230,4 +235,7 @@ class LoopLowering:
         if isinstance(node, gast.SetComp):
             self.namespace["set"] = set
             return self._call(ir.Call(ir.Static(set, "set"), [result]), target, o)
+        if target and result != target:
+            self.emit(ir.Assign(target, result, o))
+            return target
         return result
