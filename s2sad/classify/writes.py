@@ -533,9 +533,10 @@ def _written_back(fn, s):
     block = found[0]
     k = next(i for i, t in enumerate(block) if t is s)
     t = block[k + 1] if k + 1 < len(block) else None
-    if not (isinstance(t, ir.SetItem) and t.attr is None and t.value == s.target and
-            isinstance(t.obj, str)):
+    if not (isinstance(t, ir.SetItem) and t.value == s.target and isinstance(t.obj, str)):
         return None
+    if t.attr is not None:
+        return t.obj, ir.Const(t.attr)      # (an attribute: the object's other ones are checked)
     key = t.index
     if isinstance(key, ir.Index):       # (the key as a value; a slice's slot: not known)
         if any(isinstance(p, ir.Slice) for p in key.parts):

@@ -308,19 +308,26 @@ def item_inplace_guard(value, obj, key, op, name, other, origin, unknown=False, 
     another item of ``obj`` holds it or shares its memory (``[np.zeros(3)] * 3``), or one of
     ``seen`` (the values of names read afterwards that may share it) does; with ``unknown``
     (such names not all bound here), whenever it is such an object."""
+    attrs = None
     if not isinstance(obj, (list, dict)):
-        return                          # (an array: the item is written back into its memory)
+        attrs = getattr(obj, "__dict__", None) if not _is_array(obj) else None
+        if not isinstance(attrs, dict):
+            return                      # (an array: the item is written back into its memory)
     dunder = "__i" + getattr(op, "__name__", "").strip("_") + "__"
     if not hasattr(type(value), dunder):
         return
-    if isinstance(obj, dict):
+    if attrs is not None:               # ``o.w += v``: the object's other attributes
+        rest = [v for k, v in attrs.items() if k != key]
+    elif isinstance(obj, dict):
         rest = [v for k, v in obj.items() if k != key]
     else:
         i = key + len(obj) if type(key) is int and key < 0 else key
         rest = [v for j, v in enumerate(obj) if j != i] if type(i) is int else list(obj)
     if unknown or shares(value, rest) or shares(value, seen):
         from ..errors import UnsupportedSyntaxError
-        holder = other if not shares(value, rest) else "another item of the same container"
+        holder = other if not shares(value, rest) else \
+            "another attribute of the same object" if attrs is not None else \
+            "another item of the same container"
         sym = _AUG_TEXT.get(op, "op")
         raise UnsupportedSyntaxError(
             f"`{name} {sym}= ...` changes the {type(value).__module__}."

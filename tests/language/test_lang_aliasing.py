@@ -353,3 +353,42 @@ def test_an_item_of_a_sliced_copy_changed_in_place_is_refused():
     x = rng(99).standard_normal(3)
     with pytest.raises(UnsupportedSyntaxError, match="in place"):
         s2sad.grad(sliced_copy)(x, x)
+
+
+class _Holder:
+    pass
+
+
+class _Opt:
+    def __init__(self, w):
+        self.w = w * 1.0
+        self.m = w * 0.0
+
+    def step(self, g):
+        self.m += g
+        self.w -= 0.1 * self.m
+
+
+def two_attributes_one_array(a, b):
+    o = _Holder()
+    x = a * 2.0
+    o.w = x
+    o.v = x                             # the same array under two attributes
+    o.w += b                            # changes o.v too, in Python
+    return np.sum(o.v * a)
+
+
+def optimizer_steps(a, b):              # attributes of their own: followed
+    o = _Opt(a)
+    for _ in range(2):
+        o.step(b * a)
+    return np.sum(o.w ** 2)
+
+
+def test_an_attribute_changed_in_place_that_another_holds_is_refused():
+    import pytest
+    from s2sad.errors import UnsupportedSyntaxError
+    a, b = np.array([0.1, 0.2, 0.3]), np.array([1.0, -2.0, 0.5])
+    with pytest.raises(UnsupportedSyntaxError, match="another attribute of the same object"):
+        s2sad.grad(two_attributes_one_array)(a, b)
+    check_grads(optimizer_steps, (a, b), wrt=(0, 1))

@@ -343,9 +343,10 @@ class StatementLowering:
             self.emit(ir.Assign(old, read, o))
             rhs = self.expr(node.value)
             new = self.tmp()
-            # (``lst[i] += v``: Python changes the item in place, which other names and other
-            # items may hold too; classify.writes checks that nothing else sees it)
-            aug = {"augmented_item": _target_text(t)} if isinstance(t, gast.Subscript) else None
+            # (``lst[i] += v``, ``o.w += v``: Python changes the item in place, which other
+            # names and other items or attributes may hold too; classify.writes checks that
+            # nothing else sees it)
+            aug = {"augmented_item": _target_text(t)}
             self.emit(ir.Assign(new, ir.Call(ir.Static(fn, _opname(fn)), [old, rhs], extra=aug),
                                 o))
             if isinstance(t, gast.Subscript):
