@@ -115,7 +115,8 @@ def _check_loop_sources(fn):
                         changed, how = _changed_in_place(fn, t)
                         if changed is None or getattr(t, "attr", None) or \
                                 isinstance(t, ir.SetItem) and v.fn.obj in seqs[:2] and \
-                                not _from_dict_view(fn, srcs):
+                                (not _from_dict_view(fn, srcs) or
+                                 _own_key(t, loop, s.target)):
                             continue
                         hit = objs.of(changed)
                         if not hit & walked:
@@ -146,6 +147,36 @@ def _check_loop_sources(fn):
             for b in ir.children(s):
                 block(b)
     block(fn.body)
+
+
+def _own_key(t, loop, seq):
+    """Whether the item write ``t`` goes under the key the loop's pass took from a dict view
+    (``for k, v in d.items(): d[k] = ...``): each key is written after its own pass read it, so
+    the values Python's view yields are those the loop took as it started."""
+    idx = t.index
+    if not (isinstance(idx, ir.Index) and not idx.is_tuple and len(idx.parts) == 1 and
+            isinstance(idx.parts[0], str)):
+        return False
+    items = {x.target for x in loop.body if _item_of(x, {seq}, None)}      # (k, v) = _s[i]
+    keys = {x.target for x in loop.body if _item_of(x, items, 0)}          # k = _pair[0]
+    key = idx.parts[0]
+    bound = [x for x in ir.walk(loop.body) if getattr(x, "target", None) == key]
+    return key in keys and len(bound) == 1
+
+
+def _item_of(x, names, const):
+    """Whether statement ``x`` is ``target = name[i]`` for a name among ``names`` (``i`` the
+    constant ``const``, or anything with const None)."""
+    import operator
+    if not (isinstance(x, ir.Assign) and isinstance(x.value, ir.Call) and
+            isinstance(x.value.fn, ir.Static) and x.value.fn.obj is operator.getitem and
+            len(x.value.args) == 2 and x.value.args[0] in names):
+        return False
+    if const is None:
+        return True
+    i = x.value.args[1]
+    return isinstance(i, ir.Index) and not i.is_tuple and len(i.parts) == 1 and \
+        isinstance(i.parts[0], ir.Const) and i.parts[0].value == const
 
 
 def _loop_items(loop, seq):

@@ -478,9 +478,10 @@ def _check_augmented_shared(fn, s, pos, guards):
         return {n for n, _ in done}
     # (the item's container: its slot gets the new value; its other slots are the guard's)
     own = {var, s.target} | ({item[0]} if item is not None else set())
+    back = _write_back_stmt(fn, s) if item is not None else None   # (reads the key, not var)
     later = set()
     for t in ir.walk(fn.body):
-        if t is not s and may_run_after(pos, s, t):
+        if t is not s and t is not back and may_run_after(pos, s, t):
             later.update(v for v in t.reads() if v not in own)
     later -= getattr(fn, "rederived", {}).get(id(s), set())    # (views bound again after s)
     later -= _bound_before_read(fn, s, later)
@@ -524,16 +525,24 @@ def _check_augmented_shared(fn, s, pos, guards):
              ir.Const(fix), ir.Const(s.origin), ir.Const(arrays_only)] + seen), s.origin)))
 
 
-def _written_back(fn, s):
-    """(container, index) of the ``obj[index] = t`` that follows ``s`` (``t = item op v``, an
-    augmented item's), or None."""
+def _write_back_stmt(fn, s):
+    """The ``obj[index] = t`` statement right after ``s`` (``t = item op v``), or None."""
     found = _block_of(fn.body, s, None)
     if found is None:
         return None
     block = found[0]
     k = next(i for i, t in enumerate(block) if t is s)
     t = block[k + 1] if k + 1 < len(block) else None
-    if not (isinstance(t, ir.SetItem) and t.value == s.target and isinstance(t.obj, str)):
+    if isinstance(t, ir.SetItem) and t.value == s.target and isinstance(t.obj, str):
+        return t
+    return None
+
+
+def _written_back(fn, s):
+    """(container, index) of the ``obj[index] = t`` that follows ``s`` (``t = item op v``, an
+    augmented item's), or None."""
+    t = _write_back_stmt(fn, s)
+    if t is None:
         return None
     if t.attr is not None:
         return t.obj, ir.Const(t.attr)      # (an attribute: the object's other ones are checked)

@@ -190,3 +190,27 @@ def test_zip_and_enumerate_of_starred_arguments():
     for f, args in ((zip_star, (x, y)), (transposed_rows, (x, y)), (enumerate_star, (x,))):
         check_grads(f, args, wrt=tuple(range(len(args))))
     np.testing.assert_allclose(s2sad.grad(zip_star)(x, y), y, rtol=1e-14)
+
+
+def sgd_over_items(w, b):               # each key written after its own pass read it
+    params = {"w": w * 1.0, "b": b * 1.0}
+    grads = {"w": 2 * w, "b": 2 * b}
+    for k, v in params.items():
+        params[k] = v - 0.1 * grads[k]
+    return np.sum(params["w"] * params["b"])
+
+
+def other_key_over_items(w, b):         # a key the view has yet to yield: Python's view sees it
+    params = {"w": w * 1.0, "b": b * 1.0}
+    for k, v in params.items():
+        params["b"] = v * 2.0
+    return np.sum(params["w"] * params["b"])
+
+
+def test_writing_the_key_a_dict_view_loop_took():
+    import s2sad
+    from s2sad.errors import UnsupportedSyntaxError
+    w, b = np.array([0.1, 0.2, 0.3]), np.array([1.0, -2.0, 0.5])
+    check_grads(sgd_over_items, (w, b), wrt=(0, 1))
+    with pytest.raises(UnsupportedSyntaxError, match="while a `for` loop walks it"):
+        s2sad.grad(other_key_over_items, wrt=(0, 1))(w, b)
