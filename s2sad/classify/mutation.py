@@ -62,6 +62,13 @@ def check_mutation(fn, varied):
                 call.info["argument"] = sorted(group & params)[0]
         permutes = deque_change = False
         _check_augmented(fn, s, pos, reads)
+        aug = s.value if isinstance(s, ir.Assign) else None
+        if isinstance(aug, ir.Call) and "augmented" in aug.extra and aug.args and \
+                isinstance(aug.args[0], str) and \
+                getattr(fn, "kinds", {}).get(aug.args[0]) not in ("f", "i", "z"):
+            # (``y = np.real(x); y += b``: an array changed in place, which may be x itself)
+            v = aug.args[0]
+            _check_returned_argument(fn, s, v, all_aliases.get(v, {v}), params, all_aliases)
         _check_augmented_shared(fn, s, pos, guards)
         _check_augmented_argument(fn, s, all_aliases, all_params - rb, guards)
         if isinstance(s, ir.SetItem) and isinstance(s.obj, str):

@@ -200,3 +200,15 @@ def test_a_write_through_a_call_that_may_return_the_argument_itself_is_refused()
         np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])
     x = np.array([1.0, 2.0, 3.0])
     np.testing.assert_allclose(s2sad.grad(through_real_of_a_local)(x), [3.0, 13.0, 28.0])
+
+
+def augmented_through_real(x, b):
+    y = np.real(x)                      # x itself, for a real array
+    y += b                              # changes the caller's x, in Python
+    return np.sum(y * b)
+
+
+def test_an_augmented_write_through_a_call_that_may_return_the_argument_is_refused():
+    x = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(ArgumentWriteError, match="may have returned as the argument `x`"):
+        s2sad.grad(augmented_through_real)(x, x * 2.0)
