@@ -792,8 +792,8 @@ def _check_stored(obj, name):
     name, a descriptor other than a property or a slot): its adjoint would go to an attribute
     ``name`` the object does not hold, and the derivative through it would be lost (a zero)."""
     d = getattr(obj, "__dict__", None)
-    if d is not None and name in d:
-        return
+    if d is not None and name in d or isinstance(obj, dict) and name in obj:
+        return          # (stored; or an item a dict's __getattr__ reads: SciPy's OdeResult)
     import inspect
     cls = type(obj)
     try:

@@ -119,8 +119,8 @@ def here_tangent(t, x, ans):
     """Tangent of :func:`here`: the parent's tangents at the positions the cursor took."""
     if is_zero(t) or not isinstance(ans, Cursor):
         return t
-    if not isinstance(x, Iter):
-        return 0.0
+    # (an iterator made elsewhere, a raw zip object: its tangent lists its values' tangents in
+    # the order it yields them, the positions the cursor took; see here_adjoint)
     return LazyList(lambda: [_elem(resolve(t), i) for i in ans.idx])
 
 
