@@ -164,7 +164,12 @@ def hvp(f, wrt=0):
 
 def hessian(f, wrt=0):
     """``hessian(f, wrt)(*args)``: the Hessian of a scalar function, shape x.shape + x.shape."""
-    positions, _ = _wrt(f, wrt)
+    positions, single = _wrt(f, wrt)
+    if not single:
+        raise WrtError("hessian takes a single wrt (an index or a name): the Hessian with respect "
+                       "to one argument", origin=caller_origin(),
+                       fix="use hessian(f, wrt=0), hessian(f, wrt=1)... for each argument's "
+                           "block, or pack the arguments into one array argument")
     h = hvp(f, wrt)
 
     @_wraps(f)

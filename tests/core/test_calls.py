@@ -368,3 +368,9 @@ def test_keyword_defaults_changed_in_place_are_read():
         np.testing.assert_allclose(s2sad.grad(keyword_scaled)(np.ones(3)), 9.0)
     finally:
         keyword_scaled.__kwdefaults__.update(old)
+
+
+def test_hessian_with_two_wrt_names_hessian_in_its_message():
+    from s2sad.errors import WrtError
+    with pytest.raises(WrtError, match="hessian takes a single wrt"):
+        s2sad.hessian(lambda a, b: np.sum(a * b) ** 2, wrt=(0, 1))
