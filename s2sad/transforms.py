@@ -38,6 +38,19 @@ def _wraps(f):
         return lambda g: g
 
 
+def _portable(call, make, f, **options):
+    """``call`` (the function a transform returns) as an object that runs it and pickles as
+    ``make(f, **options)`` (pickle looked ``call`` up by the name it took from ``f`` and found
+    ``f``: "not the same object"), with ``call``'s name and docs."""
+    from . import pickling
+    from .runtime.transformed import Transformed
+    w = Transformed(call, lambda: pickling.reduce(None, make, f, options))
+    for k in ("__module__", "__name__", "__qualname__", "__doc__"):
+        if hasattr(call, k):
+            setattr(w, k, getattr(call, k))
+    return w
+
+
 # -- Jacobians ------------------------------------------------------------------------------------
 def _flat_size(x):
     return int(np.size(x))
@@ -97,7 +110,7 @@ def jacfwd(f, wrt=0):
                 value = f(*args)
             out.append(_assemble(cols, np.shape(x), np.shape(value), True))
         return out[0] if single else tuple(out)
-    return jac
+    return _portable(jac, jacfwd, f, wrt=wrt)
 
 
 def jacrev(f, wrt=0):
@@ -119,7 +132,7 @@ def jacrev(f, wrt=0):
         out = [_assemble(r, np.shape(args[pos]), np.shape(value), False)
                for r, pos in zip(rows, positions)]
         return out[0] if single else tuple(out)
-    return jac
+    return _portable(jac, jacrev, f, wrt=wrt)
 
 
 def jacobian(f, wrt=0):
@@ -133,7 +146,7 @@ def jacobian(f, wrt=0):
         n_in = sum(_flat_size(args[p]) for p in positions)
         n_out = _flat_size(f(*args))
         return fwd(*args) if n_in < n_out else rev(*args)
-    return jac
+    return _portable(jac, jacobian, f, wrt=wrt)
 
 
 # -- second order ---------------------------------------------------------------------------------
@@ -159,7 +172,7 @@ def hvp(f, wrt=0):
             # forward mode over the reverse sweep meets a call resolved at run time
             message, fix = RUNTIME_CALL_SECOND_ORDER
             raise UnsupportedSyntaxError(message, origin=e.origin, fix=fix) from None
-    return hv
+    return _portable(hv, hvp, f, wrt=wrt)
 
 
 def hessian(f, wrt=0):
@@ -178,4 +191,4 @@ def hessian(f, wrt=0):
         x = args[positions[0]]
         cols = [h(*args, e) for e in _basis(x)]
         return _assemble(cols, np.shape(x), np.shape(x), True)
-    return hess
+    return _portable(hess, hessian, f, wrt=wrt)
