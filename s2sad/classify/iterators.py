@@ -182,15 +182,10 @@ def _item_of(x, names, const):
 def _loop_items(loop, seq):
     """The names ``loop`` binds to the items it takes from the sequence ``seq`` (``_s[k]``, and
     the parts of an item unpacked: ``for k, v in d.items()``)."""
-    import operator
     items = {seq}
     for t in ir.walk(loop.body):
-        if not isinstance(t, ir.Assign):
-            continue
-        v = t.value
-        if isinstance(v, str) and v in items or isinstance(v, ir.Call) and \
-                isinstance(v.fn, ir.Static) and v.fn.obj is operator.getitem and v.args and \
-                v.args[0] in items:
+        if isinstance(t, ir.Assign) and (isinstance(t.value, str) and t.value in items or
+                                         _item_of(t, items, None)):
             items.add(t.target)
     return items - {seq}
 

@@ -47,6 +47,10 @@ def check_mutation(fn, varied):
         guards[:] = [(i, g) for i, g in ((i, _without_own_stacks(g)) for i, g in guards)
                      if g is not None]
     from ..frontend.analysis import building
+    # names bound to a call that may return its operand itself (y = np.real(x)...): (name,
+    # that call, its operand), for _check_returned_argument
+    returned = [(t.target, t.value, src) for t in ir.walk(fn.body) if isinstance(t, ir.Assign)
+                and isinstance(t.value, ir.Call) and (src := returned_operand(t.value))]
     for s in ir.walk(fn.body):
         if building(s):
             continue        # (a comprehension's own new list or dict: nobody else's object)
@@ -68,7 +72,8 @@ def check_mutation(fn, varied):
                 getattr(fn, "kinds", {}).get(aug.args[0]) not in ("f", "i", "z"):
             # (``y = np.real(x); y += b``: an array changed in place, which may be x itself)
             v = aug.args[0]
-            _check_returned_argument(fn, s, v, all_aliases.get(v, {v}), params, all_aliases)
+            _check_returned_argument(returned, s, v, all_aliases.get(v, {v}), params,
+                                     all_aliases)
         _check_augmented_shared(fn, s, pos, guards)
         _check_augmented_argument(fn, s, all_aliases, all_params - rb, guards)
         if isinstance(s, ir.SetItem) and isinstance(s.obj, str):
@@ -91,7 +96,7 @@ def check_mutation(fn, varied):
         params = all_params - ({obj} & rb)
         group = all_aliases.get(obj, {obj})
         if isinstance(s, (ir.SetItem, ir.Mutate)) and not getattr(s, "attr", None):
-            _check_returned_argument(fn, s, obj, group, params, all_aliases)
+            _check_returned_argument(returned, s, obj, group, params, all_aliases)
         if (hot or obj in varied) and not permutes and not getattr(s, "attr", None) and \
                 not group & params and not generated:
             # a write into an object read out of an argument (self.buf[i] = v, obj.items.append(v)
@@ -388,20 +393,19 @@ def _rebound_params(fn, params):
     return out
 
 
-def _check_returned_argument(fn, s, obj, group, params, aliases):
+def _check_returned_argument(returned, s, obj, group, params, aliases):
     """A write into ``obj`` (statement ``s``), a name bound to a call that may return its operand
     itself (``y = np.real(x)``, ``x.conj()`` of a real array, ``x.astype(t, copy=False)``:
-    frontend.analysis.returned_operand) of an argument: the write may change the caller's array,
-    which the derivative also reads as it was (a silently wrong gradient before)."""
-    for t in ir.walk(fn.body):
-        if not (isinstance(t, ir.Assign) and t.target in group and isinstance(t.value, ir.Call)):
+    frontend.analysis.returned_operand; ``returned``: (name, call, operand) of each) of an
+    argument: the write may change the caller's array, which the derivative also reads as it
+    was (a silently wrong gradient before)."""
+    for target, call, src in returned:
+        if target not in group:
             continue
-        src = returned_operand(t.value)
-        hit = sorted(aliases.get(src, {src}) & params) if src is not None else []
+        hit = sorted(aliases.get(src, {src}) & params)
         if hit:
             p = hit[0]
-            how = t.value.rule.name if t.value.rule is not None else \
-                f".{getattr(t.value.fn, 'name', '')}"
+            how = call.rule.name if call.rule is not None else f".{getattr(call.fn, 'name', '')}"
             raise ArgumentWriteError(
                 f"this line writes into `{obj}`, which {how} may have returned as the argument "
                 f"`{p}` itself (NumPy returns its operand where nothing needs converting), an "

@@ -374,14 +374,15 @@ def _check_augmented_shared(fn, s, pos, guards):
     kinds = getattr(fn, "kinds", {})
     if kinds.get(var) in ("f", "i", "z"):
         return
-    item = None
+    item = back = None
     if "augmented_item" in call.extra:
         # ``obj[key] op= v``, lowered to ``var = obj[key]; t = var op v; obj[key] = t``: the
         # item is written back (for an array, into its memory), but in Python ``var``'s object
         # is changed in place, which other items of a list or dict, and other names, may hold
-        item = _written_back(fn, s)
-        if item is None or kinds.get(item[0]) == "a":
+        back = _write_back_stmt(fn, s)
+        if back is None or kinds.get(back.obj) == "a":
             return
+        item = back.obj, _key_operand(back)
     # who sees a change of ``var``'s object: SYM links (aliases, views: both see each other's
     # changes), PART links a -> b (a is held by b: an element, a list item), ELEM links (two
     # containers holding the same elements: ``list(v)``, ``zip(...)``)
@@ -478,9 +479,8 @@ def _check_augmented_shared(fn, s, pos, guards):
         return {n for n, _ in done}
     # (the item's container: its slot gets the new value; its other slots are the guard's)
     own = {var, s.target} | ({item[0]} if item is not None else set())
-    back = _write_back_stmt(fn, s) if item is not None else None   # (reads the key, not var)
     later = set()
-    for t in ir.walk(fn.body):
+    for t in ir.walk(fn.body):      # (the write-back reads the key and container, not var)
         if t is not s and t is not back and may_run_after(pos, s, t):
             later.update(v for v in t.reads() if v not in own)
     later -= getattr(fn, "rederived", {}).get(id(s), set())    # (views bound again after s)
@@ -538,21 +538,17 @@ def _write_back_stmt(fn, s):
     return None
 
 
-def _written_back(fn, s):
-    """(container, index) of the ``obj[index] = t`` that follows ``s`` (``t = item op v``, an
-    augmented item's), or None."""
-    t = _write_back_stmt(fn, s)
-    if t is None:
-        return None
+def _key_operand(t):
+    """The key of the write ``t`` (``obj[index] = ...`` or ``obj.attr = ...``) as an operand of
+    a call (an attribute's name as a constant; a slice's slot: not known, None)."""
     if t.attr is not None:
-        return t.obj, ir.Const(t.attr)      # (an attribute: the object's other ones are checked)
+        return ir.Const(t.attr)
     key = t.index
-    if isinstance(key, ir.Index):       # (the key as a value; a slice's slot: not known)
+    if isinstance(key, ir.Index):
         if any(isinstance(p, ir.Slice) for p in key.parts):
-            key = ir.Const(None)
-        else:
-            key = tuple(key.parts) if key.is_tuple else key.parts[0]
-    return t.obj, key
+            return ir.Const(None)
+        return tuple(key.parts) if key.is_tuple else key.parts[0]
+    return key
 
 
 def _bound_before_read(fn, s, names):

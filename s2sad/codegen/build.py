@@ -105,10 +105,8 @@ def _build_reverse(pyfunc, mask, param_kinds, namer_factory, constructor=False, 
     wrt = [p for p, m in zip(fn.params, mask) if m]
     made = None
     if jit:
-        from .jit import containers_as_tuples, dict_displays_as_tuples
-        dict_displays_as_tuples(fn)             # (dicts and lists it only reads: tuples)
-        if param_types is not None:
-            param_types, made = containers_as_tuples(fn, param_types)
+        from .jit import containers_for_numba   # (dicts and lists it only reads: tuples)
+        param_types, made = containers_for_numba(fn, param_types)
     # (Python mode: what may be inlined, read before fixed arguments become constants)
     named = None if jit or constructor or mutating or not inline_calls else \
         inline.named_functions(pyfunc, param_kinds)

@@ -70,11 +70,9 @@ def build_forward(pyfunc, mask, param_kinds, init=False, mut=False, jit=False,
     wrt = [p for p, m in zip(fn.params, mask) if m]
     made = None
     if jit:
-        from .jit import dict_displays_as_tuples
-        dict_displays_as_tuples(fn)
-    if jit and param_types is not None:
-        from .jit import containers_as_tuples
-        made = containers_as_tuples(fn, param_types)[1]
+        from .jit import containers_for_numba   # (dicts and lists it only reads: tuples)
+        made = containers_for_numba(fn, param_types)[1]
+    if made:
         # f__jvp(*params, *tangents of wrt): a tangent is passed as its primal is
         n = len(fn.params)
         made += [[n + wrt.index(fn.params[i]), keys] for i, keys in list(made)

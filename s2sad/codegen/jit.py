@@ -524,6 +524,17 @@ def containers_as_tuples(fn, param_types):
     return types, made
 
 
+def containers_for_numba(fn, param_types):
+    """In place, before classification: the dict displays and the dict and list parameters
+    (``param_types`` None: none) that ``fn`` only reads become tuples
+    (:func:`dict_displays_as_tuples`, :func:`containers_as_tuples`).  Returns
+    :func:`containers_as_tuples`'s (types, made), (None, None) without ``param_types``."""
+    dict_displays_as_tuples(fn)
+    if param_types is None:
+        return None, None
+    return containers_as_tuples(fn, param_types)
+
+
 def dict_displays_as_tuples(fn):
     """In place: each dict display under constant string keys (``p = {"W": W, "b": b}``, lowered
     to ``build_dict``) bound to a name that nothing else binds and that is only read as

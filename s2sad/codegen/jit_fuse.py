@@ -156,6 +156,17 @@ def _callee(call):
     return None
 
 
+def range_loop(loop, globs):
+    """Whether the ``for`` loop ``loop`` walks ``range(...)`` or ``reversed(range(...))`` (its
+    counter an int), ``range`` being the builtin (not a name of ``globs``)."""
+    it = loop.iter
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "reversed" \
+            and it.args:
+        it = it.args[0]
+    return isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and \
+        it.func.id == "range" and "range" not in globs
+
+
 def types_of(fdef, params, param_types, globs):
     """``{name: type}`` for the variables of the generated function ``fdef``: flow-insensitive
     (a name bound to values of two types has none)."""
@@ -191,13 +202,7 @@ def types_of(fdef, params, param_types, globs):
                 block(s.body)
                 block(s.orelse)
             elif isinstance(s, ast.For):
-                it = s.iter             # (range(...), reversed(range(...)): ints)
-                if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and \
-                        it.func.id == "reversed" and it.args:
-                    it = it.args[0]
-                rng = isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and \
-                    it.func.id == "range" and "range" not in globs
-                target(s.target, ("s", "i") if rng else None)
+                target(s.target, ("s", "i") if range_loop(s, globs) else None)
                 for _ in range(2):
                     block(s.body)
                 block(s.orelse)

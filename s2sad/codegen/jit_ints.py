@@ -11,6 +11,8 @@ A sum would need 2**63 to overflow and is left as it is.
 """
 import ast
 
+from .jit_fuse import range_loop
+
 _CHECKED = {ast.Mult: "_rt.imul", ast.Pow: "_rt.ipow"}
 
 
@@ -78,15 +80,7 @@ def _int_stack(node):
         node.func.attr == "empty"
 
 
-def _ranged(loop):
-    it = loop.iter
-    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "reversed" \
-            and it.args:
-        it = it.args[0]
-    return isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
-
-
-def int_names(fdef, params, param_types):
+def int_names(fdef, params, param_types, globs):
     """The names of ``fdef`` that hold ints wherever they are bound (the greatest such set:
     an int parameter, a ``range`` loop's counter, a name every assignment of which is an int
     expression of those), and ``("stack", name)`` of its int64 stacks."""
@@ -106,7 +100,8 @@ def int_names(fdef, params, param_types):
             values.setdefault(n.target.id, []).append(
                 ast.BinOp(ast.Name(n.target.id, ast.Load()), n.op, n.value))
         elif isinstance(n, ast.For) and isinstance(n.target, ast.Name):
-            values.setdefault(n.target.id, []).append(ast.Constant(0) if _ranged(n) else None)
+            values.setdefault(n.target.id, []).append(
+                ast.Constant(0) if range_loop(n, globs) else None)
     for n in ast.walk(fdef):            # (a name bound otherwise: unpacked, in a comprehension)
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and \
                 not _simply_bound(fdef, n):
@@ -143,7 +138,7 @@ def checked_ints(triples, params, param_types, globs):
         fdef = ast.parse("\n".join("    " * t[0] + t[1] for t in triples[start:])).body[0]
     except (StopIteration, SyntaxError):
         return triples
-    ints = int_names(fdef, params, param_types)
+    ints = int_names(fdef, params, param_types, globs)
     out = list(triples)
     for k in range(start + 1, len(out)):
         indent, text = out[k][0], out[k][1]

@@ -16,7 +16,8 @@ from .transformed import Transformed
 from .values import (_DUNDERS, _is_python, differentiable, kind_of, numba_function,
                      python_dunder, type_of)
 from .containers import init_into, parts
-from .refusals import _opaque_message, _rule_skeleton, refuse_vectorize
+from .refusals import (_NOT_ON_CLASS, _opaque_message, _rule_skeleton, class_attribute,
+                       plain_slot, refuse_vectorize)
 
 
 # -- derived callees (built lazily; recursion and mutual recursion work) --------------------------
@@ -794,16 +795,13 @@ def _check_stored(obj, name):
     d = getattr(obj, "__dict__", None)
     if d is not None and name in d or isinstance(obj, dict) and name in obj:
         return          # (stored; or an item a dict's __getattr__ reads: SciPy's OdeResult)
-    import inspect
     cls = type(obj)
-    try:
-        found = inspect.getattr_static(cls, name)
-    except AttributeError:
+    found = class_attribute(cls, name)
+    if found is _NOT_ON_CLASS:
         how = f"its class's `__getattr__` ({cls.__qualname__})"
+    elif not hasattr(type(found), "__get__") or plain_slot(found):
+        return                          # (a value on the class, a slot)
     else:
-        if not hasattr(type(found), "__get__") or \
-                type(found).__name__ in ("member_descriptor", "getset_descriptor"):
-            return                      # (a value on the class, a slot)
         how = f"a descriptor ({type(found).__qualname__})"
     from ..errors import UnsupportedSyntaxError
     raise UnsupportedSyntaxError(

@@ -282,6 +282,12 @@ def not_alias(value, args, origin):
                     "(`return x.copy()`)")
 
 
+def _changes_in_place(value, op):
+    """Whether ``value op= ...`` changes ``value`` itself (its type has ``__iadd__``... for the
+    operator ``op``: an array, a list), rather than binding a new object."""
+    return hasattr(type(value), "__i" + getattr(op, "__name__", "").strip("_") + "__")
+
+
 def inplace_guard(value, op, name, other, fix, origin, arrays_only=False, *seen):
     """Before ``name op= ...`` (see classify/writes.py): refuse when ``value`` is an
     object that ``op=`` changes in place (an array, a list), because ``other``, read afterwards,
@@ -289,8 +295,7 @@ def inplace_guard(value, op, name, other, fix, origin, arrays_only=False, *seen)
     only shares elements with ``value``, which a list changed in place keeps.  ``seen``: the
     values of the names that may share it, when all are known here; then only a real sharing
     (:func:`shares`) refuses."""
-    dunder = "__i" + getattr(op, "__name__", "").strip("_") + "__"
-    if hasattr(type(value), dunder) and not (arrays_only and isinstance(value, (list, dict, set))) \
+    if _changes_in_place(value, op) and not (arrays_only and isinstance(value, (list, dict, set))) \
             and (not seen or shares(value, seen)):
         from ..errors import UnsupportedSyntaxError
         raise UnsupportedSyntaxError(
@@ -313,8 +318,7 @@ def item_inplace_guard(value, obj, key, op, name, other, origin, unknown=False, 
         attrs = getattr(obj, "__dict__", None) if not _is_array(obj) else None
         if not isinstance(attrs, dict):
             return                      # (an array: the item is written back into its memory)
-    dunder = "__i" + getattr(op, "__name__", "").strip("_") + "__"
-    if not hasattr(type(value), dunder):
+    if not _changes_in_place(value, op):
         return
     if attrs is not None:               # ``o.w += v``: the object's other attributes
         rest = [v for k, v in attrs.items() if k != key]
@@ -350,9 +354,8 @@ def attr_write_guard(obj, name, origin):
             not _is_dataclass_frozen(cls):      # (a Python __setattr__; C types' store plainly)
         how = f"its own `__setattr__` ({cls.__qualname__})"
     else:
-        d = _static_attr(cls, name)
-        if d is not None and hasattr(type(d), "__set__") and \
-                type(d).__name__ not in ("member_descriptor", "getset_descriptor"):
+        d = class_attribute(cls, name)
+        if d is not _NOT_ON_CLASS and hasattr(type(d), "__set__") and not plain_slot(d):
             how = "a property's setter" if isinstance(d, property) else \
                 f"a descriptor ({type(d).__qualname__})"
     if how is not None:
@@ -365,12 +368,23 @@ def attr_write_guard(obj, name, origin):
                 f"`obj._{name} = ...`)")
 
 
-def _static_attr(cls, name):
+_NOT_ON_CLASS = object()     # (class_attribute: no such attribute; a __getattr__ makes it)
+
+
+def class_attribute(cls, name):
+    """``name`` as the class defines it (a value, a property, a descriptor; not calling it), or
+    ``_NOT_ON_CLASS``."""
     import inspect
     try:
         return inspect.getattr_static(cls, name)
     except AttributeError:
-        return None
+        return _NOT_ON_CLASS
+
+
+def plain_slot(d):
+    """Whether the class attribute ``d`` stores its value in the object as any attribute is
+    stored (a ``__slots__`` member, a C type's field)."""
+    return type(d).__name__ in ("member_descriptor", "getset_descriptor")
 
 
 def _is_dataclass_frozen(cls):
@@ -383,8 +397,7 @@ def argument_inplace_guard(value, op, name, param, origin):
     ``param`` (see classify/writes.py): refuse when ``op=`` changes that object in place (an
     array, a list, a dict, a set, a class with ``__iadd__``...).  Python changes the caller's
     object; the derivative makes a new value, so the caller would read the old one."""
-    dunder = "__i" + getattr(op, "__name__", "").strip("_") + "__"
-    if hasattr(type(value), dunder):
+    if _changes_in_place(value, op):
         from ..errors import ArgumentWriteError
         arg = f"the argument `{param}`" if param == name else \
             f"`{name}`, which is the argument `{param}`"
