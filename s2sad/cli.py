@@ -8,7 +8,9 @@
     s2sad cache info|clear                                         the on-disk derivative cache
 
 ``FUNC`` may be dotted (``Class.method``, ``outer_namespace.func``).  If it names an
-``@s2sad.differentiate`` function, its own ``wrt`` is used unless ``--wrt`` is given.  The file is
+``@s2sad.differentiate`` function, its own ``wrt`` is used unless ``--wrt`` is given; a method
+named through its class is differentiated with respect to its first parameter after ``self``
+(``--wrt 0`` for the object).  The file is
 imported as a module by path (its ``if __name__ == "__main__":`` block does not run).  Errors are
 printed as ``s2sad: error: <message>`` (naming the file and line where there is one, and ending
 with ``Fix: ...``) and exit with status 2.
@@ -99,11 +101,11 @@ def resolve(target):
         raise CLIError(f"{target!r}: expected FILE.py:FUNC",
                        fix="name the file and the function, e.g. examples/quickstart.py:loss")
     module = load_module(path)
-    obj = module
+    obj = owner = module
     done = []
     for part in func.split("."):
         try:
-            obj = getattr(obj, part)
+            owner, obj = obj, getattr(obj, part)
         except AttributeError:
             where = ".".join(done) or path
             names = sorted(n for n, v in vars(obj).items() if callable(v) and
@@ -116,7 +118,33 @@ def resolve(target):
     if not callable(obj):
         raise CLIError(f"{func} in {path} is not a function (it is a {type(obj).__name__})",
                        fix="name a function (or a method, as Class.method) defined in the file")
+    if isinstance(owner, type) and _takes_self(owner, func.rpartition(".")[2], obj):
+        obj = _Method(obj)
     return obj
+
+
+class _Method:
+    """A method named as ``Class.method``: without ``--wrt`` it is differentiated with respect
+    to its first parameter after ``self`` (the object is an argument like any other with
+    ``--wrt 0``)."""
+    def __init__(self, fn):
+        self.fn = fn
+
+
+def _takes_self(cls, name, fn):
+    """``cls.name`` is a plain method (not a staticmethod or classmethod) with a parameter after
+    ``self``."""
+    import inspect
+    code = getattr(fn, "__code__", None)
+    return isinstance(inspect.getattr_static(cls, name, None), type(fn)) and \
+        code is not None and code.co_argcount >= 2
+
+
+def _target(obj, wrt):
+    """The function and the wrt to use: a method named through its class defaults to 1."""
+    if isinstance(obj, _Method):
+        return obj.fn, (1 if wrt is None else wrt)
+    return obj, wrt
 
 
 def _differentiable(obj, wrt):
@@ -129,8 +157,7 @@ def _differentiable(obj, wrt):
 
 
 def cmd_dump(args):
-    obj = resolve(args.target)
-    wrt = _parse_wrt(args.wrt)
+    obj, wrt = _target(resolve(args.target), _parse_wrt(args.wrt))
     from .api import Differentiable
     fn = obj._fn if isinstance(obj, Differentiable) else obj
     mode = args.mode or (obj._mode if isinstance(obj, Differentiable) else "reverse")
@@ -169,8 +196,8 @@ def _write_html(path, fn, d):
 
 
 def cmd_explain(args):
-    obj = resolve(args.target)
-    print(_differentiable(obj, _parse_wrt(args.wrt)).explain())
+    obj, wrt = _target(resolve(args.target), _parse_wrt(args.wrt))
+    print(_differentiable(obj, wrt).explain())
     return 0
 
 
@@ -232,7 +259,8 @@ def make_parser():
     d = sub.add_parser("dump", help="print the generated derivative source of FILE.py:FUNC")
     d.add_argument("target", metavar="FILE.py:FUNC")
     d.add_argument("--wrt", help="arguments to differentiate by index or name, e.g. 0 or 0,x "
-                                 "(default: the decorator's wrt, else 0)")
+                                 "(default: the decorator's wrt, else 0; for Class.method, "
+                                 "the first parameter after self)")
     d.add_argument("--mode", choices=("reverse", "forward"),
                    help="default: the decorator's mode, else reverse")
     d.add_argument("--html", metavar="OUT.html",

@@ -53,6 +53,18 @@ def test_dump_dotted_method():
     assert "def energy__fwd(self, x, w):" in r.stdout
 
 
+def test_dump_a_method_defaults_to_its_first_parameter_after_self():
+    r = s2sad_cli("dump", "cli_target.py:Model.energy")
+    assert r.returncode == 0, r.stderr
+    assert "with respect to x" in r.stdout and "return (_b_x,)" in r.stdout
+    r = s2sad_cli("explain", "cli_target.py:Model.energy")
+    assert r.returncode == 0, r.stderr
+    assert "(with respect to x)" in r.stdout
+    r = s2sad_cli("dump", "cli_target.py:Model.energy", "--wrt", "0")
+    assert r.returncode == 0, r.stderr
+    assert "with respect to self" in r.stdout
+
+
 def test_explain_prints_the_report():
     r = s2sad_cli("explain", "cli_target.py:plain")
     assert r.returncode == 0, r.stderr
