@@ -281,10 +281,11 @@ class ForwardEmitter:
             return [T.Nest(f"with {items}:", o, self.block(s.body))]
         if isinstance(s, ir.Try):
             items = [T.Nest("try:", o, self.block(s.body))]
+            check = T.caught_check(s, c)
             for typ, name, blk in s.handlers:
                 head = "except" + (f" {self.text(typ)}" if typ is not None else "") + \
                     (f" as {name}" if name else "") + ":"
-                items.append(T.Nest(head, o, self.block(blk)))
+                items.append(T.Nest(head, o, check + self.block(blk)))
             if s.orelse:
                 items.append(T.Nest("else:", o, self.block(s.orelse)))
             if s.finalbody:

@@ -50,6 +50,18 @@ def container_guard(s, kinds, consts):
     return [Line(f"_rt.container_receiver({s.obj}, {s.call.fn.name!r}, {site})", s.origin)]
 
 
+def caught_check(s, consts):
+    """First line of each handler of Try ``s`` whose body calls Python code s2sad
+    differentiates (a method may update its object and then raise): ``_rt.caught(site)``,
+    which refuses an exception that cut such a method short (runtime.refusals.mark_partial)."""
+    for x in ir.walk(s.body):
+        call = x.value if isinstance(x, ir.Assign) else x.call if isinstance(x, ir.ExprStmt) \
+            else None
+        if isinstance(call, ir.Call) and call.cls in ("derived", "dynamic"):
+            return [Line(f"_rt.caught({consts.name_for(s.origin)})", s.origin)]
+    return []
+
+
 def static_callee_text(fn, consts):
     """How generated code names a static callee it passes as a value (``_rt.call(f, ...)``): its
     own text when that is a dotted name, ``operator.add`` for an operator, else a constant."""

@@ -17,7 +17,7 @@ from .values import (_DUNDERS, _is_python, differentiable, kind_of, numba_functi
                      python_dunder, type_of)
 from .containers import init_into, parts
 from .refusals import (_NOT_ON_CLASS, _opaque_message, _rule_skeleton, class_attribute,
-                       plain_slot, refuse_vectorize)
+                       mark_partial, plain_slot, refuse_vectorize)
 
 
 # -- derived callees (built lazily; recursion and mutual recursion work) --------------------------
@@ -293,7 +293,7 @@ def call(fn, *args, **kwargs):
         return _call_derived(compiled, args, kwargs)
     if _is_python(fn):
         return _call_derived(fn, args, kwargs)
-    if isinstance(fn, type) and issubclass(fn, tuple) and hasattr(fn, "_fields"):
+    if plain_namedtuple(fn):
         ans = fn(*args, **kwargs)              # a named tuple built from its fields
         return ans, ("namedtuple", len(args), list(kwargs), list(fn._fields))
     if isinstance(fn, type):
@@ -457,10 +457,20 @@ def _check_rule_params(rule, bound):
                                 f"s2sad.defrule(..., vjp={{{p!r}: ...}})")
 
 
+def plain_namedtuple(cls):
+    """A named tuple class (``collections.namedtuple``, ``typing.NamedTuple``) whose ``__new__``
+    is the one namedtuple made (fields in, the tuple of them out), not a subclass's own."""
+    new = getattr(cls, "__new__", None)
+    return isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields") and \
+        str(getattr(new, "__globals__", {}).get("__name__", "")).startswith("namedtuple_")
+
+
 def constructible(cls):
-    """A class whose construction s2sad differentiates: a user __init__, or a plain dataclass."""
+    """A class whose construction s2sad differentiates: a user __init__, a plain dataclass, or a
+    plain named tuple."""
     import dataclasses
-    if dataclasses.is_dataclass(cls) and not hasattr(cls, "__post_init__"):
+    if dataclasses.is_dataclass(cls) and not hasattr(cls, "__post_init__") or \
+            plain_namedtuple(cls):
         return True
     init = getattr(cls, "__init__", None)
     return init is not None and _is_python(init)
@@ -506,7 +516,14 @@ def _call_derived(fn, args, kwargs, self_=None, mode="reverse"):
         _MUTATING.add(fn.__code__)
         mode = "mut"
         d = reverse_derivative(fn, mask, kinds, mode)
-    value, tape = _sweeps(d)[0](*full)
+    if mode == "mut":
+        try:
+            value, tape = _sweeps(d)[0](*full)
+        except BaseException as e:
+            mark_partial(e, fn)
+            raise
+    else:
+        value, tape = _sweeps(d)[0](*full)
     mut = False
     if mode == "mut":
         value = value[0]

@@ -248,7 +248,13 @@ def _jvp_python(fn, args, targs, kwargs=None, tkwargs=None, top=False, ftan=None
     written = set(getattr(dv, "written_params", ())) if top else set()
     tans = [materialize(runtime.snap(t) if p in written else t, a)
             for p, t, a, m in zip(dv.ir.params, targs, args, mask) if m]
-    return dv.jvp(*args, *tans)
+    if not mut:
+        return dv.jvp(*args, *tans)
+    try:
+        return dv.jvp(*args, *tans)
+    except BaseException as e:
+        runtime.mark_partial(e, fn)     # (the object's tangent went with the raise)
+        raise
 
 
 def is_stub_sweep(obj):
@@ -404,6 +410,12 @@ def _jvp_construct(cls, args, targs, kwargs, tkwargs):
             if t is not None:
                 tobj[n] = t
         return obj, tobj
+    if rule is None and runtime.plain_namedtuple(cls):
+        value = cls(*args, **kwargs)            # the fields' tangents, in a tuple of its class
+        given = dict(zip(cls._fields, targs))
+        given.update((k, tkwargs.get(k)) for k in kwargs)
+        return value, cls(*(zeros_like(v) if given.get(n) is None else given[n]
+                            for n, v in zip(cls._fields, value)))
     init = cls.__init__
     if rule is None and _is_python(init) and runtime.constructible(cls):
         obj = cls.__new__(cls)
@@ -742,4 +754,8 @@ def jvp_attr(obj, tobj, name):
                     t = {}
                 tobj[name] = t               # a mutable attribute: its tangent stays with it
         return value, t
+    if isinstance(obj, tuple) and isinstance(tobj, tuple) and len(tobj) == len(obj) and \
+            name in getattr(obj, "_fields", ()) and value is obj[obj._fields.index(name)]:
+        t = tobj[obj._fields.index(name)]      # a named tuple's field: its item's tangent
+        return value, zeros_like(value) if t is None else t
     return value, zeros_like(value)

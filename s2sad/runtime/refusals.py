@@ -516,3 +516,31 @@ def no_update(rec, name, origin):
             param=name,
             fix=f"make the object inside the function, or return the new values instead of "
                 f"keeping them on `{name}`")
+
+
+# -- exceptions that cut a method short after it may have changed its object -----------------------
+def mark_partial(exc, fn):
+    """``fn``, a method differentiated as an update of its object (its derivative returns the
+    object's new state), raised ``exc``: what the method changed before the raise is on the
+    object, and its derivative went with the raise.  Marks ``exc`` so that a handler in
+    generated code that catches it refuses (:func:`caught`); an exception that reaches the user
+    is left as it was."""
+    try:
+        if getattr(exc, "_s2sad_partial", None) is None:
+            exc._s2sad_partial = getattr(fn, "__qualname__", None) or repr(fn)
+    except Exception:               # (an exception type that takes no attributes)
+        pass
+
+
+def caught(origin):
+    """First line of an ``except`` block in generated code whose ``try`` body calls code s2sad
+    differentiates: refuse an exception that :func:`mark_partial` marked."""
+    import sys
+    name = getattr(sys.exc_info()[1], "_s2sad_partial", None)
+    if name is not None:
+        from ..errors import S2SADError
+        raise S2SADError(f"an except clause of this try caught an exception raised inside "
+                         f"`{name}`, a method that changes its object, which it may have changed "
+                         f"before it raised; s2sad cannot differentiate half of a call", origin=origin,
+                         fix=f"test for the failure before calling `{name}` and skip the call, "
+                             f"or catch the exception inside the method")

@@ -153,10 +153,11 @@ class ForwardSweep:
             pre = [T.Line(f"{which} = -1", o), T.Line(f"{prog} = 0", o)]
         node = T.Nest("try:", o, body)
         items = [node]
+        check = T.caught_check(s, c)
         for k, (t, n, blk) in enumerate(s.handlers):
             head = "except" + (f" {T.operand_text(t, c)}" if t is not None else "") + \
                 (f" as {n}" if n else "") + ":"
-            hb = ([T.Line(f"{which} = {k}", o)] if which else []) + self.fwd_block(blk)
+            hb = check + ([T.Line(f"{which} = {k}", o)] if which else []) + self.fwd_block(blk)
             items.append(T.Nest(head, o, hb))
         if s.orelse:
             items.append(T.Nest("else:", o, self.fwd_block(s.orelse)))
