@@ -164,6 +164,33 @@ def _own_key(t, loop, seq):
     return key in keys and len(bound) == 1
 
 
+def own_pass_sequence(fn, loop, write):
+    """The name of the pair sequence that ``loop`` (a ``for`` over a dict's ``.items()``) walks,
+    when ``write`` (``d[k] = ...`` in its body) goes under the key of the loop's own pass
+    (:func:`_own_key`); else None.  The sequence holds this pass's value too, but later passes
+    read only other pairs (another key's value: the same object only if another item of the
+    dict holds it, which the item guard sees)."""
+    for x in loop.body:
+        c = x.value if isinstance(x, ir.Assign) else None
+        if not (isinstance(c, ir.Call) and len(c.args) == 2 and isinstance(c.args[0], str) and
+                _item_of(x, {c.args[0]}, None)):
+            continue
+        idx = c.args[1]
+        if not (isinstance(idx, ir.Index) and not idx.is_tuple and
+                list(idx.parts) == [loop.target]):
+            continue
+        seq = c.args[0]                             # (pair = seq[i], i the loop's target)
+        made = [t.value for t in ir.walk(fn.body)
+                if isinstance(t, ir.Assign) and t.target == seq]
+        ok = len(made) == 1 and isinstance(made[0], ir.Call) and \
+            isinstance(made[0].fn, ir.Static) and made[0].fn.obj in (runtime.seq, runtime.loop_seq)
+        if ok and _from_dict_view(fn, [a for a in made[0].args if isinstance(a, str)]) and \
+                _own_key(write, loop, seq):
+            return seq
+        return None
+    return None
+
+
 def _item_of(x, names, const):
     """Whether statement ``x`` is ``target = name[i]`` for a name among ``names`` (``i`` the
     constant ``const``, or anything with const None)."""

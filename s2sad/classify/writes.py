@@ -27,6 +27,7 @@ from .. import ir, runtime
 from ..errors import UnsupportedSyntaxError
 from .aliases import _copy_aliases, _is_view_call, _read_via_copies, returned_operand
 from .common import _block_chains, _opname_of
+from .iterators import own_pass_sequence
 
 _NUMBER_KINDS = ("f", "i", "z")
 _VIEW_ATTRS = {"T", "mT", "real", "imag"}
@@ -484,7 +485,13 @@ def _check_augmented_shared(fn, s, pos, guards):
         if t is not s and t is not back and may_run_after(pos, s, t):
             later.update(v for v in t.reads() if v not in own)
     later -= getattr(fn, "rederived", {}).get(id(s), set())    # (views bound again after s)
-    later -= _bound_before_read(fn, s, later)
+    later -= _bound_before_read(fn, s, later, back)
+    if back is not None:
+        # (``for k, v in d.items(): d[k] -= ...``: the loop's pairs hold this pass's value, and
+        # later passes read other keys' pairs)
+        loop = (_block_of(fn.body, back, None) or (None, None))[1]
+        if isinstance(loop, ir.For):
+            later.discard(own_pass_sequence(fn, loop, back))
     hit = sorted(later & seen_by(True))
     name = call.extra["augmented"] if item is None else call.extra["augmented_item"]
     op = _opname_of(call)
@@ -551,20 +558,21 @@ def _key_operand(t):
     return key
 
 
-def _bound_before_read(fn, s, names):
+def _bound_before_read(fn, s, names, back=None):
     """The names among ``names`` that every way on from ``s`` binds again before anything can
     read them: the object such a name holds when ``s`` runs is never read afterwards.  Followed:
     the straight-line statements after ``s`` in its block (assignments, item writes, calls), up
     to the first that is not one (a branch, a loop); in a ``for`` loop's body then the next
     pass's from the body's start, for names that nothing outside the loop reads.  (``E += a;
     E += b`` in a loop: each one's result, which holds E's object, is bound again in the next
-    pass before ``E = ...`` reads it.)"""
+    pass before ``E = ...`` reads it.)  ``back``: the write-back of an augmented item write
+    right after ``s`` (``d[k] = t``), which stores the new value and reads nothing s changed."""
     found = _block_of(fn.body, s, None)
     if found is None:
         return set()
     block, loop = found
     k = next(i for i, t in enumerate(block) if t is s)
-    out, todo, whole = _bound_first(block[k + 1:], set(names))
+    out, todo, whole = _bound_first([t for t in block[k + 1:] if t is not back], set(names))
     if todo and whole and isinstance(loop, ir.For):
         inside = {id(t) for t in ir.walk(loop.body)}
         outside = {v for t in ir.walk(fn.body) if id(t) not in inside for v in t.reads()}

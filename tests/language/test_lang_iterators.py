@@ -207,6 +207,46 @@ def other_key_over_items(w, b):         # a key the view has yet to yield: Pytho
     return np.sum(params["w"] * params["b"])
 
 
+def sgd_in_place_over_items(w, b):      # the same step as `params[k] -= ...`
+    params = {"w": w * 1.0, "b": b * 1.0}
+    grads = {"w": 2 * w, "b": 2 * b}
+    for k, v in params.items():
+        params[k] -= 0.1 * grads[k] + 0.01 * v
+    return np.sum(params["w"] * params["b"])
+
+
+def in_place_then_read_over_items(w, b):   # v is the changed array in Python: refused
+    params = {"w": w * 1.0, "b": b * 1.0}
+    t = 0.0
+    for k, v in params.items():
+        params[k] *= 0.5
+        t = t + np.sum(v)
+    return np.sum(params["w"] * params["b"]) + t
+
+
+def in_place_over_items_of_one_array(w, b):   # two keys, one array: refused when it runs
+    a = w * b
+    params = {"w": a, "b": a}
+    for k, v in params.items():
+        params[k] -= 0.1 * v
+    return np.sum(params["w"] * params["b"])
+
+
+def test_augmented_write_of_the_key_a_dict_view_loop_took():
+    import s2sad
+    from s2sad.errors import UnsupportedSyntaxError
+    w, b = np.array([0.1, 0.2, 0.3]), np.array([1.0, -2.0, 0.5])
+    check_grads(sgd_in_place_over_items, (w, b), wrt=(0, 1))
+    t = (np.ones(3), np.zeros(3))
+    assert s2sad.jvp(sgd_in_place_over_items, (w, b), t)[1] == pytest.approx(
+        np.sum(s2sad.grad(sgd_in_place_over_items)(w, b)), rel=1e-12)
+    for f in (in_place_then_read_over_items, in_place_over_items_of_one_array):
+        with pytest.raises(UnsupportedSyntaxError, match="may hold the same object"):
+            s2sad.grad(f, wrt=(0, 1))(w, b)
+        with pytest.raises(UnsupportedSyntaxError, match="may hold the same object"):
+            s2sad.jvp(f, (w, b), t)
+
+
 def test_writing_the_key_a_dict_view_loop_took():
     import s2sad
     from s2sad.errors import UnsupportedSyntaxError
