@@ -40,9 +40,9 @@ stays a list too, as do stacks of anything but the numbers the types prove float
 bool, and the emitter's loop counters (arrays, tuples, complex numbers, values of unknown type:
 numba needs one element type, known when the array is made). Shapes saved for the reverse sweep
 (shapes.py) of arrays whose ndim the types know go on a 2-d integer array, a row per push
-(``_s_shape1[_t1, 0] = _shape1[0]`` ... ``_shape1 = (_s_shape1[_t1, 0],)``). The types' kinds are numba's here: it types
-integer arithmetic as NumPy does (``int ** int`` is an integer), and a kind that two bindings join
-is the wider one (``s = 0`` then ``s = s + 0.5``: a float)."""
+(``_s_shape1[_t1, 0] = _shape1[0]`` ... ``_shape1 = (_s_shape1[_t1, 0],)``). The types' kinds
+are numba's here: it types integer arithmetic as NumPy does (``int ** int`` is an integer), and a
+kind that two bindings join is the wider one (``s = 0`` then ``s = s + 0.5``: a float)."""
 from ... import ir
 from ...frontend.analysis import defined_in, definitions
 from .. import text as T
