@@ -542,5 +542,6 @@ def caught(origin):
         raise S2SADError(f"an except clause of this try caught an exception raised inside "
                          f"`{name}`, a method that changes its object, which it may have changed "
                          f"before it raised; s2sad cannot differentiate half of a call",
-                         origin=origin, fix=f"test for the failure before calling `{name}` and skip the call, "
+                         origin=origin,
+                         fix=f"test for the failure before calling `{name}` and skip the call, "
                              f"or catch the exception inside the method")
