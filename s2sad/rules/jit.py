@@ -314,10 +314,10 @@ def _rows_adjoint(signature, call):
     ``G``, g as rows, and ``b``, a as rows, ``n`` rows) over axis 1 of the rows, and its result
     put back in ``a``'s shape."""
     src = (f"def impl({signature}):\n"
-           f"    b, perm = to_rows(a, axes_array(axis))\n"
+           f"    b, steps = to_rows(a, axes_array(axis))\n"
            f"    n = b.shape[0]\n"
            f"    G = rows_of(g, n)\n"
-           f"    return from_rows({call}, a, perm)\n")
+           f"    return from_rows({call}, a, steps)\n")
     ns = dict(globals(), to_rows=_R.to_rows, axes_array=_R.axes_array, from_rows=_R.from_rows)
     exec(src, ns)
     return ns["impl"]
@@ -1073,7 +1073,7 @@ def _row_tangent(rows, with_ans, t, a, axis, keepdims, where):
     @register_jitable
     def run(t, ans, a, axis, ddof):
         axes = axes_of(axis, a.ndim)
-        b, perm = _R.to_rows(a, axes)
+        b, _ = _R.to_rows(a, axes)
         T, _ = _R.to_rows(t, axes)
         r = rows(T, b, rows_of(ans, b.shape[0]) if with_ans else b[:, 0], ddof)
         if scalar:
