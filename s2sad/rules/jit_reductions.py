@@ -106,7 +106,7 @@ def _axes_array(axes):
 @register_jitable
 def _row_steps(shape, axes):
     """For :func:`to_rows`: the step of each axis of ``shape`` in the flat (outer, n) rows (a
-    kept axis counts rows, a reduced one columns, each group in its order), and n.  NumPy's
+    kept axis counts rows, a reduced one columns, each group in its order), outer and n.  NumPy's
     errors for an axis out of range or repeated."""
     nd = len(shape)
     red = np.zeros(nd, np.bool_)
@@ -122,6 +122,7 @@ def _row_steps(shape, axes):
     step = np.empty(nd, np.int64)
     rows = n
     cols = 1
+    outer = 1
     for d in range(nd - 1, -1, -1):
         if red[d]:
             step[d] = cols
@@ -129,7 +130,24 @@ def _row_steps(shape, axes):
         else:
             step[d] = rows
             rows *= shape[d]
-    return step, n
+            outer *= shape[d]
+    return step, outer, n
+
+
+@register_jitable
+def _advance(idx, pos, step, shape):
+    """The next index ``idx`` of an array of ``shape`` in C order (the last axis fastest), in
+    place, and the position ``pos`` moved by the steps of the axes it changed."""
+    d = len(shape) - 1
+    while d >= 0:
+        idx[d] += 1
+        pos += step[d]
+        if idx[d] < shape[d]:
+            break
+        pos -= step[d] * shape[d]
+        idx[d] = 0
+        d -= 1
+    return pos
 
 
 @register_jitable
@@ -139,23 +157,14 @@ def to_rows(a, axes):
     :func:`from_rows` takes back: a reduction over several axes as one over axis 1.  A copy
     made in one walk over ``a`` in its index order (np.transpose of a tuple and its copy cost
     numba ~4 s to compile, this ~0.1 s)."""
-    step, n = _row_steps(a.shape, axes)
+    step, outer, n = _row_steps(a.shape, axes)
     out = np.empty(a.size, a.dtype)
-    nd = a.ndim
-    idx = np.zeros(nd, np.int64)
+    idx = np.zeros(a.ndim, np.int64)
     pos = 0
     for v in a.flat:
         out[pos] = v
-        d = nd - 1                      # (the next index: the last axis fastest)
-        while d >= 0:
-            idx[d] += 1
-            pos += step[d]
-            if idx[d] < a.shape[d]:
-                break
-            pos -= step[d] * a.shape[d]
-            idx[d] = 0
-            d -= 1
-    return out.reshape((a.size // n if n else 0, n)), step
+        pos = _advance(idx, pos, step, a.shape)
+    return out.reshape((outer, n)), step
 
 
 @register_jitable
@@ -163,20 +172,11 @@ def from_rows(r, a, step):
     """The inverse of :func:`to_rows`: ``r`` (outer, n) back in ``a``'s shape and axis order."""
     flat = np.ascontiguousarray(r).reshape(r.size)
     out = np.empty(a.size, r.dtype)
-    nd = a.ndim
-    idx = np.zeros(nd, np.int64)
+    idx = np.zeros(a.ndim, np.int64)
     pos = 0
     for f in range(a.size):
         out[f] = flat[pos]
-        d = nd - 1
-        while d >= 0:
-            idx[d] += 1
-            pos += step[d]
-            if idx[d] < a.shape[d]:
-                break
-            pos -= step[d] * a.shape[d]
-            idx[d] = 0
-            d -= 1
+        pos = _advance(idx, pos, step, a.shape)
     return out.reshape(a.shape)
 
 

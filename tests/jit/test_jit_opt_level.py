@@ -31,3 +31,19 @@ def test_a_four_dim_broadcasting_gradient_compiles_and_leaves_numbas_level():
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
     assert config.OPT is before
+
+
+def sum_over_axes(x):
+    return np.sum(np.sin(np.sum(x, axis=(1, 2))) + 2.0)
+
+
+def test_reductions_over_a_tuple_of_axes_with_an_empty_axis():
+    # (jit_reductions.to_rows: rows of the kept axes, outer 3 here, even when n is 0)
+    for shape in ((3, 0, 2), (3, 2, 4), (0, 2, 3)):
+        x = np.random.default_rng(1).random(shape)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", JitFallbackWarning)
+            v, g = s2sad.value_and_grad(sum_over_axes, jit=True)(x)
+        v0, g0 = s2sad.value_and_grad(sum_over_axes)(x)
+        assert abs(v - v0) <= 1e-12 * abs(v0) and g.shape == x.shape
+        np.testing.assert_allclose(g, g0, rtol=1e-12)
