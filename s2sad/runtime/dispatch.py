@@ -516,14 +516,12 @@ def _call_derived(fn, args, kwargs, self_=None, mode="reverse"):
         _MUTATING.add(fn.__code__)
         mode = "mut"
         d = reverse_derivative(fn, mask, kinds, mode)
-    if mode == "mut":
-        try:
-            value, tape = _sweeps(d)[0](*full)
-        except BaseException as e:
-            mark_partial(e, fn)
-            raise
-    else:
+    try:
         value, tape = _sweeps(d)[0](*full)
+    except BaseException as e:
+        if mode == "mut":
+            mark_partial(e, fn)
+        raise
     mut = False
     if mode == "mut":
         value = value[0]

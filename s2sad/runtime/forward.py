@@ -248,12 +248,11 @@ def _jvp_python(fn, args, targs, kwargs=None, tkwargs=None, top=False, ftan=None
     written = set(getattr(dv, "written_params", ())) if top else set()
     tans = [materialize(runtime.snap(t) if p in written else t, a)
             for p, t, a, m in zip(dv.ir.params, targs, args, mask) if m]
-    if not mut:
-        return dv.jvp(*args, *tans)
     try:
         return dv.jvp(*args, *tans)
     except BaseException as e:
-        runtime.mark_partial(e, fn)     # (the object's tangent went with the raise)
+        if mut:
+            runtime.mark_partial(e, fn)     # (the object's tangent went with the raise)
         raise
 
 
@@ -754,8 +753,9 @@ def jvp_attr(obj, tobj, name):
                     t = {}
                 tobj[name] = t               # a mutable attribute: its tangent stays with it
         return value, t
-    if isinstance(obj, tuple) and isinstance(tobj, tuple) and len(tobj) == len(obj) and \
-            name in getattr(obj, "_fields", ()) and value is obj[obj._fields.index(name)]:
-        t = tobj[obj._fields.index(name)]      # a named tuple's field: its item's tangent
+    k = obj._fields.index(name) if isinstance(obj, tuple) and \
+        name in getattr(obj, "_fields", ()) else -1
+    if k >= 0 and isinstance(tobj, tuple) and len(tobj) == len(obj) and value is obj[k]:
+        t = tobj[k]                            # a named tuple's field: its item's tangent
         return value, zeros_like(value) if t is None else t
     return value, zeros_like(value)

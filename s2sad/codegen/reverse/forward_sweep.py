@@ -110,14 +110,12 @@ class ForwardSweep:
                 rng = f"range({T.operand_text(s.stop, c)})"
             body += self.trip_end_lines(s)
             cnt = self.counters.get(id(s))
-            # (stacks.py: room before the loop, or, for a loop that may end early, per trip)
-            room = self.reserve_lines(s)
-            pre = [] if s.brk else room
+            pre = self.reserve_lines(s)          # (stacks.py: room before the loop)
             if cnt:
                 pre.append(T.Line(f"{cnt} = 0", o))
                 body = [T.Line(f"{cnt} += 1", o)] + body
             if s.brk:
-                body = room + body + [T.Line(f"if {s.brk}:", o), T.Line("    break", o)]
+                body += [T.Line(f"if {s.brk}:", o), T.Line("    break", o)]
             return pre + [T.Nest(f"for {s.target} in {rng}:", o, body)]
         if isinstance(s, ir.While):
             cnt = self.counters.get(id(s))
@@ -126,14 +124,13 @@ class ForwardSweep:
             body = self.fwd_block(s.body)
             if cnt:
                 body = [T.Line(f"{cnt} += 1", o)] + body
-            body += self.trip_end_lines(s)
             if s.brk:
                 body += [T.Line(f"if {s.brk}:", o), T.Line("    break", o)]
             pre = [T.Line(f"{cnt} = 0", o)] if cnt else []
-            room = self.reserve_lines(s)         # (stacks.py: for this trip's pushes)
+            # (stacks.py: what a while loop's own trips push stays on lists: no room, no trip index)
             if not tb:
-                return pre + [T.Nest(f"while {test}:", o, room + body)]
-            return pre + [T.Nest("while True:", o, room + tb +
+                return pre + [T.Nest(f"while {test}:", o, body)]
+            return pre + [T.Nest("while True:", o, tb +
                                  [T.Line(f"if not {test}:", o), T.Line("    break", o)] + body)]
         if isinstance(s, ir.Return):
             return [T.Line(f"return {T.operand_text(s.value, c)}, {self.tape_text()}", o)]

@@ -160,9 +160,7 @@ class ArrayStacks:
         loop binds), and the text of their product: there one reserve makes room for all the
         pushes its trips make (a mixture's inner `for j in range(k)`, in `for i in range(n)`:
         `n * k` before the outer loop, not `k` before each inner one)."""
-        a = len(loops) - 1
-        if _open_ended(loops[a]):
-            return loops[a], "1"            # (room for each trip's pushes when it starts)
+        a = len(loops) - 1                  # (never an open-ended loop: their stacks are lists)
         while a > 0 and not _open_ended(loops[a - 1]):
             bound = defined_in([loops[a - 1]])
             if any(isinstance(op, str) and op in bound for loop in loops[a:]
@@ -236,8 +234,7 @@ class ArrayStacks:
 
     def reserve_lines(self, loop):
         """Before ``for`` loop ``loop``, room on each array stack its body pushes on for every
-        trip (where the stack's length was not known at the start); first in each trip of a
-        ``while`` loop or a ``for`` loop with a ``break``, room for the trip's pushes."""
+        trip (where the stack's length was not known at the start)."""
         out = []
         for v, need in self.reserves.get(id(loop), ()):
             out.append(T.Line(f"{stack(v)} = _rt.reserve({stack(v)}, {self.stack_index[v]} + "
