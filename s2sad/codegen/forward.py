@@ -277,7 +277,7 @@ class ForwardEmitter:
         if isinstance(s, ir.Mutate):
             return self.mutate(s)
         if isinstance(s, ir.With):
-            items = ", ".join(self.text(x) + (f" as {v}" if v else "") for x, v in s.items)
+            items = T.with_items_text(s, self.text, c)
             return [T.Nest(f"with {items}:", o, self.block(s.body))]
         if isinstance(s, ir.Try):
             items = [T.Nest("try:", o, self.block(s.body))]

@@ -54,12 +54,35 @@ def caught_check(s, consts):
     """First line of each handler of Try ``s`` whose body calls Python code s2sad
     differentiates (a method may update its object and then raise): ``_rt.caught(site)``,
     which refuses an exception that cut such a method short (runtime.refusals.mark_partial)."""
-    for x in ir.walk(s.body):
+    if calls_derived(s.body):
+        return [Line(f"_rt.caught({consts.name_for(s.origin)})", s.origin)]
+    return []
+
+
+def calls_derived(body):
+    """Whether the IR block ``body`` calls Python code s2sad differentiates (a derived or
+    dynamic call site), nested blocks included."""
+    for x in ir.walk(body):
         call = x.value if isinstance(x, ir.Assign) else x.call if isinstance(x, ir.ExprStmt) \
             else None
         if isinstance(call, ir.Call) and call.cls in ("derived", "dynamic"):
-            return [Line(f"_rt.caught({consts.name_for(s.origin)})", s.origin)]
-    return []
+            return True
+    return False
+
+
+def with_items_text(s, text, consts):
+    """The items of With ``s`` as generated code writes them (``text``: an operand's text),
+    each context manager inside ``_rt.exit_check(ctx, site)`` when the body calls code s2sad
+    differentiates: a manager that swallows an exception which cut a self-updating method short
+    is refused (runtime.refusals.exit_check), as :func:`caught_check` refuses such a handler."""
+    site = consts.name_for(s.origin) if calls_derived(s.body) else None
+    parts = []
+    for x, v in s.items:
+        ctx = text(x)
+        if site is not None:
+            ctx = f"_rt.exit_check({ctx}, {site})"
+        parts.append(ctx + (f" as {v}" if v else ""))
+    return ", ".join(parts)
 
 
 def static_callee_text(fn, consts):

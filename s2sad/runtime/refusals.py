@@ -545,3 +545,33 @@ def caught(origin):
                          origin=origin,
                          fix=f"test for the failure before calling `{name}` and skip the call, "
                              f"or catch the exception inside the method")
+
+
+
+class exit_check:
+    """The context manager of a ``with`` in generated code whose body calls code s2sad
+    differentiates: ``ctx`` as it is, except that when ``ctx``'s ``__exit__`` swallows an
+    exception that :func:`mark_partial` marked (``contextlib.suppress``, a handler of the user's
+    own), it refuses, as :func:`caught` does for an ``except`` clause.  An exception that goes on
+    is left as it was."""
+    __slots__ = ("ctx", "origin")
+
+    def __init__(self, ctx, origin):
+        self.ctx = ctx
+        self.origin = origin
+
+    def __enter__(self):
+        return type(self.ctx).__enter__(self.ctx)
+
+    def __exit__(self, typ, exc, tb):
+        swallowed = type(self.ctx).__exit__(self.ctx, typ, exc, tb)
+        name = getattr(exc, "_s2sad_partial", None) if swallowed else None
+        if name is not None:
+            from ..errors import S2SADError
+            raise S2SADError(f"the context manager of this with statement swallowed an exception "
+                             f"raised inside `{name}`, a method that changes its object, which it "
+                             f"may have changed before it raised; s2sad cannot differentiate half "
+                             f"of a call", origin=self.origin,
+                             fix=f"test for the failure before calling `{name}` and skip the call, "
+                                 f"or catch the exception inside the method")
+        return swallowed

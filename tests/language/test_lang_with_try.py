@@ -310,3 +310,39 @@ def test_handler_catching_an_exception_from_a_method_that_changed_its_object_ref
 def test_handler_catching_an_exception_from_elsewhere_after_a_method_call():
     assert_close(s2sad.grad(charge_then_fail_elsewhere)(2.0), 4.0)
     assert_close(s2sad.jvp(charge_then_fail_elsewhere, (2.0,), (1.0,))[1], 4.0)
+
+
+# == case: context_manager_swallows_a_method_cut_short
+def charge_suppressed(x):
+    b = Budget()
+    with contextlib.suppress(ValueError):
+        b.charge(3.0 * x)
+    return b.spent
+
+
+def charge_suppressed_other(x):
+    b = Budget()
+    with contextlib.suppress(KeyError):
+        b.charge(3.0 * x)
+    return b.spent
+
+
+def test_context_manager_swallowing_an_exception_from_a_method_that_changed_its_object_refuses():
+    # contextlib.suppress is an except clause in disguise: the same refusal, naming the with line
+    for run in (lambda: s2sad.grad(charge_suppressed)(5.0),
+                lambda: s2sad.jvp(charge_suppressed, (5.0,), (1.0,))):
+        with pytest.raises(s2sad.S2SADError, match="Budget.charge") as ei:
+            run()
+        assert "with contextlib.suppress(ValueError)" in str(ei.value)
+        assert "swallowed" in str(ei.value)
+    # no raise: the gradient as before; the generated with names the check
+    assert_close(s2sad.grad(charge_suppressed)(1.0), 18.0)
+    assert_close(s2sad.jvp(charge_suppressed, (1.0,), (1.0,))[1], 18.0)
+    check_grads(charge_suppressed, (1.0,))
+    src = s2sad.differentiate(charge_suppressed).adjoint_source()
+    assert "with _rt.exit_check(" in src
+    # an exception the manager lets through reaches the user as it was
+    for run in (lambda: s2sad.grad(charge_suppressed_other)(5.0),
+                lambda: s2sad.jvp(charge_suppressed_other, (5.0,), (1.0,))):
+        with pytest.raises(ValueError, match="over budget"):
+            run()

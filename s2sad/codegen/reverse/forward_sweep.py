@@ -59,7 +59,7 @@ class ForwardSweep:
             return T.container_guard(s, self.kinds, c) + \
                 [T.Line(f"{s.target} = {text}" if s.target else text, o)]
         if isinstance(s, ir.With):
-            items = ", ".join(T.operand_text(x, c) + (f" as {v}" if v else "") for x, v in s.items)
+            items = T.with_items_text(s, lambda x: T.operand_text(x, c), c)
             prog = self.site_names.get(("p", id(s)))
             if not prog:
                 return [T.Nest(f"with {items}:", o, self.fwd_block(s.body))]
