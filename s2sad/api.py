@@ -30,6 +30,7 @@ from .runtime.values import _owned
 _RECURSION_LIMIT = 20000
 _DATA = object()         # a closure cell that holds data (or nothing yet), in _Spec._snapshot
 _NDARRAY = __import__("numpy").ndarray
+_FLOAT64 = __import__("numpy").float64
 
 
 class _Spec:
@@ -452,17 +453,21 @@ def _whole_arrays(grads, args, wrt):
     """The common case of :func:`_finish_grads`, decided with fewer checks: whole NumPy (or
     CuPy) array arguments in increasing order, each gradient an array of its argument's type,
     shape and dtype that owns its buffer (base None: it shares memory with no other gradient)
-    and is the user's to change (writable, no stride 0), no two the same object.  Then the
-    gradients are returned as they are."""
+    and is the user's to change (writable, no stride 0), no two the same object; or a Python
+    float argument with a float gradient.  Then the gradients are returned as they are."""
     if len(grads) != len(wrt):
         return False
     last = -1
+    arrays = 0
     for (i, el), g in zip(wrt, grads):
         if el is not None or i <= last:
             return False
         last = i
         x = args[i]
         t = type(g)
+        if (t is float or t is _FLOAT64) and type(x) is float:  # (immutable: nothing to copy)
+            continue
+        arrays += 1
         if t is not type(x) or not (t is _NDARRAY or is_cupy(g)) or \
                 g.base is not None or g.shape != x.shape or g.dtype != x.dtype:
             return False
@@ -471,7 +476,8 @@ def _whole_arrays(grads, args, wrt):
                 return False
         elif g.size > 1 and 0 in g.strides:     # (CuPy's arrays are always writable)
             return False
-    return len({id(g) for g in grads}) == len(grads)
+    return len({id(g) for g in grads if type(g) is not float and type(g) is not _FLOAT64}) == \
+        arrays
 
 
 def _buffer(a):

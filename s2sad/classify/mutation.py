@@ -30,7 +30,9 @@ def check_mutation(fn, varied):
             reads[v] = reads.get(v, 0) + 1
     views = _view_sources(fn)
     all_params = set(fn.params) - {getattr(fn, "constructed", None)}
-    rebound = _rebound_params(fn, all_params)
+    fresh = _fresh_names(fn)
+    rebound = {k: v & all_params for k, v in fresh.items()}
+    assigned = {t.target for t in ir.walk(fn.body) if isinstance(t, ir.Assign)}
     from ..frontend.analysis import _mutated
     _check_pending_iterators(fn, pos, varied)
     _check_loop_sources(fn)
@@ -95,6 +97,10 @@ def check_mutation(fn, varied):
             continue
         params = all_params - ({obj} & rb)
         group = all_aliases.get(obj, {obj})
+        if obj in fresh.get(id(s), ()):
+            # (rebound to a new object on every path here: no parameter that still holds the
+            # caller's object is another name for it, whatever it was a copy of before)
+            group = group - (params - assigned)
         if isinstance(s, (ir.SetItem, ir.Mutate)) and not getattr(s, "attr", None):
             _check_returned_argument(returned, s, obj, group, params, all_aliases)
         if (hot or obj in varied) and not permutes and not getattr(s, "attr", None) and \
@@ -369,26 +375,78 @@ def _new_object(value):
     return False
 
 
-def _rebound_params(fn, params):
-    """id(statement) -> parameters that, on every path to it, were rebound to a new object."""
+# operators whose result is a new object (arrays, lists, tuples) or an immutable number
+_NEW_RESULT_OPS = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+                   operator.mod, operator.pow, operator.matmul, operator.neg, operator.pos}
+
+
+def _new_value(value, kinds):
+    """True for a call that certainly returns a new object (:func:`_new_object`), or an
+    operator (``u + k * lap``, not an augmented ``u += v``) none of whose operands is an object
+    of a user class (whose ``__add__`` could return itself)."""
+    if _new_object(value):
+        return True
+    return isinstance(value, ir.Call) and isinstance(value.fn, ir.Static) and \
+        _hashable(value.fn.obj) and value.fn.obj in _NEW_RESULT_OPS and \
+        "augmented" not in value.extra and "augmented_item" not in value.extra and \
+        not value.kwargs and all(not isinstance(a, str) or kinds.get(a) not in ("o", None)
+                                 for a in value.args)
+
+
+def _fresh_names(fn):
+    """id(statement) -> names that, on every path to it, were rebound to a new object since they
+    last held another (a parameter's ``x = x.copy()``; ``u = u0`` then, in a loop, ``u = u + k *
+    lap`` before ``u[0] = 0.0``): a write through such a name changes no argument.  A loop's body
+    starts with the names it assigns taken out (a later trip starts with what the one before left),
+    so do a try's handlers and what follows a nested block."""
     out = {}
+    kinds = getattr(fn, "kinds", None) or {}
     new_tmps = {s.target for s in ir.walk(fn.body) if isinstance(s, ir.Assign) and
-                s.target.startswith("_") and _new_object(s.value)}
+                s.target.startswith("_") and _new_value(s.value, kinds)}
+
+    def binds(st):
+        """Names statement ``st`` itself binds (its nested blocks' not included)."""
+        if isinstance(st, ir.With):
+            return {v for _, v in st.items if isinstance(v, str)}
+        if isinstance(st, ir.Try):
+            return {h[1] for h in st.handlers if isinstance(h[1], str)}
+        t = getattr(st, "target", None)
+        return {t} if isinstance(t, str) else set()
+
+    def assigned(blocks):
+        return {v for b in blocks for st in ir.walk(b) for v in binds(st)}
 
     def block(stmts, fresh):
         fresh = set(fresh)
         for s in stmts:
             out[id(s)] = fresh
-            for b in ir.children(s):
-                block(b, fresh)
-            if isinstance(s, ir.Assign) and s.target in params:
-                new = _new_object(s.value) or isinstance(s.value, str) and s.value in new_tmps
+            kids = ir.children(s)
+            if isinstance(s, (ir.For, ir.While)):
+                start = fresh - assigned(kids) - binds(s)
+                for b in kids:
+                    block(b, start)
+            elif isinstance(s, ir.Try):
+                block(s.body, fresh)
+                start = fresh - assigned([s.body]) - binds(s)
+                for b in kids[1:]:
+                    block(b, start)
+            elif isinstance(s, ir.If):
+                # fresh after the if: fresh at the end of both branches (the names they assign
+                # joined as the rest: a name fresh in one branch only may hold anything)
+                ends = [block(b, fresh) for b in kids]
+                fresh = ends[0] & ends[1]
+                continue
+            else:
+                for b in kids:
+                    block(b, fresh)
+            if isinstance(s, ir.Assign):
+                new = _new_value(s.value, kinds) or isinstance(s.value, str) and s.value in new_tmps
                 fresh = fresh | {s.target} if new else fresh - {s.target}
-            elif isinstance(s, (ir.For, ir.While, ir.If, ir.Try, ir.With)):
-                # a parameter rebound inside a nested block may still be the caller's after it
-                inner = {t for b in ir.children(s) for st in ir.walk(b)
-                         if isinstance(st, ir.Assign) and (t := st.target) in params}
-                fresh = fresh - inner
+            else:
+                # a name rebound inside a nested block (or by the statement: a loop's target,
+                # ``v = xs.pop()``, ``with ... as v``) may hold anything after it
+                fresh = fresh - assigned(kids) - binds(s)
+        return fresh
     block(fn.body, set())
     return out
 

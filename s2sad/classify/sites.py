@@ -268,10 +268,11 @@ def classify_call(call, kinds, origin):
         if rule is not None:
             _use_rule(call, rule, origin)
             return
-        compiled = runtime.numba_function(obj)
+        compiled = runtime.numba_function(obj) or runtime.cached_function(obj)
         if compiled is not None:
-            # an @numba.njit function: derived from its Python function (``call.fn`` stays the
-            # compiled one, which runs where the call is inactive)
+            # an @numba.njit function, a functools.lru_cache one: derived from its Python
+            # function (``call.fn`` stays the compiled or cached one, which runs where the call
+            # is inactive)
             obj = compiled
         if _is_user_function(obj):
             call.cls = "derived"

@@ -184,7 +184,7 @@ def bind_namespace(fn, namespace, forward=False, arrays=()):
     _bind_helpers(namespace, forward)
     texts = jit_substitutes.bind(fn, namespace)
     binding = {"forward": bool(forward), "texts": texts, "arrays": list(arrays)}
-    python = _numpy_aliasing(fn)
+    python = _numpy_aliasing(fn) or _scalar_isinstance(fn)
     if python is not None:
         binding["python"] = python
     return unbound, binding
@@ -215,6 +215,42 @@ def _numpy_aliasing(fn):
                     f"converting), and that array is changed in place; numba's version makes a "
                     f"copy, which would not see the change", line]
     return None
+
+
+def _scalar_isinstance(fn):
+    """[why, the user's line] when ``fn`` tests ``isinstance(v, C)`` against a number class C
+    (``int``, ``float``, ``bool``, ``complex``, the ``numbers`` ABCs, NumPy's scalar types), or a
+    class known only when it runs: numba answers from its own types, not Python's (a bool is no
+    ``int`` to it, a NumPy ``int64`` or ``float32`` is an ``int`` or a ``float``), so the
+    compiled derivative could take the other branch.  It runs as Python."""
+    from .. import ir
+    for s in ir.walk(fn.body):
+        call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) \
+            else None
+        if not (isinstance(call, ir.Call) and isinstance(call.fn, ir.Static) and
+                call.fn.obj is isinstance and len(call.args) == 2):
+            continue
+        cls = call.args[1]
+        if isinstance(cls, ir.Const) and not _number_class(cls.value):
+            continue
+        text = s.origin.text.strip() if s.origin is not None and s.origin.text else "isinstance"
+        line = s.origin.line if s.origin is not None else None
+        return [f"`{text}` tests a value against a number class, which numba decides by its own "
+                f"types (a bool is no int to it, a NumPy int64 or float32 is an int or a float)",
+                line]
+    return None
+
+
+def _number_class(c):
+    """Whether the class (or tuple of classes) ``c`` holds a number class on which Python's and
+    numba's isinstance may disagree."""
+    import numbers
+    import numpy as np
+    if type(c) is tuple:
+        return any(_number_class(x) for x in c)
+    return c in (int, float, complex, bool) or isinstance(c, type) and (
+        issubclass(c, np.generic) or c in (numbers.Number, numbers.Complex, numbers.Real,
+                                           numbers.Rational, numbers.Integral))
 
 
 def rebind(namespace, binding):

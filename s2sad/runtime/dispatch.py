@@ -13,8 +13,8 @@ from . import hooks
 from .arrays import _BuiltinType, _ModuleType, _is_array, _z, add, array_module, is_zero
 from .iterators import Iter
 from .transformed import Transformed
-from .values import (_DUNDERS, _is_python, differentiable, kind_of, numba_function,
-                     python_dunder, type_of)
+from .values import (_DUNDERS, _is_python, cached_function, differentiable, kind_of,
+                     numba_function, python_dunder, type_of)
 from .containers import init_into, parts
 from .refusals import (_NOT_ON_CLASS, _opaque_message, _rule_skeleton, class_attribute,
                        mark_partial, plain_slot, refuse_vectorize)
@@ -288,8 +288,8 @@ def call(fn, *args, **kwargs):
         bound = rule.bind(args, kwargs)
         _check_rule_params(rule, bound)
         return ans, ("rule", rule, bound, ans, False, len(args), list(kwargs))
-    compiled = numba_function(fn)
-    if compiled is not None and _is_python(compiled):   # @numba.njit: its Python function
+    compiled = numba_function(fn) or cached_function(fn)
+    if compiled is not None and _is_python(compiled):   # @numba.njit, lru_cache: its function
         return _call_derived(compiled, args, kwargs)
     if _is_python(fn):
         return _call_derived(fn, args, kwargs)

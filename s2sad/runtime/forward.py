@@ -330,9 +330,9 @@ def jvp_call(fn, args, targs, kwargs=None, tkwargs=None, ftan=None, _bound=False
                           targs, kwargs, tkwargs)
     if _is_python(fn) and hooks.lookup(fn) is None:     # (a rule wins over the source, as in
         return _jvp_python(fn, args, targs, kwargs, tkwargs, ftan=ftan)   # reverse mode)
-    compiled = runtime.numba_function(fn)
+    compiled = runtime.numba_function(fn) or runtime.cached_function(fn)
     if compiled is not None and _is_python(compiled) and hooks.lookup(fn) is None:
-        return _jvp_python(compiled, args, targs, kwargs, tkwargs)     # @numba.njit
+        return _jvp_python(compiled, args, targs, kwargs, tkwargs)     # @numba.njit, lru_cache
     if isinstance(fn, functools.partial):
         pa, pk = ftan if isinstance(ftan, tuple) and len(ftan) == 2 else (None, None)
         pa = tuple(pa) if pa is not None else (None,) * len(fn.args)

@@ -350,6 +350,20 @@ def numba_function(obj):
     return py
 
 
+def cached_function(obj):
+    """The Python function under a ``functools.lru_cache`` (or ``functools.cache``) wrapper, or
+    None for anything else.  A cached function is pure by its user's promise (the cache hands
+    back earlier results), so its derivative is that of the function it wraps; the wrapper itself
+    still runs wherever no derivative is needed."""
+    if type(obj) is not _LRU_WRAPPER:
+        return None
+    fn = getattr(obj, "__wrapped__", None)
+    return fn if isinstance(fn, _FunctionType) else None
+
+
+_LRU_WRAPPER = type(__import__("functools").lru_cache(maxsize=1)(lambda: None))
+
+
 def numba_options(obj):
     """The compile options of a Numba CPU dispatcher (a copy of its ``targetoptions``: the
     options given to the decorator, e.g. nopython, fastmath, cache, boundscheck, parallel,

@@ -264,3 +264,24 @@ def test_trip_counts_of_invariant_stops_are_not_saved():
             assert "_s_m.append(m)" in src and "m = _s_m.pop()" in src
     same_as_python(nested_loops, (x, 2, 3), (0,))
     same_as_python(inner_stop_in_loop, (x, 3), (0,))
+
+
+def scaled_by_flag(x, flag):        # isinstance on a number class: numba's types decide it
+    if isinstance(flag, int):
+        return np.sum(x) * 2.0
+    return np.sum(x) * 3.0
+
+
+def test_isinstance_on_a_number_class_runs_as_python():
+    # numba's isinstance(True, int) is False (a bool is no int to it), Python's True: the
+    # compiled derivative took the other branch (3 where the gradient is 2); now the function
+    # runs as Python, with the warning naming the line
+    x = _R.normal(size=3)
+    with pytest.warns(s2sad.errors.JitFallbackWarning, match="isinstance.*number class"):
+        _, g = s2sad.value_and_grad(scaled_by_flag, jit=True)(x, True)
+    np.testing.assert_allclose(g, np.full(3, 2.0))
+    for flag in (True, 1, 1.0, np.int64(1), np.float32(1)):
+        fallback_same_as_python(scaled_by_flag, (x, flag), 0)
+    with pytest.warns(s2sad.errors.JitFallbackWarning, match="number class"):
+        _, t = s2sad.jvp(scaled_by_flag, (x, True), (np.ones(3), 0), jit=True)
+    assert t == pytest.approx(6.0)

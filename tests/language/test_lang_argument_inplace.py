@@ -212,3 +212,55 @@ def test_an_augmented_write_through_a_call_that_may_return_the_argument_is_refus
     x = np.array([1.0, 2.0, 3.0])
     with pytest.raises(ArgumentWriteError, match="may have returned as the argument `x`"):
         s2sad.grad(augmented_through_real)(x, x * 2.0)
+
+
+# == case: a name that held the argument, rebound to a new array before the write
+def heat_step(u0, k):               # the boundary values set after each step: a new array each
+    u = u0                          # trip, so u0, the caller's, is never written into
+    for _ in range(4):
+        u = u + k * (np.roll(u, 1) - 2 * u + np.roll(u, -1))
+        u[0] = 0.0
+        u[-1] = k * u[1]
+    return np.sum(u ** 2)
+
+
+def either_branch(u0, k, flag):     # rebound on both branches of an if
+    u = u0
+    if flag:
+        u = u * k
+    else:
+        u = u - k
+    u[1] = k
+    return np.sum(u * u0)
+
+
+def written_first(u0, k):           # the first trip writes into u0 itself
+    u = u0
+    for _ in range(2):
+        u[0] = 0.0
+        u = u + k * u
+    return np.sum(u ** 2)
+
+
+def one_branch(u0, k, flag):        # u may still be u0
+    u = u0
+    if flag:
+        u = u * k
+    u[1] = 2.0
+    return np.sum(u)
+
+
+def test_a_name_rebound_to_a_new_array_before_the_write_is_not_the_argument():
+    # (refused before as a write into the argument: the alias check did not see the rebinding)
+    u0 = np.random.default_rng(3).standard_normal(6)
+    for f, args in ((heat_step, (u0, 0.2)), (either_branch, (u0, 0.7, True)),
+                    (either_branch, (u0, 0.7, False))):
+        kept = u0.copy()
+        check_grads(f, args, wrt=(0, 1), modes=("rev", "fwd"))
+        s2sad.grad(f, wrt=(0, 1))(*args)
+        np.testing.assert_array_equal(u0, kept)       # the caller's array is untouched
+    for f, args in ((written_first, (u0, 0.2)), (one_branch, (u0, 0.7, True))):
+        for run in (lambda: s2sad.grad(f, wrt=(0, 1))(*args),
+                    lambda: s2sad.jvp(f, args, (np.ones(6), 1.0) + args[2:])):
+            with pytest.raises(ArgumentWriteError, match="`u0`"):
+                run()
