@@ -132,6 +132,11 @@ def finish(fn, active, varied):
             target = s.target if isinstance(s, ir.Assign) else None
             if not any(v in active for v in call.info.get("diff_vars", [])) or \
                     (target is not None and target not in active):
+                if call.cls in ("derived", "dynamic") and varied_args and \
+                        not (call.cls == "derived" and _leaves_arguments(call.info["callee"])):
+                    # (its result carries no derivative, its arguments do: it runs as it is,
+                    # and must leave them as they were: codegen.text.snapshot_call)
+                    call.info["snapshot"] = True
                 call.info["base_cls"] = call.cls
                 call.cls = "inactive"
                 continue
@@ -244,3 +249,61 @@ def _check_forbid(call, origin):
                 f"a derivative", origin=origin,
                 fix=f"drop {p}= (s2sad supports only {p}={allowed!r} here) and write the "
                     f"computation without it")
+
+
+_LEAVES = {}         # a user function -> whether it provably changes none of its arguments
+
+
+def _leaves_arguments(callee):
+    """Whether the user function ``callee`` provably changes none of the objects it is given:
+    no item, attribute or in-place write (``p[i] = v``, ``p.w = v``, ``p += v``, ``p.append``)
+    into a parameter or a name that may hold one or a part of one, and no call that is given
+    one of those other than of a function with a derivative rule (which changes nothing).  What
+    it calls otherwise, and anything it cannot be lowered for, counts as a change."""
+    key = getattr(callee, "__code__", None)
+    if key is None:
+        return False
+    if key in _LEAVES:
+        return _LEAVES[key]
+    from .inline import lower_callee
+    from ..rules import registry
+    body = lower_callee(callee)
+    ok = body is not None
+    if ok:
+        held = set(body.params)
+        for _ in range(3):              # (names that may hold a parameter or a part of one)
+            for s in ir.walk(body.body):
+                if isinstance(s, ir.Assign) and s.target not in held and (
+                        isinstance(s.value, str) and s.value in held or
+                        isinstance(s.value, ir.Call) and s.value.args and
+                        any(isinstance(a, str) and a in held for a in s.value.args) and
+                        not (isinstance(s.value.fn, ir.Static) and
+                             registry.lookup(s.value.fn.obj) is not None and
+                             not registry.lookup(s.value.fn.obj).view)):
+                    held.add(s.target)
+        for s in ir.walk(body.body):
+            if isinstance(s, (ir.SetItem, ir.DelItem, ir.Mutate)) and \
+                    (not isinstance(s.obj, str) or s.obj in held):
+                ok = False
+                break
+            call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) \
+                else None
+            if not isinstance(call, ir.Call) or \
+                    not any(isinstance(a, str) and a in held for a in call.reads()):
+                continue
+            if "augmented" in call.extra or "augmented_item" in call.extra:
+                ok = False
+                break
+            fn = call.fn
+            if isinstance(fn, ir.Static) and registry.lookup(fn.obj) is not None:
+                continue
+            if isinstance(fn, ir.Attr):
+                continue                # (reading an attribute changes nothing)
+            if isinstance(fn, ir.Method) and registry.lookup_method(fn.name) is not None:
+                continue
+            ok = False
+            break
+    if len(_LEAVES) > 4096:
+        _LEAVES.clear()
+    _LEAVES[key] = ok
+    return ok

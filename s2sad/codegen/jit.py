@@ -219,10 +219,23 @@ def _numpy_aliasing(fn):
 
 def _scalar_isinstance(fn):
     """[why, the user's line] when ``fn`` tests ``isinstance(v, C)`` against a number class C
-    (``int``, ``float``, ``bool``, ``complex``, the ``numbers`` ABCs, NumPy's scalar types), or a
-    class known only when it runs: numba answers from its own types, not Python's (a bool is no
-    ``int`` to it, a NumPy ``int64`` or ``float32`` is an ``int`` or a ``float``), so the
+    (:func:`scalar_isinstance_site`): numba answers from its own types, not Python's, so the
     compiled derivative could take the other branch.  It runs as Python."""
+    s = scalar_isinstance_site(fn)
+    if s is None:
+        return None
+    text = s.origin.text.strip() if s.origin is not None and s.origin.text else "isinstance"
+    line = s.origin.line if s.origin is not None else None
+    return [f"`{text}` tests a value against a number class, which numba decides by its own "
+            f"types (a bool is no int to it, a NumPy int64 or float32 is an int or a float)", line]
+
+
+def scalar_isinstance_site(fn):
+    """The first statement of the IR function ``fn`` that tests ``isinstance(v, C)`` against a
+    number class C (``int``, ``float``, ``bool``, ``complex``, the ``numbers`` ABCs, NumPy's
+    scalar types) or a class known only when it runs; None if there is none.  Python and numba
+    may disagree on it: a bool is no ``int`` to numba, a NumPy ``int64`` or ``float32`` is an
+    ``int`` or a ``float``."""
     from .. import ir
     for s in ir.walk(fn.body):
         call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) \
@@ -233,11 +246,7 @@ def _scalar_isinstance(fn):
         cls = call.args[1]
         if isinstance(cls, ir.Const) and not _number_class(cls.value):
             continue
-        text = s.origin.text.strip() if s.origin is not None and s.origin.text else "isinstance"
-        line = s.origin.line if s.origin is not None else None
-        return [f"`{text}` tests a value against a number class, which numba decides by its own "
-                f"types (a bool is no int to it, a NumPy int64 or float32 is an int or a float)",
-                line]
+        return s
     return None
 
 

@@ -85,6 +85,33 @@ def with_items_text(s, text, consts):
     return ", ".join(parts)
 
 
+def snapshot_call(target, call, origin, consts, fresh):
+    """Lines for an inactive call of a user function (or one resolved when it runs) whose result
+    carries no derivative but whose arguments do (classify.after_activity marks it
+    ``snapshot``): ``status = fill(buf, x)`` may write into ``buf``, which would then carry a
+    derivative s2sad never saw.  The float arrays, lists and dicts it is given are copied before
+    and compared after (``_rt.opaque_snapshot`` / ``_rt.refuse_if_changed``): a change refuses,
+    as the same call on a line of its own is refused for writing into its arguments."""
+    names = []
+    for v in call.reads():
+        if v not in names:
+            names.append(v)
+    kept = fresh("kept")
+    fn = call.fn
+    if isinstance(fn, ir.Method):
+        callee = f"{operand_text(call.args[0], consts)}.{fn.name}"
+    elif isinstance(fn, ir.Static):
+        callee = static_callee_text(fn, consts)
+    elif isinstance(fn, ir.Dynamic):
+        callee = operand_text(fn.var, consts)
+    else:
+        callee = "None"
+    inputs = ", ".join(names) + ("," if len(names) == 1 else "")
+    return [Line(f"{kept} = _rt.opaque_snapshot(({inputs}))", origin),
+            Line(f"{target} = {call_text(call, consts)}", origin),
+            Line(f"_rt.refuse_if_changed({callee}, {kept}, True)", origin)]
+
+
 def static_callee_text(fn, consts):
     """How generated code names a static callee it passes as a value (``_rt.call(f, ...)``): its
     own text when that is a dotted name, ``operator.add`` for an operator, else a constant."""

@@ -5,12 +5,14 @@ and s2sad's own transforms called inside differentiated code.  Derivatives are b
 """
 
 from collections import deque as _deque
+from types import MethodType as _MethodType
 
 import numpy as np
 
 from ..errors import ArgumentWriteError
 from . import hooks
-from .arrays import _BuiltinType, _ModuleType, _is_array, _z, add, array_module, is_zero
+from .arrays import (_BuiltinType, _FunctionType, _ModuleType, _is_array, _z, add, array_module,
+                     is_zero)
 from .iterators import Iter
 from .transformed import Transformed
 from .values import (_DUNDERS, _is_python, cached_function, differentiable, kind_of,
@@ -398,15 +400,30 @@ def opaque_snapshot(inputs):
         elif _is_array(a) and getattr(a.dtype, "kind", "") in "fc" and \
                 getattr(getattr(a, "flags", None), "writeable", False):
             kept.append((a, a.copy()))
+        elif type(getattr(a, "__dict__", None)) is dict and \
+                not isinstance(a, (type, _ModuleType, _FunctionType, _MethodType)):
+            # an object of a class of yours: its attributes, each as the object it holds
+            kept.append((a, _Attrs(a.__dict__)))
     return kept
 
 
-def refuse_if_changed(fn, kept):
+class _Attrs(dict):
+    """The attributes of an object as :func:`opaque_snapshot` found them (name -> the object)."""
+
+
+def refuse_if_changed(fn, kept, unused=False):
     """After the opaque callee ``fn`` ran: refuse when it changed one of the inputs
     :func:`opaque_snapshot` kept (``rng.shuffle(a)``, a C routine filling a buffer): s2sad cannot
     know how the values moved, and going on would give a wrong derivative without an error."""
     for obj, before in kept:
-        if isinstance(before, list):
+        if type(before) is _Attrs:
+            # (an attribute that holds no float before or after, an int counter, may change)
+            now = obj.__dict__
+            same = not any(differentiable(before.get(k)) or differentiable(now.get(k))
+                           for k in now.keys() | before.keys()
+                           if now.get(k, _Attrs) is not before.get(k, _Attrs))
+            what = f"attributes of the {type(obj).__name__} object it was given"
+        elif isinstance(before, list):
             now = list(obj.items()) if type(obj) is dict else list(obj)
             same = len(now) == len(before) and all(
                 (x[0] is y[0] and x[1] is y[1]) if type(obj) is dict else x is y
@@ -420,6 +437,16 @@ def refuse_if_changed(fn, kept):
             from ..errors import OpaqueCalleeError
             from .refusals import _callee_ref
             name = _callee_ref(fn, None) or getattr(fn, "__qualname__", None) or repr(fn)
+            if unused:
+                # (codegen.text.snapshot_call: a call of code s2sad could differentiate, run as
+                # it is because its result carries no derivative)
+                from ..errors import UnsupportedSyntaxError
+                raise UnsupportedSyntaxError(
+                    f"{name} changed {what} in place, a value that carries a derivative; its "
+                    f"result carries none, so s2sad ran it as it is and did not follow the change",
+                    fix="return the new values and assign them (build them inside on a copy), "
+                        "or call it on a line of its own, where s2sad differentiates what it "
+                        "does")
             raise OpaqueCalleeError(
                 f"{name} changed {what} in place, a value that carries a derivative, and s2sad "
                 f"has no derivative rule for it and does not differentiate its code, so it cannot "

@@ -192,7 +192,22 @@ def _rule_skeleton(fn, text=None):
 def check_opaque(value, site):
     """Raise if an opaque callee (no source, no rule), called with values that carry a
     derivative, produced a differentiable value or an iterator (whose values s2sad cannot see:
-    ``itertools.chain(xs, ys)``...)."""
+    ``itertools.chain(xs, ys)``...), or None: a function that returns None is called for its
+    effect, which may be a change of an array in place (``_ = np.copyto(y, x)``, ``r = y.sort()``,
+    ``np.put(...)`` inside an expression), as the same call on a line of its own is refused for
+    at build time (classify.after_activity)."""
+    if value is None:
+        from ..errors import UnsupportedSyntaxError
+        call = site.call
+        fn = getattr(call.fn, "obj", None)
+        name = getattr(call.fn, "text", None) or (f".{call.fn.name}" if hasattr(call.fn, "name")
+                                                 else None) or getattr(fn, "__name__", "this call")
+        raise UnsupportedSyntaxError(
+            f"`{name}(...)` returned None: it is called for its effect on values that carry a "
+            f"derivative, and s2sad has no rule for it (it may change an array in place, which "
+            f"s2sad cannot see)", origin=site.origin,
+            fix="compute the new value with an expression and assign it (e.g. `y = np.where(...)`"
+                ", `y[idx] = v`, `y = np.sort(y)`), or declare a rule with s2sad.defrule")
     if hasattr(value, "__next__") and hasattr(value, "__iter__") and not isinstance(value, (str, bytes)):
         from ..errors import OpaqueCalleeError
         fn = getattr(site.call.fn, "obj", None)

@@ -285,3 +285,21 @@ def test_isinstance_on_a_number_class_runs_as_python():
     with pytest.warns(s2sad.errors.JitFallbackWarning, match="number class"):
         _, t = s2sad.jvp(scaled_by_flag, (x, True), (np.ones(3), 0), jit=True)
     assert t == pytest.approx(6.0)
+
+
+def test_a_numba_function_testing_isinstance_on_a_number_class_is_refused():
+    # the user's @njit function runs with numba's answer (isinstance(True, int) is False there:
+    # 3 * sum(x)), a derivative built from its Python source would follow Python's (2): refused
+    import numba
+
+    def by_flag(x, flag):           # (its own function: the plain one's derivative is cached)
+        if isinstance(flag, int):
+            return np.sum(x) * 2.0
+        return np.sum(x) * 3.0
+    compiled_f = numba.njit(by_flag)
+    x = _R.normal(size=3)
+    assert compiled_f(x, True) == pytest.approx(3 * np.sum(x))
+    for jit in (False, True):
+        with pytest.raises(s2sad.UnsupportedSyntaxError, match="compiled by numba") as ei:
+            s2sad.grad(compiled_f, jit=jit)(x, True)
+        assert "isinstance(flag, int)" in str(ei.value)

@@ -237,3 +237,71 @@ def test_aliases_through_calls_are_refused_in_both_modes():
             msg = str(ei.value)
             assert "test_lang_refused.py" in msg and ("returns one of its arguments" in msg or
                                                       "returns its own object" in msg), msg
+
+
+# == case: in-place changes whose call's result is assigned
+def copyto_assigned(x):
+    y = np.zeros(4)
+    _ = np.copyto(y, x * 2.0)               # (np.copyto returns None: called for its effect)
+    return np.sum(y * x)
+
+
+def sort_assigned(x):
+    y = x.copy()
+    r = y.sort()
+    return np.sum(y * np.arange(4.0))
+
+
+def _fill_buffer(buf, x):
+    buf[0] = x[0] * 3.0
+    return 0                                # (a status code: carries no derivative)
+
+
+def helper_fills_a_buffer(x):
+    buf = np.zeros(2)
+    status = _fill_buffer(buf, x)
+    return np.sum(buf * x[:2]) + status
+
+
+class _Holder:
+    pass
+
+
+def _set_w(box, v):
+    box.w = v * 2.0
+    return 0
+
+
+def helper_sets_an_attribute(x):
+    box = _Holder()
+    box.w = 1.0
+    _ = _set_w(box, x[0])
+    return box.w * x[1]
+
+
+def _count_positive(x, log):
+    log.n = log.n + 1                       # (an int counter: may change)
+    return int(np.sum(x > 0))
+
+
+def helper_counts(x):
+    log = _Holder()
+    log.n = 0
+    n = _count_positive(x, log)
+    return np.sum(x ** 2) * n
+
+
+def test_refuse_in_place_change_whose_result_is_assigned():
+    # the same calls on a line of their own were refused; assigned, they ran as constants and
+    # the change they made was lost: gradients without the change, no error
+    x = np.array([0.3, -1.2, 0.8, 2.0])
+    for f, words in ((copyto_assigned, ["returned none"]), (sort_assigned, ["returned none"]),
+                     (helper_fills_a_buffer, ["changed an array", "into the argument `buf`"]),
+                     (helper_sets_an_attribute, ["changed attributes"])):
+        for run in (lambda: s2sad.grad(f)(x), lambda: s2sad.jvp(f, (x,), (np.ones(4),))):
+            with pytest.raises(s2sad.S2SADError) as ei:
+                run()
+            assert any(w in str(ei.value).lower() for w in words), str(ei.value)
+            assert HERE in str(ei.value)
+    # a helper whose result carries no derivative and that changes only ints still runs
+    np.testing.assert_allclose(s2sad.grad(helper_counts)(x), 2 * x * 3)   # (3 positive)

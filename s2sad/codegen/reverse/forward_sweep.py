@@ -224,7 +224,10 @@ class ForwardSweep:
                 line += T.identity_check(target, call, o, self.changed, self.consts,
                                          receiver=receiver)
             return line
-        line = [T.Line(f"{target} = {T.call_text(call, c)}", o)]
+        if call.info.get("snapshot"):
+            line = T.snapshot_call(target, call, o, c, self.fresh)
+        else:
+            line = [T.Line(f"{target} = {T.call_text(call, c)}", o)]
         if cls == "opaque" and call.info.get("varied_args"):
             site = self.consts.name_for(_OpaqueSite(call, o))
             line.append(T.Line(f"_rt.check_opaque({target}, {site})", o))
