@@ -27,7 +27,11 @@ from .runtime.transformed import Transformed
 from .runtime.values import type_of
 from .runtime.values import _owned
 
-_RECURSION_LIMIT = 20000
+# the recursion limit while a derivative runs: ~3 frames per level of a recursive function of
+# yours (950 levels need < 3000); not more, since recursion through C (a __getattr__ that calls
+# itself) overflows Python 3.11's C stack near 11000 levels, a crash where Python would raise
+# RecursionError
+_RECURSION_LIMIT = 8000
 _DATA = object()         # a closure cell that holds data (or nothing yet), in _Spec._snapshot
 _NDARRAY = __import__("numpy").ndarray
 _FLOAT64 = __import__("numpy").float64

@@ -23,7 +23,24 @@ _NDARRAY = np.ndarray
 
 def _is_array(x):
     """A NumPy/CuPy array or NumPy scalar (the numpy module itself has .dtype and .shape too)."""
-    return hasattr(x, "dtype") and hasattr(x, "shape") and type(x) is not _ModuleType
+    t = type(x)
+    if t is _NDARRAY:
+        return True
+    if hasattr(t, "__getattr__"):
+        # (a class with its own __getattr__: asked on the class, whose answer needs no instance
+        # ready to give it, as an object __new__ made before its __init__ runs is not)
+        return hasattr(t, "dtype") and hasattr(t, "shape") and t is not _ModuleType
+    return hasattr(x, "dtype") and hasattr(x, "shape") and t is not _ModuleType
+
+
+def probe(x, name):
+    """``getattr(x, name, None)`` for s2sad's own questions about a value, without calling a
+    ``__getattr__`` of its class when the class itself has no such attribute (see
+    :func:`_is_array`)."""
+    t = type(x)
+    if hasattr(t, "__getattr__") and not hasattr(t, name):
+        return None
+    return getattr(x, name, None)
 _partial = _functools.partial
 
 _SCALARS = (float, int, complex, bool)

@@ -19,7 +19,7 @@ from .arrays import _is_array
 from .tangents import (_elems, copy_tangent, get_tangent, items_tangent, materialize,
                       values_tangent, zeros_like)
 from .containers import DEQUE_IN_PLACE_METHODS, refuse_maxlen
-from .dispatch import data_cell_values
+from .dispatch import _check_stored, data_cell_values
 from .tangents import *  # noqa: F401,F403 (_fw.zeros_like, _fw.bcast, _fw.sum_tangent...)
 
 
@@ -745,6 +745,8 @@ def jvp_attr(obj, tobj, name):
             t = zeros_like(value)
         return value, t
     if isinstance(tobj, dict) and not isinstance(obj, dict):
+        if runtime.differentiable(value):
+            _check_stored(obj, name)     # (a value its class computes: not the attribute's tangent)
         t = tobj.get(name)
         if t is None or (type(t) is float and t == 0.0 and not isinstance(value, (float, int))):
             t = zeros_like(value)

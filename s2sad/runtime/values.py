@@ -11,7 +11,7 @@ import weakref as _weakref
 
 import numpy as np
 
-from .arrays import (_FunctionType, _ModuleType, _NDARRAY, _is_array, _partial, is_zero,
+from .arrays import (_FunctionType, _ModuleType, _NDARRAY, _is_array, _partial, is_zero, probe,
                     unbroadcast, zeros_like)
 from .iterators import Iter
 from .transformed import Transformed
@@ -204,7 +204,7 @@ def differentiable(v):
         return any(differentiable(x) for x in v.values())
     if t is _ModuleType:
         return False
-    dt = getattr(v, "dtype", None)
+    dt = probe(v, "dtype")
     if dt is not None and hasattr(v, "shape"):
         return dt.kind in "fc" or dt.kind == "O" and _object_array_differentiable(v)
     if t is _FunctionType:

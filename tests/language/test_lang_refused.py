@@ -305,3 +305,29 @@ def test_refuse_in_place_change_whose_result_is_assigned():
             assert HERE in str(ei.value)
     # a helper whose result carries no derivative and that changes only ints still runs
     np.testing.assert_allclose(s2sad.grad(helper_counts)(x), 2 * x * 3)   # (3 positive)
+
+
+# == case: a class whose __getattr__ reads an attribute __init__ sets
+class _Lookup:
+    def __init__(self, table):
+        self.table = table
+
+    def __getattr__(self, name):            # (self.table before __init__: __getattr__ again)
+        return self.table[name]
+
+
+def lookup_attribute(x):
+    o = _Lookup({"a": x[0] * 3.0})
+    return o.a * x[1]
+
+
+def test_refuse_attribute_computed_by_getattr_without_probing_the_half_built_object():
+    # s2sad's questions about the object __new__ made (is it an array? does it carry a
+    # derivative?) called its __getattr__ before __init__ ran, which recursed until the C stack
+    # overflowed: a segfault (Python 3.11, recursion limit 20000). Now: the refusal of `o.a`
+    x = np.array([0.3, -1.2])
+    for run in (lambda: s2sad.grad(lookup_attribute)(x),
+                lambda: s2sad.jvp(lookup_attribute, (x,), (np.ones(2),))):
+        with pytest.raises(s2sad.S2SADError) as ei:
+            run()
+        _assert_refused(ei, ["__getattr__"], [line_of(lookup_attribute, "return o.a")])
