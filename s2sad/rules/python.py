@@ -113,6 +113,15 @@ defrule(builtins.sum, "iterable, /, start=0",
         jvp={"iterable": "_fw.sum_tangent(t, iterable, ans)", "start": "_fw.bcast(t, ans)"}, kind="any")
 defrule(math.fsum, "seq, /", vjp={"seq": "_rt.sum_adjoint(g, seq)"},
         jvp={"seq": "float(_fw.sum_tangent(t, seq, ans))"}, **F)
+defrule(math.prod, "iterable, /, *, start=1",
+        vjp={"iterable": "_rt.prod_adjoint(g, iterable, start)",
+             "start": "_rt.prod_start_adjoint(g, iterable, start, ans)"},
+        jvp={"iterable": "_fw.prod_tangent(t, iterable, start, ans)",
+             "start": "_fw.bcast(t * math.prod(iterable), ans)"}, kind="any")
+# fmod(x, y) = x - q y and remainder(x, y) = x - n y, q and n integers: (x - ans) / y
+for _fn in (math.fmod, math.remainder):
+    defrule(_fn, "x, y, /", vjp={"x": "g", "y": "-g * ((x - ans) / y)"},
+            jvp={"x": "t", "y": "-t * ((x - ans) / y)"}, **F)
 defrule(math.ldexp, "x, i, /", vjp={"x": "g * math.ldexp(1.0, i)"}, jvp={"x": "t * math.ldexp(1.0, i)"},
         constant=("i",), **F)
 

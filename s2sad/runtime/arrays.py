@@ -467,6 +467,21 @@ def imag_adjoint(g, x):
     return 0.0 * g
 
 
+def _others_products(items, start):
+    """For each item, ``start`` times the product of the other items (prefix times suffix
+    products: no division, so a zero item is fine)."""
+    n = len(items)
+    before = [start]
+    for v in items[:-1]:
+        before.append(before[-1] * v)
+    after = [1] * n
+    acc = 1
+    for i in range(n - 1, -1, -1):
+        after[i] = acc
+        acc = acc * items[i]
+    return [b * a for b, a in zip(before, after)]
+
+
 def hypot_adjoint(g, ans, coords):
     return tuple(g * c / ans if ans != 0 else 0.0 for c in coords)
 

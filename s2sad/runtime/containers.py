@@ -8,8 +8,8 @@ from collections import deque
 
 import numpy as np
 
-from .arrays import (_is_array, _z, add, array_module, cj, is_zero, refuse_maxlen,
-                     unbroadcast)
+from .arrays import (_is_array, _others_products, _z, add, array_module, cj, is_zero,
+                     refuse_maxlen, unbroadcast)
 from .iterators import Iter, _mark_loop, listed
 from .values import _object_differentiable, differentiable
 from .indexing import getitem_adjoint
@@ -73,6 +73,30 @@ def sum_adjoint(g, iterable):
                 for v in listed(iterable)]
     # an array summed over its first axis
     return array_module(iterable).broadcast_to(g, iterable.shape).astype(iterable.dtype)
+
+
+def prod_adjoint(g, iterable, start=1):
+    """Adjoint of ``math.prod(iterable, start=start)`` in the iterable: each item gets g times
+    the product of ``start`` and the others (conjugated), summed down to its shape."""
+    items = list(iterable) if isinstance(iterable, (list, tuple)) or _is_array(iterable) \
+        else listed(iterable)
+    adj = [unbroadcast(g * cj(o), v) if hasattr(v, "shape") or isinstance(v, (float, complex))
+           else g * cj(o) for o, v in zip(_others_products(items, start), items)]
+    if isinstance(iterable, (list, tuple)):
+        return type(iterable)(adj)
+    if _is_array(iterable):
+        return array_module(iterable).asarray(adj).astype(iterable.dtype, copy=False)
+    return adj
+
+
+def prod_start_adjoint(g, iterable, start, ans):
+    """Adjoint of ``math.prod(iterable, start=start)`` in ``start``."""
+    items = list(iterable) if isinstance(iterable, (list, tuple)) or _is_array(iterable) \
+        else listed(iterable)
+    rest = 1
+    for v in items:
+        rest = rest * v
+    return unbroadcast(g * cj(rest), start)
 
 
 # -- closures, displays with *, calls with * --------------------------------------------------

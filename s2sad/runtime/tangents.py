@@ -3,12 +3,13 @@ tangents shaped like a value, broadcasting, and the tangents of Python's builtin
 (the ``jvp=`` templates of the Python rule table).
 """
 
-from collections import deque
+from collections import defaultdict, deque
 
 import numpy as np
 
 from ..errors import RuleError
-from .arrays import _is_array, _refuse_length_mismatch, _refuse_sequence_arithmetic, array_module
+from .arrays import (_is_array, _others_products, _refuse_length_mismatch,
+                     _refuse_sequence_arithmetic, array_module)
 from .iterators import Iter, LazyList, listed, resolve
 
 
@@ -27,6 +28,12 @@ def zeros_like(x):
         return t(zeros_like(v) for v in x)
     if t is dict:
         return {k: zeros_like(v) for k, v in x.items()}
+    if t is defaultdict:
+        # (a missing key read makes the default's item: its tangent is the default's zero)
+        make = x.default_factory
+        out = defaultdict((lambda: zeros_like(make())) if make is not None else None)
+        out.update((k, zeros_like(v)) for k, v in x.items())
+        return out
     if t is deque:                  # a deque of tangents, which forward mode mirrors methods on
         return deque((zeros_like(v) for v in x), x.maxlen)
     if _is_array(x):
@@ -164,6 +171,19 @@ def sum_tangent(t, iterable, ans):
         if e is None or (type(e) is float and e == 0.0):
             continue
         out = e if out is None else out + e
+    return zeros_like(ans) if out is None else bcast(out, ans)
+
+
+def prod_tangent(t, iterable, start, ans):
+    """Tangent of ``math.prod(iterable, start=start)`` in the iterable: each item's tangent
+    times the product of ``start`` and the others."""
+    items = listed(iterable) if not (hasattr(iterable, "shape") and hasattr(iterable, "dtype")) \
+        else list(iterable)
+    out = None
+    for e, o in zip(_elems(t, iterable), _others_products(items, start)):
+        if e is None or (type(e) is float and e == 0.0):
+            continue
+        out = e * o if out is None else out + e * o
     return zeros_like(ans) if out is None else bcast(out, ans)
 
 

@@ -1,4 +1,6 @@
 """Containers: tuple/list/dict inputs, intermediates, outputs; mutation; unpacking; *args/**kwargs."""
+import collections
+
 import numpy as np
 
 import s2sad
@@ -297,3 +299,27 @@ def test_sum_of_dict_values_and_sorted_rows():
     r = rng(11)
     check_grads(sum_dict_values, (r.standard_normal(3),))
     check_grads(sorted_rows, (r.standard_normal((4, 3)),))
+
+
+# == case: defaultdict_accumulators
+def binned_energy(x):
+    bins = collections.defaultdict(float)       # a missing key's item: the default, 0.0
+    for i, v in enumerate(x):
+        bins[i % 2] += v * v
+    return bins[0] * bins[1]
+
+
+def binned_vectors(x):
+    acc = collections.defaultdict(lambda: np.zeros(2))
+    for i in range(3):
+        acc[i % 2] = acc[i % 2] + x[i] * np.array([1.0, 2.0])
+    return np.sum(acc[0] * acc[1])
+
+
+def test_defaultdict_accumulators():
+    # forward mode gave the defaultdict no tangent (a TypeError inside the generated code); its
+    # tangent is a defaultdict whose default is the zero of the default
+    x = np.array([0.3, -1.2, 0.8])
+    for f in (binned_energy, binned_vectors):
+        check_grads(f, (x,), modes=("rev", "fwd"))
+    assert_close(s2sad.grad(binned_energy)(x), [2 * 0.3 * 1.44, -2.4 * 0.73, 1.6 * 1.44])

@@ -7,6 +7,7 @@ import copy
 import dataclasses
 import heapq
 import itertools
+import math
 import operator
 
 import numpy as np
@@ -743,3 +744,25 @@ def conjugate_at_run_time(x, y):
 def test_methods_at_run_time(fn):
     # (d.values(), d.items(), d.copy() and z.conjugate() gave silently zero adjoints here)
     check_grads(fn, floats(2, seed=20), modes=BOTH)
+
+
+# == case: math_prod_fmod_remainder
+def products(x):
+    return (math.prod(x[:3]) + 5.0 * math.prod([x[0], 0.0, x[1]])     # (a zero item)
+            + math.prod(v * v for v in x) + math.prod(x[:2], start=x[2]))
+
+
+def product_of_arrays(x):
+    return np.sum(math.prod([x, x[::-1], np.full(3, 2.0)]))
+
+
+def remainders(x):
+    return 2.0 * math.fmod(x[0], x[1]) + math.remainder(x[2], 0.7) + math.fmod(3.3, x[2])
+
+
+def test_math_prod_fmod_remainder():
+    # refused as opaque callees before; fmod/remainder's derivative in y is -(x - ans) / y
+    x = np.array([0.3, -1.2, 0.8])
+    for f in (products, product_of_arrays, remainders):
+        check_grads(f, (x,), modes=("rev", "fwd"))
+    np.testing.assert_allclose(s2sad.grad(remainders)(x), [2.0, 0.0, 1.0 - 4.0])
