@@ -218,8 +218,12 @@ class Pt:
     v *= t
     return v
 ''',
+    "fill_": '''def fill_(v, t):
+    v[0] = t
+    return 0
+''',
 }
-HELPER_ORDER = ("Box", "Bag", "Pt", "Scale", "helper", "scale_")
+HELPER_ORDER = ("Box", "Bag", "Pt", "Scale", "helper", "scale_", "fill_")
 HEADER = ("import copy\nimport dataclasses\nimport functools\nimport heapq\nimport itertools\n"
           "import math\nimport operator\n\nimport numpy as np\n")
 
@@ -981,16 +985,22 @@ class Gen:
                 lambda: emit(f"{a}[1:] = {self.A(sc, d)}[:2]"),
                 lambda: emit(f"{a}[:2] -= {S()}"),
                 lambda: emit(f"{a}[::2] *= {S()}"),
+                lambda: emit(f"_ = np.copyto({a}, {S()})"),     # (its None assigned: refused)
                 helper_argwrite,
             ])()
 
         def helper_argwrite():
-            # a function of the user's changing its argument in place (v *= t): refused
+            # a function of the user's changing its argument in place (v *= t), also one whose
+            # result, a status code, is assigned and carries no derivative (v[0] = t): refused
             a = ch.elem(arrs_owned)
             self.mutate(sc, a)
-            self.helper("scale_")
             self.tags.add("helper_argwrite")
-            emit(f"scale_({a}, {self.S(sc, d)})")
+            if ch.coin(50):
+                self.helper("scale_")
+                emit(f"scale_({a}, {self.S(sc, d)})")
+            else:
+                self.helper("fill_")
+                emit(f"_st = fill_({a}, {self.S(sc, d)})")
 
         def inplace_list():
             ln = ch.elem(lists)
