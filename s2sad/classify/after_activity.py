@@ -111,9 +111,7 @@ def finish(fn, active, varied):
             raise UnsupportedSyntaxError(
                 f"`{name}(...)` is called for its effect on values that carry a derivative, and "
                 f"s2sad has no rule for it (it may change an array in place, which s2sad cannot "
-                f"see)", origin=s.origin,
-                fix="compute the new value with an expression and assign it (e.g. `y = np.where(...)`"
-                    ", `y[idx] = v`), or declare a rule with s2sad.defrule")
+                f"see)", origin=s.origin, fix=runtime.refusals.in_place_fix(call))
         if call.cls == "opaque" and not varied_args:
             call.info["base_cls"] = call.cls
             call.cls = "inactive"
@@ -307,3 +305,4 @@ def _leaves_arguments(callee):
         _LEAVES.clear()
     _LEAVES[key] = ok
     return ok
+

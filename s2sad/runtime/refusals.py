@@ -189,6 +189,33 @@ def _rule_skeleton(fn, text=None):
             f"s2sad.defzero({ref})")
 
 
+def in_place_fix(call):
+    """The fix for an in-place NumPy operation s2sad has no rule for (``a.fill(v)``,
+    ``a.sort()``, ``np.copyto(a, b)``...), given its IR call site: the assignment s2sad follows
+    that does the same, where there is one, else the general advice."""
+    fn = call.fn
+    method = type(fn).__name__ == "Method"              # (recv.name(...): recv is args[0])
+    name = getattr(fn, "name", None) if not hasattr(fn, "obj") else \
+        getattr(fn.obj, "__name__", None)
+    args = [a if isinstance(a, str) and not a.startswith("_") else None for a in call.args]
+    recv = (args[0] if args and method else None) or "a"
+    first = (args[0] if args and not method else None) or "a"
+    text = {
+        "fill": f"write `{recv}[...] = v` (the same values, as an assignment s2sad follows)",
+        "sort": f"write `{recv}[...] = np.sort({recv})` (or `{recv} = np.sort({recv})`)",
+        "copyto": f"write `{first}[...] = src` (with where=: `{first}[...] = np.where(where, src, "
+                  f"{first})`)",
+        "putmask": f"write `{first}[...] = np.where(mask, values, {first})` (values shaped like "
+                   f"{first})",
+        "place": f"write `{first}[mask] = values` (values of the mask's length)",
+        "shuffle": "write `p = rng.permutation(len(a)); a = a[p]`",
+    }.get(name)
+    if text is not None:
+        return text
+    return "compute the new value with an expression and assign it (e.g. `y = np.where(...)`, " \
+        "`y[idx] = v`), or declare a rule with s2sad.defrule"
+
+
 def check_opaque(value, site):
     """Raise if an opaque callee (no source, no rule), called with values that carry a
     derivative, produced a differentiable value or an iterator (whose values s2sad cannot see:
@@ -206,8 +233,7 @@ def check_opaque(value, site):
             f"`{name}(...)` returned None: it is called for its effect on values that carry a "
             f"derivative, and s2sad has no rule for it (it may change an array in place, which "
             f"s2sad cannot see)", origin=site.origin,
-            fix="compute the new value with an expression and assign it (e.g. `y = np.where(...)`"
-                ", `y[idx] = v`, `y = np.sort(y)`), or declare a rule with s2sad.defrule")
+            fix=in_place_fix(call))
     if hasattr(value, "__next__") and hasattr(value, "__iter__") and not isinstance(value, (str, bytes)):
         from ..errors import OpaqueCalleeError
         fn = getattr(site.call.fn, "obj", None)

@@ -303,6 +303,11 @@ def test_refuse_in_place_change_whose_result_is_assigned():
                 run()
             assert any(w in str(ei.value).lower() for w in words), str(ei.value)
             assert HERE in str(ei.value)
+    # the fix names the assignment that does the same (which s2sad follows)
+    with pytest.raises(s2sad.S2SADError, match=r"y\[\.\.\.\] = np\.sort\(y\)"):
+        s2sad.grad(sort_assigned)(x)
+    with pytest.raises(s2sad.S2SADError, match=r"y\[\.\.\.\] = src"):
+        s2sad.grad(copyto_assigned)(x)
     # a helper whose result carries no derivative and that changes only ints still runs
     np.testing.assert_allclose(s2sad.grad(helper_counts)(x), 2 * x * 3)   # (3 positive)
 
