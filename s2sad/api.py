@@ -44,6 +44,9 @@ class _Spec:
         self.user = fn
         self.pyfunc = get_function(fn)
         self.numba_options = numba_options(fn)     # (an @numba.njit function's compile options)
+        if self.numba_options is not None:
+            from .classify.inline import check_numba_callee
+            check_numba_callee(self.pyfunc)
         self.bound_self = getattr(fn, "__self__", None) if inspect.ismethod(fn) else None
         self.sig = inspect.signature(self.pyfunc, follow_wrapped=False)
         self._defaults = _defaults_of(self.pyfunc)
@@ -1121,6 +1124,9 @@ def _jvp(f, primals, tangents, options):
                    "np.ones_like(x) or a random array of x.shape; None for no tangent")
     f = _concrete(f, primals)
     fn = get_function(f)
+    if numba_options(f) is not None:
+        from .classify.inline import check_numba_callee
+        check_numba_callee(fn)
     self_ = getattr(f, "__self__", None) if inspect.ismethod(f) else None
     if self_ is not None:
         primals, tangents = (self_,) + primals, (None,) + tangents

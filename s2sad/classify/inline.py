@@ -132,6 +132,19 @@ def lower_callee(callee):
     return body_fn
 
 
+def check_numba_callee(py):
+    """Refuse ``py``, the Python function of a ``numba.njit`` dispatcher, when it tests
+    ``isinstance`` against a number class (frontend.analysis.check_numba_isinstance); checked
+    once per function, wherever it is reached (the API, a call site), since a derivative of the
+    same Python function built without numba in the way may be cached."""
+    from ..frontend import analysis
+    if getattr(py, "__code__", None) in analysis._NUMBA_CHECKED:
+        return
+    body = lower_callee(py)
+    if body is not None:
+        analysis.check_numba_isinstance(py, body)
+
+
 def static_kinds(args):
     """The kinds ``statics.bind`` takes for a call's arguments: functions and modules passed in
     are fixed, anything else is not known."""

@@ -268,7 +268,11 @@ def classify_call(call, kinds, origin):
         if rule is not None:
             _use_rule(call, rule, origin)
             return
-        compiled = runtime.numba_function(obj) or runtime.cached_function(obj)
+        compiled = runtime.numba_function(obj)
+        if compiled is not None:
+            from .inline import check_numba_callee
+            check_numba_callee(compiled)
+        compiled = compiled or runtime.cached_function(obj)
         if compiled is not None:
             # an @numba.njit function, a functools.lru_cache one: derived from its Python
             # function (``call.fn`` stays the compiled or cached one, which runs where the call

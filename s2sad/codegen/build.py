@@ -18,29 +18,12 @@ from .reverse import ReverseEmitter
 _RESERVED = {"_rt", "np", "math"}
 
 
-def _numba_isinstance(fn):
-    """Refuse a function the user compiled with ``numba.njit`` that tests ``isinstance`` against
-    a number class: numba's answer (which the user's function runs with) and Python's (which the
-    derivative, built from the Python source, would follow) may differ."""
-    from .jit import scalar_isinstance_site
-    s = scalar_isinstance_site(fn)
-    if s is not None:
-        from ..errors import UnsupportedSyntaxError
-        raise UnsupportedSyntaxError(
-            f"{fn.name} is compiled by numba, which decides `isinstance` against a number class "
-            f"by its own types (a bool is no int to it, a NumPy int64 or float32 is an int or a "
-            f"float); the derivative, built from the Python source, would follow Python's answer, "
-            f"which may be the other branch", origin=s.origin,
-            fix="test what numba and Python agree on (e.g. pass the choice as a separate "
-                "argument of one type), or differentiate the function without numba.njit")
-
-
 def lower_function(pyfunc, constructor=False, mutating=False):
     src = FunctionSource(pyfunc)
     fn = lower(src)
     jumps.structure(fn)
     if runtime.numba_options(pyfunc) is not None:
-        _numba_isinstance(fn)
+        analysis.check_numba_isinstance(pyfunc, fn)
     if mutating:
         # a method that updates its object: the object, as it is at the end, is a second output
         self_param = fn.params[len(src.data_cells)]

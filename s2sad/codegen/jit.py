@@ -221,6 +221,7 @@ def _scalar_isinstance(fn):
     """[why, the user's line] when ``fn`` tests ``isinstance(v, C)`` against a number class C
     (:func:`scalar_isinstance_site`): numba answers from its own types, not Python's, so the
     compiled derivative could take the other branch.  It runs as Python."""
+    from ..frontend.analysis import scalar_isinstance_site
     s = scalar_isinstance_site(fn)
     if s is None:
         return None
@@ -228,38 +229,6 @@ def _scalar_isinstance(fn):
     line = s.origin.line if s.origin is not None else None
     return [f"`{text}` tests a value against a number class, which numba decides by its own "
             f"types (a bool is no int to it, a NumPy int64 or float32 is an int or a float)", line]
-
-
-def scalar_isinstance_site(fn):
-    """The first statement of the IR function ``fn`` that tests ``isinstance(v, C)`` against a
-    number class C (``int``, ``float``, ``bool``, ``complex``, the ``numbers`` ABCs, NumPy's
-    scalar types) or a class known only when it runs; None if there is none.  Python and numba
-    may disagree on it: a bool is no ``int`` to numba, a NumPy ``int64`` or ``float32`` is an
-    ``int`` or a ``float``."""
-    from .. import ir
-    for s in ir.walk(fn.body):
-        call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) \
-            else None
-        if not (isinstance(call, ir.Call) and isinstance(call.fn, ir.Static) and
-                call.fn.obj is isinstance and len(call.args) == 2):
-            continue
-        cls = call.args[1]
-        if isinstance(cls, ir.Const) and not _number_class(cls.value):
-            continue
-        return s
-    return None
-
-
-def _number_class(c):
-    """Whether the class (or tuple of classes) ``c`` holds a number class on which Python's and
-    numba's isinstance may disagree."""
-    import numbers
-    import numpy as np
-    if type(c) is tuple:
-        return any(_number_class(x) for x in c)
-    return c in (int, float, complex, bool) or isinstance(c, type) and (
-        issubclass(c, np.generic) or c in (numbers.Number, numbers.Complex, numbers.Real,
-                                           numbers.Rational, numbers.Integral))
 
 
 def rebind(namespace, binding):

@@ -490,3 +490,58 @@ def _changed_in_place(fn, s):
             getattr(fn, "kinds", {}).get(call.args[0]) not in ("f", "i", "z"):
         return call.args[0], "augmented"
     return None, None
+
+def scalar_isinstance_site(fn):
+    """The first statement of the IR function ``fn`` that tests ``isinstance(v, C)`` against a
+    number class C (``int``, ``float``, ``bool``, ``complex``, the ``numbers`` ABCs, NumPy's
+    scalar types) or a class known only when it runs; None if there is none.  Python and numba
+    may disagree on it: a bool is no ``int`` to numba, a NumPy ``int64`` or ``float32`` is an
+    ``int`` or a ``float``."""
+    for s in ir.walk(fn.body):
+        call = s.value if isinstance(s, ir.Assign) else s.call if isinstance(s, ir.ExprStmt) \
+            else None
+        if not (isinstance(call, ir.Call) and isinstance(call.fn, ir.Static) and
+                call.fn.obj is isinstance and len(call.args) == 2):
+            continue
+        cls = call.args[1]
+        if isinstance(cls, ir.Const) and not _number_class(cls.value):
+            continue
+        return s
+    return None
+
+
+def _number_class(c):
+    """Whether the class (or tuple of classes) ``c`` holds a number class on which Python's and
+    numba's isinstance may disagree."""
+    import numbers
+    import numpy as np
+    if type(c) is tuple:
+        return any(_number_class(x) for x in c)
+    return c in (int, float, complex, bool) or isinstance(c, type) and (
+        issubclass(c, np.generic) or c in (numbers.Number, numbers.Complex, numbers.Real,
+                                           numbers.Rational, numbers.Integral))
+
+
+_NUMBA_CHECKED = set()          # code objects of numba-compiled functions found free of such tests
+
+
+def check_numba_isinstance(py, fn):
+    """Refuse ``py``, a function the user compiled with ``numba.njit`` (``fn``: its IR), when it
+    tests ``isinstance`` against a number class (:func:`scalar_isinstance_site`): the user's
+    compiled function runs with numba's answer, a derivative built from the Python source would
+    follow Python's, which may be the other branch.  (classify.inline.check_numba_callee lowers
+    the function where its caller has no IR.)"""
+    code = getattr(py, "__code__", None)
+    if code is None or code in _NUMBA_CHECKED:
+        return
+    s = scalar_isinstance_site(fn)
+    if s is not None:
+        from ..errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            f"{py.__name__} is compiled by numba, which decides `isinstance` against a number "
+            f"class by its own types (a bool is no int to it, a NumPy int64 or float32 is an int "
+            f"or a float); the derivative, built from the Python source, would follow Python's "
+            f"answer, which may be the other branch", origin=s.origin,
+            fix="test what numba and Python agree on (e.g. pass the choice as a separate "
+                "argument of one type), or differentiate the function without numba.njit")
+    _NUMBA_CHECKED.add(code)

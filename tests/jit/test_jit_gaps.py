@@ -292,7 +292,7 @@ def test_a_numba_function_testing_isinstance_on_a_number_class_is_refused():
     # 3 * sum(x)), a derivative built from its Python source would follow Python's (2): refused
     import numba
 
-    def by_flag(x, flag):           # (its own function: the plain one's derivative is cached)
+    def by_flag(x, flag):
         if isinstance(flag, int):
             return np.sum(x) * 2.0
         return np.sum(x) * 3.0
@@ -303,3 +303,13 @@ def test_a_numba_function_testing_isinstance_on_a_number_class_is_refused():
         with pytest.raises(s2sad.UnsupportedSyntaxError, match="compiled by numba") as ei:
             s2sad.grad(compiled_f, jit=jit)(x, True)
         assert "isinstance(flag, int)" in str(ei.value)
+    # the same Python function differentiated plainly first (its derivative cached), then
+    # through numba.njit, directly and as a callee: refused all the same
+    s2sad.grad(scaled_by_flag)(x, True)
+    again = numba.njit(scaled_by_flag)
+
+    def outer(x):
+        return again(x, True) * 1.0
+    for run in (lambda: s2sad.grad(again)(x, True), lambda: s2sad.grad(outer)(x)):
+        with pytest.raises(s2sad.UnsupportedSyntaxError, match="compiled by numba"):
+            run()
