@@ -71,6 +71,8 @@ _ZERO = object()      # marker stored in _RULES for zero-derivative callees
 class Rule:
     """A primitive's derivative rule.  See the module docstring for the fields."""
 
+    user = False                # declared by a user's s2sad.defrule (not s2sad's own tables)
+
     def __init__(self, fn, params, vjp=None, joint=None, jvp=None, forbid=None, view=False,
                  kind="array", ns=None, name=None, zero=False, broadcast=False, constant=(),
                  receiver=False, why=None, aliases=None, lazy=False):
@@ -375,6 +377,7 @@ def defrule(fn, params=None, *, vjp=None, joint=None, jvp=None, forbid=None, vie
     rule = Rule(fn, params, vjp=vjp, joint=joint, jvp=jvp, forbid=forbid, view=view, kind=kind,
                 ns=ns, name=name, broadcast=broadcast, constant=constant, aliases=aliases,
                 lazy=not user)
+    rule.user = user            # (its adjoints' shapes are checked when they run)
     _RULES[_key(fn)] = rule
     return rule
 

@@ -616,3 +616,28 @@ class exit_check:
                              fix=f"test for the failure before calling `{name}` and skip the call, "
                                  f"or catch the exception inside the method")
         return swallowed
+
+
+def rule_adjoint(adj, x, rule, param, origin):
+    """The adjoint a user's rule (``s2sad.defrule``) gave its parameter ``param``, whose value is
+    ``x``, checked when it runs: an array adjoint of another shape than ``x`` (or any array for
+    a number ``x`` but one with one element) would be broadcast or summed into the gradient
+    without an error (``np.sum(g * ...)`` for an array argument: every element got the total)."""
+    if adj is None or (type(adj) is float and adj == 0.0):
+        return adj
+    xs, gs = getattr(x, "shape", None), getattr(adj, "shape", None)
+    if xs is None and (gs is None or gs == () or gs == (1,)):
+        return adj
+    if xs is not None and gs == xs:
+        return adj
+    if xs is not None and gs is None and xs == ():
+        return adj
+    from ..errors import RuleError
+    raise RuleError(
+        f"the rule of {rule} gave `{param}` an adjoint of shape {gs if gs is not None else '()'} "
+        f"(a {type(adj).__name__}), and `{param}` has shape {xs if xs is not None else '()'}; an "
+        f"adjoint has its argument's shape (s2sad would broadcast it into the gradient)",
+        origin=origin,
+        fix=f"return one value per element of `{param}` from the vjp template (e.g. `g * "
+            f"dydx` rather than `np.sum(g * dydx)`), or declare the rule with broadcast=True if "
+            f"the function broadcasts its arguments")

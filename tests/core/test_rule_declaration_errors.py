@@ -44,3 +44,33 @@ def test_conditional_template_added_to_an_adjoint_keeps_the_sum():
     for flag in (True, False):
         expected = 2 * (2.0 if flag else 1.0) ** 2 * x + np.cos(x)
         np.testing.assert_allclose(s2sad.grad(_uses_scaled)(x, flag), expected, rtol=1e-12)
+
+
+def _softplus(x):
+    return np.log1p(np.exp(x))
+
+
+def _softplus_ok(x):
+    return np.log1p(np.exp(x))
+
+
+def test_a_user_rule_whose_adjoint_has_another_shape_is_refused_when_it_runs():
+    # np.sum(g * ...) for an array argument: the scalar was broadcast into the gradient, every
+    # element got the total, without an error
+    import scipy.special as sp
+    s2sad.defrule(_softplus, "x", vjp={"x": "np.sum(g * sp.expit(x))"}, ns={"sp": sp})
+
+    def loss(x):
+        return np.sum(_softplus(x) * np.arange(3.0))
+    x = np.array([0.3, -1.2, 0.8])
+    with pytest.raises(s2sad.RuleError, match=r"adjoint of shape \(\).*has shape \(3,\)"):
+        s2sad.grad(loss)(x)
+    s2sad.defrule(_softplus_ok, "x", vjp={"x": "g * sp.expit(x)"}, ns={"sp": sp})   # (right)
+
+    def loss_ok(x):
+        return np.sum(_softplus_ok(x) * np.arange(3.0))
+    np.testing.assert_allclose(s2sad.grad(loss_ok)(x), np.arange(3.0) / (1 + np.exp(-x)))
+
+    def scalar(v):
+        return _softplus_ok(v) * 2.0
+    assert s2sad.grad(scalar)(0.4) == pytest.approx(2 / (1 + np.exp(-0.4)))

@@ -159,7 +159,15 @@ class ReverseCalls:
                         expr = " + ".join(f"({x})" for x in texts)
                     self.contribute(v, expr, o, out, st)
                     continue
-                self.contribute(v, self.template_text(rule, p, s, bound, t), o, out, st)
+                text = self.template_text(rule, p, s, bound, t)
+                if rule.user and not rule.broadcast and not self.jit:
+                    # (a user's rule: an adjoint of another shape than its argument's would be
+                    # broadcast into the gradient without an error: refused when it runs; the
+                    # numba build has the same template, unchecked)
+                    site = self.consts.name_for(o)
+                    self.read(s, "pre", v)          # (the argument, for its shape)
+                    text = f"_rt.rule_adjoint({text}, {v}, {rule.name!r}, {p!r}, {site})"
+                self.contribute(v, text, o, out, st)
 
     def rev_derived(self, s, call, st, out):
         args = call.info["callargs"]
