@@ -210,6 +210,11 @@ class ForwardEmitter:
             text = f"_fw.bcast({text}, {ans or target})"
         elif target in self.written and not rule.view and isinstance(tree, _ast.Name):
             text = f"_rt.snap({text})"
+        if rule.user and not rule.broadcast and not self.jit:
+            # (a user's rule: a tangent of another shape than its result's would be broadcast
+            # on, without an error; checked when it runs, as its adjoints are in reverse mode)
+            site = self.consts.name_for(self.origin)
+            text = f"_rt.rule_tangent({text}, {ans or target}, {rule.name!r}, {site})"
         return text
 
     def vjp_loop(self, rule, p, bound, ans):

@@ -641,3 +641,21 @@ def rule_adjoint(adj, x, rule, param, origin):
         fix=f"return one value per element of `{param}` from the vjp template (e.g. `g * "
             f"dydx` rather than `np.sum(g * dydx)`), or declare the rule with broadcast=True if "
             f"the function broadcasts its arguments")
+
+
+def rule_tangent(t, ans, rule, origin):
+    """The tangent a user's rule gave its result ``ans`` in forward mode, checked when it runs
+    (:func:`rule_adjoint`'s counterpart): an array of another shape than an array or number
+    result would be broadcast on without an error.  Containers are not checked."""
+    if t is None or (type(t) is float and t == 0.0) or isinstance(ans, (tuple, list, dict)):
+        return t
+    rs, ts = getattr(ans, "shape", None), getattr(t, "shape", None)
+    if rs == ts or (rs is None and ts in (None, (), (1,))) or (rs == () and ts is None):
+        return t
+    from ..errors import RuleError
+    raise RuleError(
+        f"the rule of {rule} gave its result a tangent of shape {ts if ts is not None else '()'}"
+        f", and the result has shape {rs if rs is not None else '()'}; a tangent has its "
+        f"result's shape (s2sad would broadcast it on)", origin=origin,
+        fix="return one value per element of the result from the jvp template, or declare the "
+            "rule with broadcast=True if the function broadcasts its arguments")

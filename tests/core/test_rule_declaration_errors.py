@@ -74,3 +74,26 @@ def test_a_user_rule_whose_adjoint_has_another_shape_is_refused_when_it_runs():
     def scalar(v):
         return _softplus_ok(v) * 2.0
     assert s2sad.grad(scalar)(0.4) == pytest.approx(2 / (1 + np.exp(-0.4)))
+
+
+def _square(x):
+    return x * x
+
+
+def _square_ok(x):
+    return x * x
+
+
+def test_a_user_rule_whose_tangent_has_another_shape_is_refused_when_it_runs():
+    s2sad.defrule(_square, "x", vjp={"x": "2 * g * x"}, jvp={"x": "np.sum(2 * t * x)"})
+    s2sad.defrule(_square_ok, "x", vjp={"x": "2 * g * x"}, jvp={"x": "2 * t * x"})
+
+    def loss(x):
+        return np.sum(_square(x) * np.arange(3.0))
+
+    def loss_ok(x):
+        return np.sum(_square_ok(x) * np.arange(3.0))
+    x = np.array([0.3, -1.2, 0.8])
+    with pytest.raises(s2sad.RuleError, match=r"tangent of shape \(\).*has shape \(3,\)"):
+        s2sad.jvp(loss, (x,), (np.ones(3),))
+    assert s2sad.jvp(loss_ok, (x,), (np.ones(3),))[1] == pytest.approx(np.sum(2 * x * np.arange(3)))
