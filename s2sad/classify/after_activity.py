@@ -275,9 +275,7 @@ def _leaves_arguments(callee):
                         isinstance(s.value, str) and s.value in held or
                         isinstance(s.value, ir.Call) and s.value.args and
                         any(isinstance(a, str) and a in held for a in s.value.args) and
-                        not (isinstance(s.value.fn, ir.Static) and
-                             registry.lookup(s.value.fn.obj) is not None and
-                             not registry.lookup(s.value.fn.obj).view)):
+                        not _new_by_rule(s.value, registry)):
                     held.add(s.target)
         for s in ir.walk(body.body):
             if isinstance(s, (ir.SetItem, ir.DelItem, ir.Mutate)) and \
@@ -306,3 +304,11 @@ def _leaves_arguments(callee):
     _LEAVES[key] = ok
     return ok
 
+
+def _new_by_rule(call, registry):
+    """Whether ``call`` is of a callee with a derivative rule whose result shares no memory with
+    its arguments (not ``view=True``)."""
+    if not isinstance(call.fn, ir.Static):
+        return False
+    rule = registry.lookup(call.fn.obj)
+    return rule is not None and not rule.view

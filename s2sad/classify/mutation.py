@@ -32,8 +32,8 @@ def check_mutation(fn, varied):
     all_params = set(fn.params) - {getattr(fn, "constructed", None)}
     fresh = _fresh_names(fn)
     rebound = {k: v & all_params for k, v in fresh.items()}
-    assigned = {t.target for t in ir.walk(fn.body) if isinstance(t, ir.Assign)}
-    from ..frontend.analysis import _mutated
+    from ..frontend.analysis import _mutated, bound_names
+    assigned = {v for t in ir.walk(fn.body) for v in bound_names(t)}
     _check_pending_iterators(fn, pos, varied)
     _check_loop_sources(fn)
     _check_lazy(fn, pos)
@@ -399,22 +399,17 @@ def _fresh_names(fn):
     lap`` before ``u[0] = 0.0``): a write through such a name changes no argument.  A loop's body
     starts with the names it assigns taken out (a later trip starts with what the one before left),
     so do a try's handlers and what follows a nested block."""
+    from ..frontend.analysis import bound_names
     out = {}
     kinds = getattr(fn, "kinds", None) or {}
     new_tmps = {s.target for s in ir.walk(fn.body) if isinstance(s, ir.Assign) and
                 s.target.startswith("_") and _new_value(s.value, kinds)}
 
-    def binds(st):
-        """Names statement ``st`` itself binds (its nested blocks' not included)."""
-        if isinstance(st, ir.With):
-            return {v for _, v in st.items if isinstance(v, str)}
-        if isinstance(st, ir.Try):
-            return {h[1] for h in st.handlers if isinstance(h[1], str)}
-        t = getattr(st, "target", None)
-        return {t} if isinstance(t, str) else set()
+    def binds(st):                  # (names the statement itself binds, not its blocks)
+        return set(bound_names(st))
 
     def assigned(blocks):
-        return {v for b in blocks for st in ir.walk(b) for v in binds(st)}
+        return {v for b in blocks for st in ir.walk(b) for v in bound_names(st)}
 
     def block(stmts, fresh):
         fresh = set(fresh)

@@ -92,10 +92,7 @@ def snapshot_call(target, call, origin, consts, fresh):
     derivative s2sad never saw.  The float arrays, lists and dicts it is given are copied before
     and compared after (``_rt.opaque_snapshot`` / ``_rt.refuse_if_changed``): a change refuses,
     as the same call on a line of its own is refused for writing into its arguments."""
-    names = []
-    for v in call.reads():
-        if v not in names:
-            names.append(v)
+    names = list(dict.fromkeys(call.reads()))
     kept = fresh("kept")
     fn = call.fn
     if isinstance(fn, ir.Method):

@@ -579,14 +579,18 @@ def caught(origin):
     import sys
     name = getattr(sys.exc_info()[1], "_s2sad_partial", None)
     if name is not None:
-        from ..errors import S2SADError
-        raise S2SADError(f"an except clause of this try caught an exception raised inside "
-                         f"`{name}`, a method that changes its object, which it may have changed "
-                         f"before it raised; s2sad cannot differentiate half of a call",
-                         origin=origin,
-                         fix=f"test for the failure before calling `{name}` and skip the call, "
-                             f"or catch the exception inside the method")
+        _refuse_partial("an except clause of this try caught", name, origin)
 
+
+def _refuse_partial(how, name, origin):
+    """The refusal of :func:`caught` and :class:`exit_check`: ``how`` the exception that cut
+    ``name`` short was stopped."""
+    from ..errors import S2SADError
+    raise S2SADError(f"{how} an exception raised inside `{name}`, a method that changes its "
+                     f"object, which it may have changed before it raised; s2sad cannot "
+                     f"differentiate half of a call", origin=origin,
+                     fix=f"test for the failure before calling `{name}` and skip the call, or "
+                         f"catch the exception inside the method")
 
 
 class exit_check:
@@ -608,14 +612,15 @@ class exit_check:
         swallowed = type(self.ctx).__exit__(self.ctx, typ, exc, tb)
         name = getattr(exc, "_s2sad_partial", None) if swallowed else None
         if name is not None:
-            from ..errors import S2SADError
-            raise S2SADError(f"the context manager of this with statement swallowed an exception "
-                             f"raised inside `{name}`, a method that changes its object, which it "
-                             f"may have changed before it raised; s2sad cannot differentiate half "
-                             f"of a call", origin=self.origin,
-                             fix=f"test for the failure before calling `{name}` and skip the call, "
-                                 f"or catch the exception inside the method")
+            _refuse_partial("the context manager of this with statement swallowed", name,
+                            self.origin)
         return swallowed
+
+
+def _same_shape(got, want):
+    """Whether a derivative of shape ``got`` fits a value of shape ``want`` (None: a number; a
+    number's derivative may be a 0-d or one-element array)."""
+    return got == want or (want is None and got in ((), (1,))) or (want == () and got is None)
 
 
 def rule_adjoint(adj, x, rule, param, origin):
@@ -626,11 +631,7 @@ def rule_adjoint(adj, x, rule, param, origin):
     if adj is None or (type(adj) is float and adj == 0.0):
         return adj
     xs, gs = getattr(x, "shape", None), getattr(adj, "shape", None)
-    if xs is None and (gs is None or gs == () or gs == (1,)):
-        return adj
-    if xs is not None and gs == xs:
-        return adj
-    if xs is not None and gs is None and xs == ():
+    if _same_shape(gs, xs):
         return adj
     from ..errors import RuleError
     raise RuleError(
@@ -650,7 +651,7 @@ def rule_tangent(t, ans, rule, origin):
     if t is None or (type(t) is float and t == 0.0) or isinstance(ans, (tuple, list, dict)):
         return t
     rs, ts = getattr(ans, "shape", None), getattr(t, "shape", None)
-    if rs == ts or (rs is None and ts in (None, (), (1,))) or (rs == () and ts is None):
+    if _same_shape(ts, rs):
         return t
     from ..errors import RuleError
     raise RuleError(
