@@ -123,6 +123,21 @@ def static_callee_text(fn, consts):
     return consts.name_for(fn.obj)
 
 
+def real_only_checks(call, real, consts, origin):
+    """Before a call whose rule says its output carries no derivative for real arguments only
+    (``np.sign``: piecewise constant on the reals, x / |x| on complex numbers): the run-time
+    refusal of a complex argument that carries a derivative (``_rt.real_only``), for each such
+    argument not known to be real."""
+    if call.cls != "zero" or not getattr(call.rule, "real_only", False):
+        return []
+    varied = call.info.get("varied_args") or ()
+    names = [a for a in call.args if isinstance(a, str) and a in varied and a not in real]
+    if not names:
+        return []
+    site = consts.name_for(origin)
+    return [Line(f"_rt.real_only({a}, {call.rule.name!r}, {site})", origin) for a in names]
+
+
 def identity_check(target, call, origin, changed, consts, args=None, receiver=False):
     """After a call whose result ``target`` is changed in place later (``changed``): the run-time
     check that it is not a second name for one of the call's arguments (``_rt.not_alias``) or,
@@ -316,6 +331,9 @@ class _Simplify(ast.NodeTransformer):
                 x = node.args[0]
                 if self._real(x):
                     return x
+            if f.attr == "unit" and len(node.args) == 1 and self._real(node.args[0]):
+                node.func = ast.Attribute(value=ast.Name("np", ast.Load()), attr="sign",
+                                          ctx=ast.Load())
             if f.attr in ("dtype_guard", "times_initial") and len(node.args) == 2:
                 # a cast to no dtype / no initial value: the adjoint itself
                 first, other = (node.args[0], node.args[1]) if f.attr == "dtype_guard" else \

@@ -154,6 +154,50 @@ def safe_log_tangent(t, a):
     return xp.where(a > 0, t / xp.where(a > 0, a, 1), 0.0)
 
 
+def _complex(x):
+    return type(x) is complex or getattr(getattr(x, "dtype", None), "kind", "") == "c"
+
+
+def _unit(x):
+    """(x / |x|, |x| with 0 made 1): the direction of complex ``x`` (0 where x is 0)."""
+    if type(x) is complex:
+        ax = abs(x)
+        return (x / ax if ax else 0j), (ax or 1.0)
+    m = _r.array_module(x)
+    ax = m.abs(x)
+    safe = m.where(ax == 0, 1, ax)
+    return m.where(ax == 0, 0, x / safe), safe
+
+
+def abs_adjoint_x(grad, x, s, ans=0.0):
+    """The change of ``abs_adjoint(grad, x) = grad x / |x|`` as ``x`` moves by ``s``: none for
+    real x (the sign is piecewise constant: ``0 * ans``); for complex x, grad (s - u Re(conj(u)
+    s)) / |x| with u = x / |x|.  The map s -> this is its own adjoint (the reverse rule's too)."""
+    if not _complex(x):
+        return 0.0 * ans
+    u, ax = _unit(x)
+    return grad * (s - u * (u.conjugate() * s).real) / ax
+
+
+def abs_adjoint_grad(g, x):
+    """Adjoint in ``grad`` of ``abs_adjoint(grad, x)``: Re(conj(u) g) for complex x (the real
+    ``grad`` of |x| meets the complex result), sign(x) g for real x."""
+    if not _complex(x):
+        return _r.abs_adjoint(g, x)
+    u = _unit(x)[0]
+    return (u.conjugate() * g).real
+
+
+def abs_tangent_x(tan, x, s, ans=0.0):
+    """The change of ``abs_tangent(tan, x) = Re(conj(x) tan) / |x|`` as ``x`` moves by ``s``:
+    none for real x; for complex x, (Re(conj(s) tan) - Re(conj(u) tan) Re(conj(u) s)) / |x|."""
+    if not _complex(x):
+        return 0.0 * ans
+    u, ax = _unit(x)
+    return ((s.conjugate() * tan).real - (u.conjugate() * tan).real * (u.conjugate() * s).real) \
+        / ax
+
+
 def hypot_out(grad, out, coords, t):
     """Tangent of ``hypot_adjoint(grad, out, coords)`` in ``out``."""
     return tuple(-grad * c * t / (out * out) if out != 0 else 0.0 for c in coords)
@@ -257,12 +301,18 @@ defrule(_r.pow_exponent_adjoint, "grad, out, a, /",
              "a": "grad * out * _rr.safe_log_tangent(t, a)"}, **_same)
 defrule(_r.safe_log, "a, /", vjp={"a": "_rr.safe_log_tangent(g, a)"},
         jvp={"a": "_rr.safe_log_tangent(t, a)"}, **_same)
+# (|x|'s derivative moves with x where x is complex: x / |x| turns as x does)
 defrule(_r.abs_adjoint, "grad, x, /",
-        vjp={"grad": "_rt.unbroadcast(_rt.abs_adjoint(g, x), grad)", "x": "0.0"},
-        jvp={"grad": "_rt.abs_adjoint(t, x)", "x": ZERO}, **_same)
+        vjp={"grad": "_rt.unbroadcast(_rr.abs_adjoint_grad(g, x), grad)",
+             "x": "_rt.unbroadcast(_rr.abs_adjoint_x(grad, x, g), x)"},
+        jvp={"grad": "_rt.abs_adjoint(t, x)", "x": "_rr.abs_adjoint_x(grad, x, t, ans)"},
+        **_same)
+defrule(_r.unit, "x, /", vjp={"x": "_rt.unbroadcast(_rr.abs_adjoint_x(1.0, x, g), x)"},
+        jvp={"x": "_rr.abs_adjoint_x(1.0, x, t, ans)"}, **_same)
 defrule(_r.abs_tangent, "tan, x, /",
-        vjp={"tan": "_rt.unbroadcast(_rt.abs_adjoint(g, x), tan)", "x": "0.0"},
-        jvp={"tan": "_rt.abs_tangent(t, x)", "x": ZERO}, **_same)
+        vjp={"tan": "_rt.unbroadcast(_rt.abs_adjoint(g, x), tan)",
+             "x": "_rt.unbroadcast(_rr.abs_adjoint_x(g, x, tan), x)"},
+        jvp={"tan": "_rt.abs_tangent(t, x)", "x": "_rr.abs_tangent_x(tan, x, t, ans)"}, **_same)
 defrule(_r.real_adjoint, "grad, x, /", vjp={"grad": "np.real(g)"},
         jvp={"grad": "_rt.real_adjoint(t, x)"}, **_any)
 defrule(_r.imag_adjoint, "grad, x, /", vjp={"grad": "np.real(-1j * g)"},
@@ -402,6 +452,39 @@ defrule(A.power_exponent, "grad, out, x1, x2, /",
              "x1": "_rt.unbroadcast(grad * out * t / x1, x2)"}, **_any)
 defrule(A.inv, "grad, out, /", jvp={"grad": "_adj.inv(t, out)", "out": "_rr.inv_out(grad, out, t)"},
         **_any)
+# second derivatives through linear algebra and np.prod: each helper is linear in ``grad``; its
+# tangents in the values it reads are in the tables beside it (numpy/linalg.py, reductions.py)
+_T = "_adj.{}_adjoint_tangent(grad, out, {}, t, {!r})"
+defrule(A.solve, "grad, out, a, b, /",
+        jvp={"grad": "_adj.solve(t, out, a, b)", "out": _T.format("solve", "a, b", "out"),
+             "a": _T.format("solve", "a, b", "a")}, **_any)
+for _k in ("det", "slogdet"):
+    defrule(getattr(A, _k), "grad, out, a, /",
+            jvp={"grad": f"_adj.{_k}(t, out, a)", "out": _T.format(_k, "a", "out"),
+                 "a": _T.format(_k, "a", "a")}, **_any)
+defrule(A.cholesky, "grad, out, a, upper=False, /",
+        jvp={"grad": "_adj.cholesky(t, out, a, upper)",
+             "out": "_adj.cholesky_adjoint_tangent(grad, out, a, upper, t)"}, **_any)
+defrule(A.prod, RED, jvp={"grad": "_adj.prod(t, a, axis, keepdims, where=where)",
+                          "a": "_adj.prod_adjoint_tangent(grad, a, axis, keepdims, where, t)"},
+        **_any)
+defrule(A.eigh, "grad, out, a, UPLO='L', /",
+        jvp={"grad": "_adj.eigh(t, out, a, UPLO)",
+             "out": "_adj.eigh_adjoint_tangent(grad, out, a, UPLO, t)"}, **_any)
+defrule(A.eigvalsh, "grad, out, a, UPLO='L', /",
+        jvp={"grad": "_adj.eigvalsh(t, out, a, UPLO)",
+             "a": "_adj.eigvalsh_adjoint_tangent(grad, a, UPLO, t)"}, **_any)
+defrule(A.imag, "grad, val, /", jvp={"grad": "_adj.imag(t, val)"}, **_any)
+defrule(A.angle, "grad, z, deg=False, /", jvp={"grad": "_adj.angle(t, z, deg)",
+                                               "z": "_adj.angle_adjoint_tangent(grad, z, deg, t)"},
+        **_any)
+_N = "_adj.norm_adjoint_tangent(grad, out, x, ord, axis, keepdims, t, {!r}, {})"
+defrule(A.norm, "grad, out, x, ord=None, axis=None, keepdims=False, /",
+        jvp={"grad": "_adj.norm(t, out, x, ord, axis, keepdims)",
+             "out": _N.format("out", False), "x": _N.format("x", False)}, **_any)
+defrule(A.vector_norm, "grad, out, x, axis=None, keepdims=False, ord=2, /",
+        jvp={"grad": "_adj.vector_norm(t, out, x, axis, keepdims, ord)",
+             "out": _N.format("out", True), "x": _N.format("x", True)}, **_any)
 defrule(A.array_adjoint, "grad, obj, /", jvp={"grad": "_adj.array_adjoint(t, obj)"}, **_any)
 defrule(A.array_adjoint_of, "grad, obj, /", jvp={"grad": "_adj.array_adjoint_of(t, obj)"}, **_any)
 defrule(A.item, "grad, a, args, /", jvp={"grad": "_adj.item(t, a, args)"}, **_any)

@@ -437,6 +437,14 @@ def abs_adjoint(g, x):
     return g * xp.sign(x)
 
 
+def unit(x):
+    """``np.sign(x)`` as the derivatives of ``abs`` write it: for complex x the direction
+    x / |x| (0 at 0), which turns as x moves.  np.sign's own rule is a piecewise constant's,
+    right for real x only; this one's (rules/runtime_helpers.py) covers complex x, so that
+    derivatives of those derivatives (hessian, hvp) are right there too."""
+    return np.sign(x)
+
+
 def abs_tangent(t, x):
     if type(x) is float or type(x) is int:
         return t * (1.0 if x > 0 else -1.0 if x < 0 else 0.0)

@@ -702,6 +702,19 @@ def abs_tangent(t, x):
     raise NotImplementedError
 
 
+def unit(x):
+    raise NotImplementedError
+
+
+@overload(unit)
+def _unit(x):
+    """``runtime.arrays.unit`` of a real number or array: its sign."""
+    if _is_scalar(x) and isinstance(x, (nt.Float, nt.Integer)):
+        return lambda x: 1.0 if x > 0 else -1.0 if x < 0 else 0.0
+    if isinstance(x, nt.Array) and isinstance(x.dtype, (nt.Float, nt.Integer)):
+        return lambda x: np.sign(x)
+
+
 @overload(abs_tangent)
 def _abs_tangent(t, x):
     """``runtime.arrays.abs_tangent`` of a real number or array: t times the sign of x."""
@@ -1089,7 +1102,8 @@ def namespace():
                  "add", "snap", "own", "reserve",
                  "pow_base_adjoint", "pow_exponent_adjoint", "abs_adjoint", "seq", "loop_seq",
                  "seq_adjoint_of", "zip_seq", "zip_seq_adjoint", "unappend", "parts",
-                 "abs_tangent", "loop_zip_seq", "seq_adjoint", "add_part", "add_part_tangent",
+                 "abs_tangent", "unit", "loop_zip_seq", "seq_adjoint", "add_part",
+                 "add_part_tangent",
                  "sorted_adjoint",
                  "extremum_adjoint", "fdiv", "flat",
                  "inexact", "keep_if", "times_initial", "keys_read", "sum_adjoint",

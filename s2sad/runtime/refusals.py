@@ -542,6 +542,20 @@ _AUG_TEXT = {_operator.add: "+", _operator.sub: "-", _operator.mul: "*", _operat
              _operator.lshift: "<<", _operator.rshift: ">>"}
 
 
+def real_only(x, name, origin):
+    """Refuse a complex ``x`` that carries a derivative given to ``name`` (``np.sign``), whose
+    rule is that of a piecewise constant: right for real values, not for complex ones."""
+    if type(x) is complex or getattr(getattr(x, "dtype", None), "kind", "") == "c":
+        from ..errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            f"{name} of a complex value that carries a derivative: s2sad gives {name} the "
+            f"derivative of a piecewise constant, which holds for real values only (for complex "
+            f"z it is z / |z|, which turns as z moves)",
+            origin=origin,
+            fix="write z / np.abs(z) (np.where(z == 0, 0, z / np.where(z == 0, 1, np.abs(z))) "
+                "where z may be 0), whose derivative s2sad has")
+
+
 def no_update(rec, name, origin):
     """Refuse a method call that changed ``name``, an object the caller passed in."""
     if rec is not None and rec[0] == "derived" and rec[-1]:

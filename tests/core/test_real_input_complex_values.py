@@ -97,3 +97,40 @@ def test_numpy_float_element_times_a_complex_number(f):
     g = s2sad.grad(f)(x)
     assert np.isrealobj(g)
     check_grads(f, (x,), modes=("rev", "fwd"))
+
+
+# np.sign is piecewise constant on real values; on complex z it is z / |z|, which moves with z.
+# s2sad's rule for it is the piecewise constant's: a complex argument that carries a derivative
+# is refused where it runs (the gradient was 0 without a word before), a real one is left alone.
+def sign_of_complex(x):
+    return np.sum(np.real(np.sign(x + 2j)))
+
+
+def sign_of_complex_kept(x):
+    z = x * (1 + 1j) + 1j
+    return np.sum(np.imag(np.sign(z) * z))
+
+
+def sign_of_real(x):
+    return np.sum(np.sign(x) * x ** 2)
+
+
+@pytest.mark.parametrize("f", [sign_of_complex, sign_of_complex_kept])
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_sign_of_a_complex_value_that_carries_a_derivative_is_refused(f, mode):
+    from s2sad import transforms
+    x = np.array([0.3, -0.7, 1.1])
+    with pytest.raises(s2sad.UnsupportedSyntaxError) as e:
+        if mode == "rev":
+            s2sad.grad(f)(x)
+        else:
+            transforms.jvp(f, (x,), (np.ones(3),))
+    msg = str(e.value)
+    assert "test_real_input_complex_values.py:" in msg and "sign of a complex value" in msg
+    assert "np.abs" in msg
+
+
+def test_sign_of_real_values_is_left_alone_and_unguarded():
+    x = np.array([0.3, -0.7, 1.1])
+    np.testing.assert_allclose(s2sad.grad(sign_of_real)(x), 2 * np.abs(x))
+    assert "real_only" not in s2sad.differentiate(sign_of_real).adjoint_source(x)

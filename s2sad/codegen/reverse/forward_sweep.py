@@ -227,7 +227,8 @@ class ForwardSweep:
         if call.info.get("snapshot"):
             line = T.snapshot_call(target, call, o, c, self.fresh)
         else:
-            line = [T.Line(f"{target} = {T.call_text(call, c)}", o)]
+            line = T.real_only_checks(call, self.real, c, o) + \
+                [T.Line(f"{target} = {T.call_text(call, c)}", o)]
         if cls == "opaque" and call.info.get("varied_args"):
             site = self.consts.name_for(_OpaqueSite(call, o))
             line.append(T.Line(f"_rt.check_opaque({target}, {site})", o))

@@ -48,8 +48,10 @@ holo(["rad2deg", "degrees"],            "180 / math.pi", complex_ok=False)
 
 _each(_np("negative"), UNARY, vjp={"x": "-g"}, jvp={"x": "-t"}, forbid=UFUNC)
 _each(_np("positive"), UNARY, vjp={"x": "g"}, jvp={"x": "t"}, forbid=UFUNC)
-_each(_np("abs", "absolute"), UNARY, vjp={"x": "g * np.sign(x)"},
-      jvp={"x": "np.real(_rt.cj(np.sign(x)) * t)"}, forbid=UFUNC)
+# (_rt.unit(x) is np.sign(x), written np.sign(x) where x is known to be real: its rule turns
+# x / |x| with complex x, for second derivatives)
+_each(_np("abs", "absolute"), UNARY, vjp={"x": "g * _rt.unit(x)"},
+      jvp={"x": "np.real(_rt.cj(_rt.unit(x)) * t)"}, forbid=UFUNC)
 _each(_np("fabs"), UNARY, vjp={"x": "g * np.sign(x)"}, jvp={"x": "t * np.sign(x)"}, forbid=UFUNC)
 _each(_np("conj", "conjugate"), UNARY, vjp={"x": "_rt.cj(g)"}, jvp={"x": "_rt.cj(t)"},
       forbid=UFUNC)
@@ -282,6 +284,21 @@ def angle(g, z, deg=False):
     az2 = (z_ * z_.conj()).real
     safe = m.where(az2 == 0, 1, az2)
     return like(g * scale * 1j * z_ / safe * (az2 != 0), z)
+
+
+def angle_adjoint_tangent(grad, z, deg, t):
+    """Tangent of :func:`angle`'s ``g i z / |z|^2`` in ``z`` along ``t`` (a second derivative of
+    ``np.angle``): g i (t / |z|^2 - 2 z Re(conj(z) t) / |z|^4); nothing for real z."""
+    z_ = asarray(z)
+    m = xp(z_)
+    if z_.dtype.kind != "c":
+        return like(0 * asarray(grad, like=z_) * z_, z)
+    scale = 180.0 / math.pi if deg else 1.0
+    t = asarray(t, like=z_)
+    az2 = (z_ * z_.conj()).real
+    safe = m.where(az2 == 0, 1, az2)
+    d = t / safe - 2 * z_ * (z_.conj() * t).real / (safe * safe)
+    return like(grad * scale * 1j * d * (az2 != 0), z)
 
 
 def sinc(x):

@@ -119,18 +119,22 @@ def slogdet(g, ans, a):
     return like(r, a)
 
 
-def solve(g, ans, a, b):
-    """Adjoints of ``solve(a, b)`` (both at once): gb = A^-H g, ga = -gb x^H."""
+def _solve_parts(grad, out, a, b):
+    """(m, a_, b_, vec, G, X, gb): :func:`solve`'s operands as matrices and its gb = a^-H G
+    before it is summed onto b's shape."""
     m = xp(a, b)
     a_ = asarray(a)
     b_ = asarray(b, like=a_)
     vec = b_.ndim == 1
-    G = m.asarray(g)
-    X = m.asarray(ans)
+    G, X = m.asarray(grad), m.asarray(out)
     if vec:
-        G = G[..., None]
-        X = X[..., None]
-    gb = m.linalg.solve(_mH(a_), G)
+        G, X = G[..., None], X[..., None]
+    return m, a_, b_, vec, G, X, m.linalg.solve(_mH(a_), G)
+
+
+def solve(g, ans, a, b):
+    """Adjoints of ``solve(a, b)`` (both at once): gb = A^-H g, ga = -gb x^H."""
+    m, a_, b_, vec, G, X, gb = _solve_parts(g, ans, a, b)
     ga = -(gb @ _mH(X))
     ga = _rt.unbroadcast(ga, a_)
     gb = gb[..., 0] if vec else _rt.unbroadcast(gb, b_)
@@ -944,5 +948,169 @@ def slogdet_tangent(t, ans, a):
         return (1j * tr.imag * sign, tr.real)
     return (m.zeros_like(sign), tr)
 
+
+
+# -- second derivatives: tangents of the adjoint helpers above -------------------------------------
+# Forward mode over a generated reverse sweep (hvp, hessian, jacfwd of grad) differentiates the
+# helpers that sweep calls.  Each helper is linear in its incoming adjoint ``grad`` (its tangent
+# there is the helper itself, declared in runtime_helpers.py); these are its tangents in the
+# values it also reads (``ans``, ``a``), along ``t``.
+
+def _inv_or_refuse(a, what):
+    """``inv(a)``, or a RuleError where ``a`` is singular (a second derivative there is not
+    supported: the first derivative's singular-matrix form has no tangent rule)."""
+    try:
+        return xp(a).linalg.inv(a)
+    except np.linalg.LinAlgError:
+        raise RuleError(f"the second derivative of {what} at a singular matrix is not supported",
+                        fix="take the second derivative by differences of s2sad.grad") from None
+
+
+def det_adjoint_tangent(grad, out, a, t, which):
+    """Tangent of :func:`det`'s ``g cj(ans) a^-H`` in ``ans`` (which='out') or ``a``."""
+    m = xp(a)
+    ai = _inv_or_refuse(a, "np.linalg.det")
+    if which == "out":
+        return like(m.asarray(grad * cj(t))[..., None, None] * _mH(ai), a)
+    return like(m.asarray(grad * cj(out))[..., None, None] * _mH(-(ai @ t @ ai)), a)
+
+
+def slogdet_adjoint_tangent(grad, out, a, t, which):
+    """Tangent of :func:`slogdet`'s adjoint in ``ans`` = (sign, logdet) (which='out': only the
+    sign's term of a complex matrix moves) or in ``a`` (a^-H moves by -(a^-1 t a^-1)^H)."""
+    m = xp(a)
+    gs, gl = grad if isinstance(grad, (tuple, list)) else (None, grad)
+    ai = _inv_or_refuse(a, "np.linalg.slogdet")
+    complex_sign = not is_zero(gs) and a.dtype.kind == "c"
+    if which == "out":
+        if not complex_sign:
+            return m.zeros_like(a)
+        dc = -(cj(gs) * t[0]).imag
+        return like((1j * m.asarray(dc))[..., None, None] * _mH(ai), a)
+    dai_h = _mH(-(ai @ t @ ai))
+    r = m.zeros_like(dai_h)
+    if not is_zero(gl):
+        r = r + m.asarray(gl)[..., None, None] * dai_h
+    if complex_sign:
+        c = -(cj(gs) * out[0]).imag
+        r = r + (1j * m.asarray(c))[..., None, None] * dai_h
+    return like(r, a)
+
+
+def solve_adjoint_tangent(grad, out, a, b, t, which):
+    """Tangent of :func:`solve`'s (ga, gb) in ``ans`` (which='out': ga = -gb x^H moves with x)
+    or in ``a`` (A^H gb = G gives d gb = -A^-H dA^H gb: the helper itself at G' = -dA^H gb)."""
+    m, a_, b_, vec, G, X, gb = _solve_parts(grad, out, a, b)
+    T = m.asarray(t)
+    if which == "out":
+        ga = -(gb @ _mH(T[..., None] if vec else T))
+        return like(_rt.unbroadcast(ga, a_), a), like(m.zeros(b_.shape, gb.dtype), b)
+    G2 = -(_mH(T) @ gb)
+    return solve(G2[..., 0] if vec else G2, out, a, b)
+
+
+def cholesky_adjoint_tangent(grad, out, a, upper, t):
+    """Tangent of :func:`cholesky`'s adjoint in ``ans`` (the factor L, moving by dL): from
+    S = L^-H Phi(L^H gL) L^-1, dS = dLi^H P Li + Li^H Phi(dL^H gL) Li + Li^H P dLi with
+    dLi = -Li dL Li (Li = L^-1)."""
+    m = xp(a)
+    L = _mH(out) if upper else out
+    dL = _mH(m.asarray(t)) if upper else m.asarray(t)
+    gL = _mH(m.asarray(grad)) if upper else m.asarray(grad)
+    n = L.shape[-1]
+    Li = _solve_tri(L, m.eye(n, dtype=L.dtype), lower=True)
+    dLi = -(Li @ dL @ Li)
+    P = _phi(_mH(L) @ gL)
+    dS = _mH(dLi) @ P @ Li + _mH(Li) @ _phi(_mH(dL) @ gL) @ Li + _mH(Li) @ P @ dLi
+    return like(_from_hermitian(0.5 * (dS + _mH(dS)), "U" if upper else "L"), a)
+
+
+_SMOOTH_NORMS = (None, 2, "fro")           # the 2-norm and Frobenius: ge * x / ans
+_FLAT_NORMS = (1, -1, 0, np.inf, -np.inf)   # piecewise linear in x: no second derivative
+
+
+def _norm_second(x, ord, matrix):
+    """'smooth', 'flat', or a RuleError for a norm whose adjoint has no tangent rule."""
+    if ord is None or (ord == 2 and not matrix) or (ord == "fro" and matrix):
+        return "smooth"
+    if any(ord is o or (not isinstance(ord, str) and ord == o) for o in _FLAT_NORMS):
+        return "flat"
+    raise RuleError(f"the second derivative of np.linalg.norm with ord={ord!r}"
+                    f"{' for matrices' if matrix else ''} is not supported",
+                    fix="take the second derivative by differences of s2sad.grad, or use the "
+                        "2-norm (ord=None)")
+
+
+def norm_adjoint_tangent(grad, out, x, ord=None, axis=None, keepdims=False, t=0.0, which="x",
+                         vector=False):
+    """Tangent of :func:`norm` (or, vector=True, :func:`vector_norm`) in ``x`` or ``ans``.  For the
+    2-norm and Frobenius norm the adjoint is ge x / ans: linear in x at a fixed ans (the helper
+    at t), and -ge x t_ans / ans^2 in ans (the helper at grad t / ans); the piecewise linear
+    norms' adjoints do not move."""
+    helper = vector_norm if vector else norm
+    x_ = asarray(x)
+    matrix = not vector and (isinstance(axis, (tuple, list)) and len(axis) == 2 or
+                             axis is None and ord is not None and x_.ndim == 2)
+    if _norm_second(x_, ord, matrix) == "flat":
+        return like(xp(x_).zeros(x_.shape, x_.dtype), x)
+    args = (axis, keepdims, ord) if vector else (ord, axis, keepdims)
+    if which == "x":
+        return helper(grad, out, t, *args)
+    m = xp(x_)
+    o = m.asarray(out)
+    q = m.where(o == 0, 0, grad * m.asarray(t) / m.where(o == 0, 1, o))
+    return -helper(q, out, x, *args)
+
+
+def _gap_inverse(w):
+    """F with F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it."""
+    m = xp(w)
+    diff = w[..., None, :] - w[..., :, None]
+    eye = m.eye(w.shape[-1], dtype=bool)
+    return m.where(eye, 0, 1 / m.where(eye, 1, diff))
+
+
+def eigh_adjoint_tangent(grad, out, a, UPLO, t):
+    """Tangent of :func:`eigh`'s adjoint in ``ans`` = (w, v), along (dw, dv): with
+    inner = diag(gw) + F o (v^H gv) and S = v inner v^H, dF_ij = -(dw_j - dw_i) F_ij^2."""
+    m = xp(a)
+    w, v = out
+    dw, dv = t
+    gw, gv = grad if isinstance(grad, (tuple, list)) else (grad, None)
+    vh = _mH(v)
+    inner = m.zeros(v.shape, dtype=v.dtype)
+    dinner = m.zeros(v.shape, dtype=v.dtype)
+    if not is_zero(gw):
+        inner = inner + m.asarray(gw)[..., None, :] * m.eye(w.shape[-1], dtype=w.dtype)
+    if not is_zero(gv):
+        F = _gap_inverse(w)
+        M = vh @ m.asarray(gv)
+        inner = inner + F * M
+        if not is_zero(dw):
+            dd = m.asarray(dw)
+            dinner = dinner - (dd[..., None, :] - dd[..., :, None]) * F * F * M
+        if not is_zero(dv):
+            dinner = dinner + F * (_mH(m.asarray(dv)) @ m.asarray(gv))
+    dS = v @ dinner @ vh
+    if not is_zero(dv):
+        dv = m.asarray(dv)
+        dS = dS + dv @ inner @ vh + v @ inner @ _mH(dv)
+    return like(_from_hermitian(0.5 * (dS + _mH(dS)), UPLO), a)
+
+
+def eigvalsh_adjoint_tangent(grad, a, UPLO, t):
+    """Tangent of :func:`eigvalsh`'s adjoint v diag(g) v^H in ``a`` (which it decomposes again):
+    dv = v (F o (v^H dA v)), dA the Hermitian matrix eigh reads from t's ``UPLO`` triangle."""
+    m = xp(a)
+    w, v = m.linalg.eigh(a, UPLO)
+    T = m.asarray(t)
+    low = UPLO.upper() == "L"
+    half = m.tril(T, -1) if low else m.triu(T, 1)
+    diag = m.diagonal(T, axis1=-2, axis2=-1).real
+    dA = half + _mH(half) + diag[..., None, :] * m.eye(w.shape[-1], dtype=w.dtype)
+    dv = v @ (_gap_inverse(w) * (_mH(v) @ dA @ v))
+    G = m.asarray(grad)[..., None, :]
+    dS = (dv * G) @ _mH(v) + (v * G) @ _mH(dv)
+    return like(_from_hermitian(0.5 * (dS + _mH(dS)), UPLO), a)
 
 export(globals())

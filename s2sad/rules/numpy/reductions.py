@@ -4,8 +4,8 @@
 import numpy as np
 
 from ..adjoints import (A, _NDARRAY, _NoValue, _count_as, _each, _flag, _inverse, _np, _shape_only,
-                        asarray, broadcast, cj, count, device_view, expand, export, full_like, like,
-                        ndim, norm_axes, shape, xp)
+                        asarray, broadcast, cj, count, device_view, expand, export, full_like,
+                        is_zero, like, ndim, norm_axes, shape, xp)
 from ...kernels import rows as _rows
 from ..registry import defmethod
 
@@ -186,6 +186,17 @@ def _real_array(a):
         not isinstance(a, np.generic) and hasattr(xp(a), "full")
 
 
+def _groups(a, axes):
+    """``a`` with each reduction group flattened onto the last axis: (flat, perm, the shape
+    before flattening); ``perm`` puts the reduced axes last."""
+    nd = a.ndim
+    keep = [i for i in range(nd) if i not in axes]
+    perm = keep + list(axes)
+    t = a.transpose(perm)
+    n = int(np.prod(t.shape[len(keep):])) if axes else 1
+    return t.reshape(t.shape[:len(keep)] + (n,)), perm, t.shape
+
+
 def _others_product(a, axes):
     """For each element, the product of the other elements of its reduction group (exact with zeros)."""
     m = xp(a)
@@ -193,19 +204,46 @@ def _others_product(a, axes):
     if a.size == 0:
         # a zero-length group (or no group at all): nothing to multiply, an empty result
         return m.ones(a.shape, dtype=a.dtype)
-    nd = a.ndim
-    keep = [i for i in range(nd) if i not in axes]
-    perm = keep + list(axes)
-    t = a.transpose(perm)
-    lead = t.shape[:len(keep)]
-    n = int(np.prod(t.shape[len(keep):])) if axes else 1
-    flat = t.reshape(lead + (n,))
-    one = m.ones(lead + (1,), dtype=a.dtype)
+    flat, perm, tshape = _groups(a, axes)
+    one = m.ones(flat.shape[:-1] + (1,), dtype=a.dtype)
     left = m.concatenate([one, m.cumprod(flat[..., :-1], axis=-1)], axis=-1)
     right = m.flip(m.concatenate([one, m.cumprod(m.flip(flat, -1)[..., :-1], axis=-1)], axis=-1),
                    -1)
-    other = (left * right).reshape(t.shape)
+    other = (left * right).reshape(tshape)
     return other.transpose(_inverse(perm))
+
+
+def _others_product_tangent(a, t, axes):
+    """Tangent of :func:`_others_product` along ``t``: for element i, the sum over the other
+    elements j of its group of t_j times the product of the elements other than i and j.
+    Without zeros, others_i (sum_j t_j / a_j - t_i / a_i); with zeros, the prefix and suffix
+    products and their tangents, one step along the group at a time (exact)."""
+    m = xp(a)
+    t = m.broadcast_to(asarray(t, like=a), a.shape)
+    if a.size == 0:
+        return m.zeros(a.shape, dtype=np.result_type(a, t))
+    if not bool((a == 0).any()):
+        q = t / a
+        return _others_product(a, axes) * (q.sum(axis=axes, keepdims=True) - q)
+    fa, perm, tshape = _groups(a, axes)
+    ft = _groups(t, axes)[0]
+    n = fa.shape[-1]
+    dt = np.result_type(fa, ft)
+
+    def sweep(x, tx):
+        """The products of the elements before each position, and their tangents."""
+        p, dp = m.ones(x.shape[:-1], dt), m.zeros(x.shape[:-1], dt)
+        prods, tans = [], []
+        for i in range(n):
+            prods.append(p)
+            tans.append(dp)
+            p, dp = p * x[..., i], dp * x[..., i] + p * tx[..., i]
+        return m.stack(prods, axis=-1), m.stack(tans, axis=-1)
+    left, dleft = sweep(fa, ft)
+    right, dright = sweep(m.flip(fa, -1), m.flip(ft, -1))
+    right, dright = m.flip(right, -1), m.flip(dright, -1)
+    r = (dleft * right + left * dright).reshape(tshape)
+    return r.transpose(_inverse(perm))
 
 
 def prod(g, a, axis=None, keepdims=False, where=True):
@@ -218,6 +256,23 @@ def prod(g, a, axis=None, keepdims=False, where=True):
     axes = norm_axes(axis, a.ndim)
     ge = expand(g, a.shape, axis, _flag(keepdims), like=a)
     return like(ge * cj(_others_product(a, axes)), a) if a.ndim else like(asarray(g, like=a), a)
+
+
+def prod_adjoint_tangent(grad, a, axis=None, keepdims=False, where=True, t=0.0):
+    """Tangent of :func:`prod` (the adjoint) in ``a``, along ``t``: ``grad`` times the tangent of
+    the product of the other elements (a second derivative of ``np.prod``)."""
+    a = asarray(a)
+    if is_zero(grad) or is_zero(t):
+        return like(xp(a).zeros(a.shape, a.dtype), a)
+    if not _unmasked(where):
+        w = _mask(where, a)
+        m = xp(a)
+        return _keep(w, prod_adjoint_tangent(grad, m.where(w, a, 1), axis, keepdims,
+                                             True, m.where(w, asarray(t, like=a), 0)), a)
+    if not a.ndim:
+        return like(xp(a).zeros(a.shape, a.dtype), a)
+    ge = expand(grad, a.shape, axis, _flag(keepdims), like=a)
+    return like(ge * cj(_others_product_tangent(a, t, norm_axes(axis, a.ndim))), a)
 
 
 def extremum(g, ans, a, axis=None, keepdims=False, where=True):

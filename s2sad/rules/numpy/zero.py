@@ -2,7 +2,7 @@
 piecewise-constant functions, predicates, constructors.
 """
 from ..adjoints import _np
-from ..registry import defzero, defzero_method
+from ..registry import defzero, defzero_method, lookup
 
 defzero(*_np(
     # shape/type queries
@@ -25,6 +25,11 @@ defzero(*_np(
     "triu_indices", "ndindex", "unravel_index", "ravel_multi_index",
     "finfo", "iinfo", "dtype", "can_cast",
 ))
+
+# np.sign is piecewise constant on real values only: on complex z it is z / |z|, so a complex
+# argument that carries a derivative is refused where it runs (codegen/text.real_only_checks)
+for _f in _np("sign"):
+    lookup(_f).real_only = True
 
 # -- ndarray methods -------------------------------------------------------------------------------
 defzero_method("argmax", "argmin", "argsort", "nonzero", "all", "any", "round", "searchsorted",

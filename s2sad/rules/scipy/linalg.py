@@ -8,8 +8,9 @@ import scipy.linalg as _sl
 
 from ..adjoints import A, _mH, _mT, asarray, cj, export, is_zero, like, shape, xp
 from ..numpy.concat_permute import _back
-from ..numpy.linalg import cholesky, outer_triangle, triangle
+from ..numpy.linalg import cholesky, cholesky_adjoint_tangent, outer_triangle, triangle
 from ..registry import defrule
+from ...errors import RuleError
 
 A = dict(A, _sl=_sl)
 
@@ -113,6 +114,15 @@ def solve_triangular(g, ans, a, b, trans=0, lower=False, unit_diagonal=False):
         gb = solve(a_, G, trans=0, lower=lower, unit_diagonal=unit_diagonal)
     else:  # op(A) = A^T, op(A)^H = conj(A)
         gb = cj(solve(a_, cj(G), trans=0, lower=lower, unit_diagonal=unit_diagonal))
+    ga = _read_triangle_adjoint(m, gb, X, tr, lower, unit_diagonal, vec)
+    if vec:
+        gb = gb[..., 0]
+    return like(ga, a), like(gb, b)
+
+
+def _read_triangle_adjoint(m, gb, X, tr, lower, unit_diagonal, vec):
+    """A's adjoint in ``solve_triangular``, -gb x^H as op(A)'s, on the triangle it reads (no
+    diagonal when it is taken as ones); ``gb`` and ``X`` with a last axis of 1 where ``vec``."""
     if vec and m is np and gb.ndim == 2:
         # one vector: A's adjoint is the read triangle of an outer product, made there only
         u, v = gb[:, 0], -cj(X[:, 0])              # op(A)'s adjoint is -gb x^H = outer(u, v)
@@ -120,20 +130,43 @@ def solve_triangular(g, ans, a, b, trans=0, lower=False, unit_diagonal=False):
             u, v = v, u
         elif tr == 2:
             u, v = cj(v), cj(u)
-        ga = outer_triangle(u, v, lower, 0.0 if unit_diagonal else 1.0)
-        return like(ga, a), like(gb[:, 0], b)
+        return outer_triangle(u, v, lower, 0.0 if unit_diagonal else 1.0)
     gop = gb @ _mH(-X)              # op(A)'s adjoint (the minus on the smaller factor)
     ga = gop if tr == 0 else (_mT(gop) if tr == 1 else _mH(gop))
-    if m is np and ga.ndim == 2:
-        # the read triangle (without the diagonal when it is taken as ones)
-        ga = triangle(ga, lower, 0.0 if unit_diagonal else 1.0)
-    else:
-        ga = m.tril(ga) if lower else m.triu(ga)
-        if unit_diagonal:
-            ga = ga * (1 - m.eye(ga.shape[-1], dtype=ga.real.dtype))
-    if vec:
-        gb = gb[..., 0]
-    return like(ga, a), like(gb, b)
+    return _read_triangle(m, ga, lower, unit_diagonal)
+
+
+def _read_triangle(m, x, lower, unit_diagonal):
+    if m is np and x.ndim == 2:
+        return triangle(x, lower, 0.0 if unit_diagonal else 1.0)
+    x = m.tril(x) if lower else m.triu(x)
+    if unit_diagonal:
+        x = x * (1 - m.eye(x.shape[-1], dtype=x.real.dtype))
+    return x
+
+
+def solve_triangular_adjoint_tangent(grad, out, a, b, trans, lower, unit_diagonal, t, which):
+    """Tangent of :func:`solve_triangular`'s (ga, gb) (a second derivative) in ``ans``
+    (which='out': ga = -gb x^H moves with x) or in ``a`` (op(A)^H gb = G gives d gb =
+    -op(A)^-H op(dA)^H gb, dA on the triangle A is read from: the helper at G' = -op(dA)^H gb)."""
+    m = xp(a, b)
+    a_ = asarray(a, like=b)
+    if a_.ndim != 2:
+        raise RuleError("the second derivative of scipy.linalg.solve_triangular with a stack of "
+                        "matrices is not supported yet",
+                        fix="solve one matrix at a time (a loop), or take the second derivative "
+                            "by differences of s2sad.grad")
+    tr = _trans_code(trans)
+    gb = m.asarray(solve_triangular(grad, out, a, b, trans, lower, unit_diagonal)[1])
+    T = m.asarray(t)
+    if which == "out":
+        vec = gb.ndim == 1
+        ga = _read_triangle_adjoint(m, gb[:, None] if vec else gb, T[:, None] if vec else T, tr,
+                                    lower, unit_diagonal, vec)
+        return like(ga, a), like(m.zeros(gb.shape, gb.dtype), b)
+    dA = _read_triangle(m, T, lower, unit_diagonal)
+    opH = _mH(dA) if tr == 0 else (cj(dA) if tr == 1 else dA)
+    return solve_triangular(-(opH @ gb), out, a, b, trans, lower, unit_diagonal)
 
 
 def cho_factor(g, ans, a, lower=False):
@@ -169,6 +202,62 @@ def cho_solve(g, ans, c_and_lower, b):
     if vec:
         gb = gb[:, 0]
     return (like(gc, c), None), like(gb, b)
+
+
+def _factor_parts(c, lower, dc):
+    """(the factor's triangle F and its tangent dF, with A = F F^H (lower) or F^H F (upper),
+    and dA)."""
+    m = xp(c)
+    tri = m.tril if lower else m.triu
+    F, dF = tri(asarray(c)), tri(asarray(dc))
+    dA = dF @ _mH(F) + F @ _mH(dF) if lower else _mH(dF) @ F + _mH(F) @ dF
+    return F, dF, dA
+
+
+def _factor_adjoint(S, F, lower):
+    """The factor's adjoint from the symmetric S = gA + gA^H: tril(S L) or triu(U S)."""
+    m = xp(F)
+    return m.tril(S @ F) if lower else m.triu(F @ S)
+
+
+def cho_solve_adjoint_tangent(grad, out, c_and_lower, b, t, which):
+    """Tangent of :func:`cho_solve`'s ((gc, None), gb) in ``ans`` (which='out') or in the
+    factor (which='c': A = L L^H moves by dA, gb = A^-1 G by -A^-1 dA gb)."""
+    import scipy.linalg as sl
+    m = xp(b)
+    c, lower = c_and_lower
+    G, X = asarray(grad), asarray(out)
+    vec = X.ndim == 1
+    if vec:
+        G, X = G[:, None], X[:, None]
+    gb = sl.cho_solve((c, lower), G)
+    F = (m.tril if lower else m.triu)(asarray(c))
+    if which == "out":
+        T = asarray(t)
+        dgA = -(gb @ _mH(T[:, None] if vec else T))
+        dgc = _factor_adjoint(dgA + _mH(dgA), F, lower)
+        return (like(dgc, c), None), like(m.zeros(gb[:, 0].shape if vec else gb.shape, gb.dtype),
+                                          b)
+    dc = t[0] if isinstance(t, (tuple, list)) else t
+    F, dF, dA = _factor_parts(c, lower, dc)
+    dgb = -sl.cho_solve((c, lower), dA @ gb)
+    gA, dgA = -(gb @ _mH(X)), -(dgb @ _mH(X))
+    S, dS = gA + _mH(gA), dgA + _mH(dgA)
+    dgc = _factor_adjoint(dS, F, lower) + ((m.tril(S @ dF)) if lower else m.triu(dF @ S))
+    return (like(dgc, c), None), like(dgb[:, 0] if vec else dgb, b)
+
+
+def cho_factor_adjoint_tangent(grad, out, a, lower, t):
+    """Tangent of :func:`cho_factor`'s adjoint in ``ans`` = (c, lower): the Cholesky adjoint's
+    (numpy/linalg.py) on the factor's triangle."""
+    m = xp(a)
+    c = out[0]
+    gc = grad[0] if isinstance(grad, (tuple, list)) else grad
+    dc = t[0] if isinstance(t, (tuple, list)) else t
+    if is_zero(gc) or is_zero(dc):
+        return m.zeros_like(asarray(a))
+    tri = m.tril if lower else m.triu
+    return cholesky_adjoint_tangent(tri(gc), tri(c), a, not lower, tri(dc))
 
 
 def block_diag(g, arrs):
@@ -375,3 +464,16 @@ def solve_banded_tangent(t, ans, l_and_u, ab, b, which):
 
 
 export(globals())
+# second derivatives: forward mode over a reverse sweep that called the helper above
+defrule(solve_triangular, "grad, out, a, b, trans=0, lower=False, unit_diagonal=False, /",
+        jvp={"grad": "_adj.solve_triangular(t, out, a, b, trans, lower, unit_diagonal)",
+             **{w: f"_adj.solve_triangular_adjoint_tangent(grad, out, a, b, trans, lower, "
+                   f"unit_diagonal, t, {w!r})" for w in ("out", "a")}}, kind="any", ns=A)
+defrule(cho_solve, "grad, out, c_and_lower, b, /",
+        jvp={"grad": "_adj.cho_solve(t, out, c_and_lower, b)",
+             "out": "_adj.cho_solve_adjoint_tangent(grad, out, c_and_lower, b, t, 'out')",
+             "c_and_lower": "_adj.cho_solve_adjoint_tangent(grad, out, c_and_lower, b, t, 'c')"},
+        kind="any", ns=A)
+defrule(cho_factor, "grad, out, a, lower=False, /",
+        jvp={"grad": "_adj.cho_factor(t, out, a, lower)",
+             "out": "_adj.cho_factor_adjoint_tangent(grad, out, a, lower, t)"}, kind="any", ns=A)
