@@ -150,6 +150,21 @@ def jacobian(f, wrt=0):
 
 
 # -- second order ---------------------------------------------------------------------------------
+def _with_defaults(f, args):
+    """``args`` followed by the defaults of the parameters they leave out, where every parameter
+    is positional-or-keyword (the generated gradient :func:`grad_function` builds takes them all;
+    the defaults are constants of the call, not differentiated)."""
+    import inspect
+    fn = get_function(_concrete(f, tuple(args)))
+    params = list(inspect.signature(fn).parameters.values())
+    if inspect.ismethod(_concrete(f, tuple(args))):
+        params = params[1:]
+    if len(args) >= len(params) or any(p.kind != p.POSITIONAL_OR_KEYWORD for p in params) or \
+            any(p.default is p.empty for p in params[len(args):]):
+        return list(args)
+    return list(args) + [p.default for p in params[len(args):]]
+
+
 def hvp(f, wrt=0):
     """``hvp(f, wrt)(*args, v)``: the Hessian of the scalar ``f`` (w.r.t. argument ``wrt``) times
     ``v``, by forward mode over the generated reverse sweep."""
@@ -161,6 +176,7 @@ def hvp(f, wrt=0):
     @_wraps(f)
     def hv(*args):
         *primal, v = args
+        primal = _with_defaults(f, primal)
         g = grad_function(f, wrt, *primal)
         tans = [None] * len(primal)
         tans[positions[0]] = v
@@ -188,6 +204,11 @@ def hessian(f, wrt=0):
     @_wraps(f)
     def hess(*args):
         _scalar_seed(f(*args), get_function(_concrete(f, args)))
+        args = tuple(_with_defaults(f, args))
+        if positions[0] >= len(args):
+            raise WrtError(f"hessian: wrt={wrt!r} names argument {positions[0]}, and the call "
+                           f"gives {len(args)} argument(s)", origin=caller_origin(),
+                           fix="pass that argument in the call")
         x = args[positions[0]]
         cols = [h(*args, e) for e in _basis(x)]
         return _assemble(cols, np.shape(x), np.shape(x), True)

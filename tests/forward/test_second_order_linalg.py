@@ -270,3 +270,25 @@ def test_reverse_over_reverse_through_the_modulus_of_complex_values(f):
     eps = 1e-6
     fd = np.array([(gg(x + eps * e) - gg(x - eps * e)) / (2 * eps) for e in np.eye(4)])
     np.testing.assert_allclose(s2sad.grad(gg)(x), fd, rtol=1e-6, atol=1e-6)
+
+
+# defaults: hessian(loss)(w) of a loss with data and options as defaults (they were refused:
+# the generated gradient takes every parameter; they are now passed on as constants)
+XD = np.eye(4) * 2.0
+
+
+def loss_with_defaults(w, X=XD, lam=0.1):
+    return np.sum((X @ w - Y) ** 4) + lam * np.sum(w ** 2)
+
+
+def test_hessian_and_hvp_of_a_function_with_defaults():
+    w = np.array([0.3, -0.2, 0.5, 1.0])
+    H = s2sad.hessian(loss_with_defaults)(w)
+    np.testing.assert_allclose(H, s2sad.hessian(loss_with_defaults)(w, XD, 0.1), rtol=1e-14)
+    np.testing.assert_allclose(H, _fd_hessian(loss_with_defaults, w), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(s2sad.hvp(loss_with_defaults)(w, np.ones(4)), H @ np.ones(4),
+                               rtol=1e-12)
+    # with respect to a default left out of the call: the loss is linear in lam
+    assert float(s2sad.hessian(loss_with_defaults, wrt="lam")(w)) == 0.0
+    H2 = s2sad.hessian(loss_with_defaults)(w, XD, 0.5)
+    np.testing.assert_allclose(H2 - H, 0.8 * np.eye(4), atol=1e-12)
