@@ -210,7 +210,7 @@ class ForwardEmitter:
             text = f"_fw.bcast({text}, {ans or target})"
         elif target in self.written and not rule.view and isinstance(tree, _ast.Name):
             text = f"_rt.snap({text})"
-        if rule.user and not rule.broadcast and not self.jit:
+        if rule.user and not rule.broadcast:
             # (a user's rule: a tangent of another shape than its result's would be broadcast
             # on, without an error; checked when it runs, as its adjoints are in reverse mode)
             site = self.consts.name_for(self.origin)

@@ -756,4 +756,4 @@ def source_line(file, line):
 
 
 from ..runtime import hooks as _hooks  # noqa: E402
-_hooks.register(split_closure=split_closure)
+_hooks.register(split_closure=split_closure, origin_of=origin_of)

@@ -19,7 +19,7 @@ from .values import (_DUNDERS, _is_python, cached_function, differentiable, kind
                      numba_function, python_dunder, type_of)
 from .containers import init_into, parts
 from .refusals import (_NOT_ON_CLASS, _opaque_message, _rule_skeleton, class_attribute,
-                       mark_partial, plain_slot, refuse_vectorize)
+                       generated_origin, mark_partial, plain_slot, refuse_vectorize, rule_adjoint)
 
 
 # -- derived callees (built lazily; recursion and mutual recursion work) --------------------------
@@ -633,6 +633,9 @@ def pull(rec, g, g_self=_NOTHING):
                 v = bound.get(p)
                 if v is not None and differentiable(v):
                     adj[p] = rule.adjoint_function(p)(g, ans, **bound)
+                    if rule.user and not rule.broadcast:
+                        # (as generated code checks a user's rule: codegen/reverse_calls.py)
+                        adj[p] = rule_adjoint(adj[p], v, rule.name, p, generated_origin())
         pos = []
         for p in params:
             kp = rule.signature.parameters[p].kind

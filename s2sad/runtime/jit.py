@@ -1102,7 +1102,8 @@ def namespace():
                  "add", "snap", "own", "reserve",
                  "pow_base_adjoint", "pow_exponent_adjoint", "abs_adjoint", "seq", "loop_seq",
                  "seq_adjoint_of", "zip_seq", "zip_seq_adjoint", "unappend", "parts",
-                 "abs_tangent", "unit", "loop_zip_seq", "seq_adjoint", "add_part",
+                 "abs_tangent", "unit", "rule_adjoint", "rule_tangent", "loop_zip_seq",
+                 "seq_adjoint", "add_part",
                  "add_part_tangent",
                  "sorted_adjoint",
                  "extremum_adjoint", "fdiv", "flat",
@@ -1121,6 +1122,67 @@ __all__ = ["namespace", "SHAPE_ERROR", "njit"]
 # function cannot carry it).  The check here may say more than the exact one (memory bounds that
 # overlap, not shared elements): then the Python derivative runs and decides.
 REFUSED = "s2sad-jit: a run-time check refused"
+
+
+def rule_adjoint(adj, x, rule, param, origin):
+    raise NotImplementedError
+
+
+def rule_tangent(t, ans, rule, origin):
+    raise NotImplementedError
+
+
+@njit
+def _keep_same_shape(value, like):
+    if value.shape != like.shape:
+        raise ValueError(REFUSED)
+    return value
+
+
+@njit
+def _keep_one_element(value, like):
+    if value.size != 1:
+        raise ValueError(REFUSED)
+    return value
+
+
+@njit
+def _keep(value, like):
+    return value
+
+
+def _rule_shape_check(value, like):
+    """The body of :func:`rule_adjoint` / :func:`rule_tangent` for these numba types: the value
+    where its shape is ``like``'s (a number's derivative a number, or a 0-d or one-element
+    array), REFUSED at run time where it is not (the Python derivative then raises the error
+    that names the rule); None (no compiled version: Python runs) where the types cannot fit."""
+    number = _SCALAR + (nt.Complex,)
+    if isinstance(value, number) and isinstance(like, number):
+        return _keep
+    if isinstance(value, nt.Array) and isinstance(like, nt.Array) and value.ndim == like.ndim:
+        return _keep_same_shape
+    if isinstance(value, nt.Array) and isinstance(like, number) and value.ndim <= 1:
+        return _keep_one_element
+    return None
+
+
+@overload(rule_adjoint)
+def _rule_adjoint(adj, x, rule, param, origin):
+    """``runtime.rule_adjoint``: a user rule's adjoint of another shape than its argument's
+    refused (see :func:`_rule_shape_check`)."""
+    body = _rule_shape_check(adj, x)
+    if body is None:
+        return None
+    return lambda adj, x, rule, param, origin: body(adj, x)
+
+
+@overload(rule_tangent)
+def _rule_tangent(t, ans, rule, origin):
+    """``runtime.rule_tangent``: a user rule's tangent of another shape than its result's."""
+    body = _rule_shape_check(t, ans)
+    if body is None:
+        return None
+    return lambda t, ans, rule, origin: body(t, ans)
 
 
 # -- Python's ints (codegen/jit_ints.py) ---------------------------------------------------------

@@ -658,6 +658,20 @@ def rule_adjoint(adj, x, rule, param, origin):
             f"the function broadcasts its arguments")
 
 
+def generated_origin():
+    """The user's line behind the innermost frame of generated code on the stack (a dynamic
+    call's rule runs from there), else the user's line that called into s2sad."""
+    import sys
+    f = sys._getframe(1)
+    while f is not None:
+        o = hooks.origin_of(f.f_code.co_filename, f.f_lineno) if hooks.origin_of else None
+        if o is not None:
+            return o
+        f = f.f_back
+    from ..errors import caller_origin
+    return caller_origin()
+
+
 def rule_tangent(t, ans, rule, origin):
     """The tangent a user's rule gave its result ``ans`` in forward mode, checked when it runs
     (:func:`rule_adjoint`'s counterpart): an array of another shape than an array or number

@@ -1,10 +1,12 @@
 """Mistakes in declaring a rule name the user's line and end with a Fix (issue 10: every
 S2SADError does)."""
+import warnings
+
 import numpy as np
 import pytest
 
 import s2sad
-from s2sad.errors import RuleError
+from s2sad.errors import JitFallbackWarning, RuleError
 
 
 def _bad_calls():
@@ -97,3 +99,81 @@ def test_a_user_rule_whose_tangent_has_another_shape_is_refused_when_it_runs():
     with pytest.raises(s2sad.RuleError, match=r"tangent of shape \(\).*has shape \(3,\)"):
         s2sad.jvp(loss, (x,), (np.ones(3),))
     assert s2sad.jvp(loss_ok, (x,), (np.ones(3),))[1] == pytest.approx(np.sum(2 * x * np.arange(3)))
+
+
+def _njit_rules():
+    numba = pytest.importorskip("numba")
+
+    @numba.njit
+    def total(x):
+        return x * x
+
+    @numba.njit
+    def first_only(x):
+        return x * x
+
+    @numba.njit
+    def right(x):
+        return x * x
+    s2sad.defrule(total, "x", vjp={"x": "np.sum(2 * g * x)"}, jvp={"x": "np.sum(2 * t * x)"})
+    s2sad.defrule(first_only, "x", vjp={"x": "2 * g[:1] * x[:1]"}, jvp={"x": "2 * t[:1] * x[:1]"})
+    s2sad.defrule(right, "x", vjp={"x": "2 * g * x"}, jvp={"x": "2 * t * x"})
+    return total, first_only, right
+
+
+_total = _first_only = _right = None
+_W = np.arange(3.0)
+
+
+def _loss_total(x):
+    return np.sum(_total(x) * _W)
+
+
+def _loss_first(x):
+    return np.sum(_first_only(x) * _W)
+
+
+def _loss_right(x):
+    return np.sum(_right(x) * _W)
+
+
+def _check_refused_and_right(bad, good, quiet):
+    x = np.array([1.0, 2.0, 3.0])
+    for jit in (False, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", JitFallbackWarning)
+            for loss in bad:
+                with pytest.raises(s2sad.RuleError, match="adjoint of shape") as e:
+                    s2sad.grad(loss, jit=jit)(x)
+                assert "test_rule_declaration_errors.py:" in str(e.value)
+                with pytest.raises(s2sad.RuleError, match="tangent of shape"):
+                    s2sad.jvp(loss, (x,), (np.ones(3),), jit=jit)
+        with warnings.catch_warnings():
+            # (compiled without a fallback where the call is resolved when the code is built)
+            warnings.simplefilter("error" if quiet else "ignore", JitFallbackWarning)
+            np.testing.assert_allclose(s2sad.grad(good, jit=jit)(x), 2 * x * _W)
+            assert s2sad.jvp(good, (x,), (np.ones(3),), jit=jit)[1] == pytest.approx(16.0)
+
+
+def test_a_user_rule_of_another_shape_is_refused_in_the_numba_build_too():
+    # jit=True compiled the template unchecked: a numba function with a rule whose adjoint was a
+    # sum got every element the total (gradient [16, 16, 16] for [0, 4, 12]), silently
+    global _total, _first_only, _right
+    _total, _first_only, _right = _njit_rules()
+    _check_refused_and_right((_loss_total, _loss_first), _loss_right, quiet=True)
+
+
+def test_a_user_rule_reached_at_run_time_is_checked_too():
+    # a callee known only when the code runs (here, a closure's): its rule was applied by the
+    # run-time dispatch, unchecked in both modes ([16, 16, 16], and [0, 0, 0] for a (1,) adjoint)
+    total, first_only, right = _njit_rules()
+
+    def loss_total(x):
+        return np.sum(total(x) * _W)
+
+    def loss_first(x):
+        return np.sum(first_only(x) * _W)
+
+    def loss_right(x):
+        return np.sum(right(x) * _W)
+    _check_refused_and_right((loss_total, loss_first), loss_right, quiet=False)

@@ -160,10 +160,10 @@ class ReverseCalls:
                     self.contribute(v, expr, o, out, st)
                     continue
                 text = self.template_text(rule, p, s, bound, t)
-                if rule.user and not rule.broadcast and not self.jit:
+                if rule.user and not rule.broadcast:
                     # (a user's rule: an adjoint of another shape than its argument's would be
-                    # broadcast into the gradient without an error: refused when it runs; the
-                    # numba build has the same template, unchecked)
+                    # broadcast into the gradient without an error: refused when it runs; in
+                    # the numba build, runtime/jit.rule_adjoint)
                     site = self.consts.name_for(o)
                     self.read(s, "pre", v)          # (the argument, for its shape)
                     text = f"_rt.rule_adjoint({text}, {v}, {rule.name!r}, {p!r}, {site})"
