@@ -283,4 +283,5 @@ class _Holder:
 
 
 from .runtime import hooks as _hooks  # noqa: E402
-_hooks.register(reverse_derivative=reverse_derivative, forward_derivative=forward_derivative)
+_hooks.register(reverse_derivative=reverse_derivative, forward_derivative=forward_derivative,
+                rules_changed=CACHE.clear)

@@ -441,9 +441,11 @@ def grad_function(f, wrt=0, *example_args):
     from .cache import static_cells_key
     key = (fn.__code__, static_cells_key(fn), id(fn.__globals__), self_ is not None, mask, kinds,
            single)
-    make = _GRAD_FUNCTIONS.get(key)
-    if make is None:
-        make = _GRAD_FUNCTIONS[key] = _grad_factory(fn, mask, kinds, params, held, single)
+    from .cache import CACHE
+    make, gen = _GRAD_FUNCTIONS.get(key, (None, None))
+    if make is None or gen != CACHE.generation:         # (a rule declared since: build again)
+        make = _grad_factory(fn, mask, kinds, params, held, single)
+        _GRAD_FUNCTIONS[key] = (make, CACHE.generation)
     return make(*lead)
 
 def _grad_factory(fn, mask, kinds, params, held, single):

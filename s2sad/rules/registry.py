@@ -360,6 +360,10 @@ def _note_user(what, *args):
     caller = sys._getframe(2).f_globals.get("__name__", "")
     if not caller.startswith(__package__ + "."):
         USER_DECLARATIONS.append((what, args))
+        if _hooks.rules_changed is not None:
+            # (a rule declared again, or for a function a derivative recursed into: the
+            # derivatives built so far may follow what it replaces)
+            _hooks.rules_changed()
         return True
     return False
 

@@ -25,6 +25,8 @@ concrete = None                 # s2sad.api._concrete: the generated function be
 grad = None                     # s2sad.api.grad
 graph_sweeps = None             # s2sad.graphs: a derivative's (fwd, bwd) with capturable matmuls in
                                 # graph mode (preparing or capturing), None otherwise
+rules_changed = None            # s2sad.cache: the user declared a rule; derivatives built before
+                                # (which may have used the rule it replaced) are built again
 origin_of = None                # s2sad.frontend.source: (file name, line) of generated code -> the
                                 # user's Origin behind it, or None
 graph_callee = None             # s2sad.graphs: fn, or in graph mode its capturable version (a matmul

@@ -177,3 +177,31 @@ def test_a_user_rule_reached_at_run_time_is_checked_too():
     def loss_right(x):
         return np.sum(right(x) * _W)
     _check_refused_and_right((loss_total, loss_first), loss_right, quiet=False)
+
+
+def _sq(x):
+    return x * x
+
+
+def _sum_sq(x):
+    return np.sum(_sq(x))
+
+
+def test_a_rule_declared_again_replaces_the_one_derivatives_were_built_with():
+    # a rule fixed in a notebook (declared again) was ignored: every derivative built before kept
+    # the old template (and one that had recursed into the function ignored a rule declared
+    # for it later), a silently stale gradient
+    x = np.array([1.0, 2.0])
+    g, vg, h = s2sad.grad(_sum_sq), s2sad.value_and_grad(_sum_sq), s2sad.hessian(_sum_sq)
+    np.testing.assert_allclose(g(x), 2 * x)                 # (recursed into _sq)
+    np.testing.assert_allclose(h(x), 2 * np.eye(2))
+    s2sad.defrule(_sq, "x", vjp={"x": "g * 3 * x"}, jvp={"x": "3 * x * t"})
+    np.testing.assert_allclose(g(x), 3 * x)
+    np.testing.assert_allclose(vg(x)[1], 3 * x)
+    assert s2sad.jvp(_sum_sq, (x,), (np.ones(2),))[1] == pytest.approx(9.0)
+    s2sad.defrule(_sq, "x", vjp={"x": "g * 2 * x"}, jvp={"x": "2 * x * t"})     # fixed
+    np.testing.assert_allclose(g(x), 2 * x)
+    np.testing.assert_allclose(s2sad.grad(_sum_sq, jit=True)(x), 2 * x)
+    assert s2sad.jvp(_sum_sq, (x,), (np.ones(2),))[1] == pytest.approx(6.0)
+    s2sad.defzero(_sq)
+    np.testing.assert_allclose(g(x), 0 * x)
