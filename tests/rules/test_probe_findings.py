@@ -191,3 +191,22 @@ def test_item_write_into_an_attribute_of_self_is_refused(f, mode):
 
 def test_assigning_the_new_value_to_the_attribute_still_works():
     check_grads(method_assigns_a_new_attribute, (np.array([0.7, 1.3]),), modes=("rev", "fwd"))
+
+
+def _insert_into_ints(x):
+    return np.sum(np.insert(np.arange(4), [1, 2], x[:2] * 2.7) * 1.0) + x[2]
+
+
+def _insert_delete_resize(x):
+    y = np.insert(x, [0, 2], x[1] * 3.0)
+    y = np.delete(y, 1)
+    return np.sum(np.resize(y, 7) ** 2)
+
+
+def test_insert_delete_resize_differentiate_and_insert_into_ints_truncates():
+    # np.insert / np.delete / np.resize had no rules (refused); np.insert gives its result the
+    # array's dtype, so values put into an integer array lose their fraction and derivative
+    x = np.array([0.7, 1.3, 0.9])
+    np.testing.assert_allclose(s2sad.grad(_insert_into_ints)(x), [0.0, 0.0, 1.0])
+    assert s2sad.jvp(_insert_into_ints, (x,), (np.ones(3),))[1] == pytest.approx(1.0)
+    check_grads(_insert_delete_resize, (x,))

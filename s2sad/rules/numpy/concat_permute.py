@@ -29,6 +29,17 @@ defrule(np.column_stack, "tup", vjp={"tup": "_adj.column_stack(g, tup)"},
 defrule(np.append, "arr, values, axis=None",
         vjp={"arr": "_adj.append(g, arr, values, axis, 0)",
              "values": "_adj.append(g, arr, values, axis, 1)"}, ns=A)
+# np.insert / np.delete / np.resize move elements: the same call on the elements' flat indices
+# says where each output element came from (_index_map), and the adjoint gathers g back there
+defrule(np.insert, "arr, obj, values, axis=None",
+        vjp={"arr": "_adj.insert(g, arr, obj, values, axis, 0)",
+             "values": "_adj.insert(g, arr, obj, values, axis, 1)"},
+        jvp={"arr": "_adj.insert_tangent(t, arr, obj, values, axis, 0)",
+             "values": "_adj.insert_tangent(t, arr, obj, values, axis, 1)"}, ns=A)
+defrule(np.delete, "arr, obj, axis=None", vjp={"arr": "_adj.delete(g, arr, obj, axis)"},
+        jvp={"arr": "np.delete(t, obj, axis)"}, ns=A)
+defrule(np.resize, "a, new_shape", vjp={"a": "_adj.resize(g, a, new_shape)"},
+        jvp={"a": "np.resize(t, new_shape)"}, ns=A)
 defrule(np.block, "arrays", vjp={"arrays": "_adj.block(g, arrays)"}, ns=A)
 _each(_np("unstack"), "x, /, *, axis=0", vjp={"x": "_adj.unstack(g, x, axis)"}, kind="any",
       view=True, ns=A)
@@ -330,6 +341,75 @@ def append(g, arr, values, axis=None, which=0):
     r = res[which]
     x = arr if which == 0 else values
     return None if r is None else _back(r, x)
+
+
+def _host(obj):
+    """An index argument on the host (a CuPy array of indices copied back; NumPy builds the maps)."""
+    return obj.get() if hasattr(obj, "get") and not isinstance(obj, np.ndarray) else obj
+
+
+def _gather_back(g, imap, x):
+    """The adjoint for ``x`` of an output whose element k came from ``x``'s flat element
+    ``imap[k]`` (-1: from elsewhere): g added up at those elements (repeats add)."""
+    g = asarray(g)
+    m = xp(g)
+    x_ = asarray(x, like=g)
+    imap = m.asarray(imap).reshape(-1)
+    G = g.reshape(-1)
+    keep = imap >= 0
+    out = m.zeros(x_.size, dtype=np.result_type(x_.dtype, G.dtype))
+    m.add.at(out, imap[keep], G[keep])
+    return _back(out, x)
+
+
+def insert(g, arr, obj, values, axis=None, which=0):
+    """Adjoint of ``np.insert`` for ``arr`` (which=0) or ``values`` (1, broadcast into the
+    inserted places: their adjoints add up)."""
+    a_, v_ = np.shape(arr), np.shape(values)
+    obj = _host(obj)
+    if which == 1 and _truncates(arr):
+        return _back(xp(g).zeros(int(np.prod(v_))), values)
+    if which == 0:
+        imap = np.insert(np.arange(int(np.prod(a_))).reshape(a_), obj, np.full(v_, -1),
+                         axis=axis)             # (values of their shape: the same places)
+    else:
+        imap = np.insert(np.full(a_, -1), obj, np.arange(int(np.prod(v_))).reshape(v_),
+                         axis=axis)
+    return _gather_back(g, imap, arr if which == 0 else values)
+
+
+def _truncates(arr):
+    """np.insert gives its result ``arr``'s dtype: values put into an integer (or bool) array
+    lose their fraction, and their derivative."""
+    dt = getattr(arr, "dtype", None)
+    return (np.asarray(arr).dtype if dt is None else dt).kind not in "fc"
+
+
+def insert_tangent(t, arr, obj, values, axis=None, which=0):
+    """Tangent of ``np.insert`` along ``arr`` (which=0) or ``values`` (1): the call with zeros
+    for the other (none where ``arr`` is an integer array, which truncates the values)."""
+    if which == 1 and _truncates(arr):
+        return np.zeros(np.insert(np.zeros(np.shape(arr), bool), obj,
+                                  np.zeros(np.shape(values), bool), axis=axis).shape)
+    t = asarray(t, like=arr)
+    if which == 0:
+        return np.insert(t, obj, xp(t).zeros(np.shape(values), t.dtype), axis=axis)
+    z = xp(t).zeros(np.shape(arr), dtype=np.result_type(asarray(arr).dtype, t.dtype))
+    return np.insert(z, obj, t, axis=axis)
+
+
+def delete(g, arr, obj, axis=None):
+    """Adjoint of ``np.delete``: g back at the elements kept."""
+    a_ = np.shape(arr)
+    imap = np.delete(np.arange(int(np.prod(a_))).reshape(a_), _host(obj), axis=axis)
+    return _gather_back(g, imap, arr)
+
+
+def resize(g, a, new_shape):
+    """Adjoint of ``np.resize`` (``a`` repeated, or cut, to fill ``new_shape``): each element
+    gets the adjoints of its copies."""
+    a_ = np.shape(a)
+    return _gather_back(g, np.resize(np.arange(int(np.prod(a_))), new_shape), a)
 
 
 def unstack(g, x, axis=0):
