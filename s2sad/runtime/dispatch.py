@@ -396,19 +396,48 @@ def opaque_snapshot(inputs):
         t = type(a)
         if t is list or t is dict:
             if differentiable(a):
-                kept.append((a, list(a.items()) if t is dict else list(a)))
-        elif _is_array(a) and getattr(a.dtype, "kind", "") in "fc" and \
-                getattr(getattr(a, "flags", None), "writeable", False):
+                kept.append((a, _items(a)))
+        elif _writable_floats(a):
             kept.append((a, a.copy()))
         elif type(getattr(a, "__dict__", None)) is dict and \
                 not isinstance(a, (type, _ModuleType, _FunctionType, _MethodType)):
-            # an object of a class of yours: its attributes, each as the object it holds
-            kept.append((a, _Attrs(a.__dict__)))
+            # an object of a class of yours: its attributes, each as the object it holds, and
+            # the contents of those that are arrays, lists or dicts (``o.w[0] = v`` changes
+            # o.w, not which object o.w is)
+            attrs = _Attrs(a.__dict__)
+            attrs.contents = [(v, v.copy() if _writable_floats(v) else _items(v))
+                              for v in a.__dict__.values()
+                              if _writable_floats(v) or type(v) in (list, dict) and
+                              differentiable(v)]
+            kept.append((a, attrs))
     return kept
 
 
+def _writable_floats(a):
+    return _is_array(a) and getattr(a.dtype, "kind", "") in "fc" and \
+        getattr(getattr(a, "flags", None), "writeable", False)
+
+
+def _items(c):
+    return list(c.items()) if type(c) is dict else list(c)
+
+
+def _same_items(obj, before):
+    now = _items(obj)
+    return len(now) == len(before) and all(
+        (x[0] is y[0] and x[1] is y[1]) if type(obj) is dict else x is y
+        for x, y in zip(now, before))
+
+
+def _same_array(obj, before):
+    return obj.shape == before.shape and \
+        bool(array_module(obj).array_equal(obj, before, equal_nan=True))
+
+
 class _Attrs(dict):
-    """The attributes of an object as :func:`opaque_snapshot` found them (name -> the object)."""
+    """The attributes of an object as :func:`opaque_snapshot` found them (name -> the object),
+    with ``contents``: (array, copy) and (list or dict, items) of those that hold floats."""
+    contents = ()
 
 
 def refuse_if_changed(fn, kept, unused=False):
@@ -421,17 +450,15 @@ def refuse_if_changed(fn, kept, unused=False):
             now = obj.__dict__
             same = not any(differentiable(before.get(k)) or differentiable(now.get(k))
                            for k in now.keys() | before.keys()
-                           if now.get(k, _Attrs) is not before.get(k, _Attrs))
+                           if now.get(k, _Attrs) is not before.get(k, _Attrs)) and \
+                all(_same_items(v, c) if type(c) is list else _same_array(v, c)
+                    for v, c in before.contents)
             what = f"attributes of the {type(obj).__name__} object it was given"
         elif isinstance(before, list):
-            now = list(obj.items()) if type(obj) is dict else list(obj)
-            same = len(now) == len(before) and all(
-                (x[0] is y[0] and x[1] is y[1]) if type(obj) is dict else x is y
-                for x, y in zip(now, before))
+            same = _same_items(obj, before)
             what = f"the {type(obj).__name__} it was given"
         else:
-            xp = array_module(obj)
-            same = obj.shape == before.shape and bool(xp.array_equal(obj, before, equal_nan=True))
+            same = _same_array(obj, before)
             what = "an array it was given"
         if not same:
             from ..errors import OpaqueCalleeError
