@@ -307,6 +307,11 @@ defrule(_r.abs_adjoint, "grad, x, /",
              "x": "_rt.unbroadcast(_rr.abs_adjoint_x(grad, x, g), x)"},
         jvp={"grad": "_rt.abs_adjoint(t, x)", "x": "_rr.abs_adjoint_x(grad, x, t, ans)"},
         **_same)
+# a user rule's adjoint or tangent, checked for its shape: the value itself
+defrule(_r.rule_adjoint, "adj, x, rule, param, origin, /", vjp={"adj": "g"}, jvp={"adj": "t"},
+        **_any)
+defrule(_r.rule_tangent, "tan, ans_, rule, origin, /", vjp={"tan": "g"}, jvp={"tan": "t"},
+        **_any)
 defrule(_r.unit, "x, /", vjp={"x": "_rt.unbroadcast(_rr.abs_adjoint_x(1.0, x, g), x)"},
         jvp={"x": "_rr.abs_adjoint_x(1.0, x, t, ans)"}, **_same)
 defrule(_r.abs_tangent, "tan, x, /",
@@ -478,6 +483,14 @@ defrule(A.imag, "grad, val, /", jvp={"grad": "_adj.imag(t, val)"}, **_any)
 defrule(A.angle, "grad, z, deg=False, /", jvp={"grad": "_adj.angle(t, z, deg)",
                                                "z": "_adj.angle_adjoint_tangent(grad, z, deg, t)"},
         **_any)
+# the FFTs' adjoints: linear in grad, reading only the input's shape and dtype
+defrule(A.fft, "grad, a, n=None, axis=-1, norm=None, inverse=False, /",
+        jvp={"grad": "_adj.fft(t, a, n, axis, norm, inverse)"}, **_any)
+defrule(A.fftn, "grad, a, s=None, axes=(-2, -1), norm=None, inverse=False, /",
+        jvp={"grad": "_adj.fftn(t, a, s, axes, norm, inverse)"}, **_any)
+for _k in ("rfft", "irfft"):
+    defrule(getattr(A, _k), "grad, a, n=None, axis=-1, norm=None, /",
+            jvp={"grad": f"_adj.{_k}(t, a, n, axis, norm)"}, **_any)
 _N = "_adj.norm_adjoint_tangent(grad, out, x, ord, axis, keepdims, t, {!r}, {})"
 defrule(A.norm, "grad, out, x, ord=None, axis=None, keepdims=False, /",
         jvp={"grad": "_adj.norm(t, out, x, ord, axis, keepdims)",

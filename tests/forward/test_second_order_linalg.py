@@ -292,3 +292,38 @@ def test_hessian_and_hvp_of_a_function_with_defaults():
     assert float(s2sad.hessian(loss_with_defaults, wrt="lam")(w)) == 0.0
     H2 = s2sad.hessian(loss_with_defaults)(w, XD, 0.5)
     np.testing.assert_allclose(H2 - H, 0.8 * np.eye(4), atol=1e-12)
+
+
+# the FFTs' adjoints, and a user's rule (whose adjoint generated code checks for its shape:
+# _rt.rule_adjoint, which second derivatives refused before it had a rule of its own)
+def fft_f(x):
+    z = np.fft.fft(x * x)
+    return np.sum(np.abs(z) ** 2) + np.sum(np.real(z) ** 3)
+
+
+def rfft_f(x):
+    z = np.fft.rfft(np.sin(x))
+    return np.sum(np.abs(z) ** 3) + np.sum(np.fft.irfft(z * z, n=4) ** 2)
+
+
+def fftn_f(x):
+    z = np.fft.fftn(np.outer(x, x), norm="ortho")
+    return np.sum(np.real(z * np.conj(z)) ** 2) + np.sum(np.real(np.fft.ifft(z[0])) ** 3)
+
+
+def _twice_sin(x):
+    return np.sin(x) * 2.0
+
+
+s2sad.defrule(_twice_sin, "x", vjp={"x": "g * 2.0 * np.cos(x)"},
+              jvp={"x": "t * 2.0 * np.cos(x)"})
+
+
+def user_rule_f(x):
+    return np.sum(_twice_sin(x) ** 2 * x)
+
+
+@pytest.mark.parametrize("f", [fft_f, rfft_f, fftn_f, user_rule_f], ids=lambda f: f.__name__)
+def test_hessian_through_ffts_and_a_user_rule(f):
+    x = np.array([0.3, -0.7, 1.1, 0.5])
+    np.testing.assert_allclose(s2sad.hessian(f)(x), _fd_hessian(f, x), rtol=1e-6, atol=1e-6)
