@@ -483,6 +483,10 @@ defrule(A.imag, "grad, val, /", jvp={"grad": "_adj.imag(t, val)"}, **_any)
 defrule(A.angle, "grad, z, deg=False, /", jvp={"grad": "_adj.angle(t, z, deg)",
                                                "z": "_adj.angle_adjoint_tangent(grad, z, deg, t)"},
         **_any)
+# cumprod's adjoint reads ans = cumprod(a) too: its whole change is given through a
+defrule(A.cumprod, "grad, out, a, axis=None, /",
+        jvp={"grad": "_adj.cumprod(t, out, a, axis)", "out": ZERO,
+             "a": "_adj.cumprod_adjoint_tangent(grad, a, axis, t)"}, **_any)
 # the FFTs' adjoints: linear in grad, reading only the input's shape and dtype
 defrule(A.fft, "grad, a, n=None, axis=-1, norm=None, inverse=False, /",
         jvp={"grad": "_adj.fft(t, a, n, axis, norm, inverse)"}, **_any)

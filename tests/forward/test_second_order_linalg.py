@@ -327,3 +327,18 @@ def user_rule_f(x):
 def test_hessian_through_ffts_and_a_user_rule(f):
     x = np.array([0.3, -0.7, 1.1, 0.5])
     np.testing.assert_allclose(s2sad.hessian(f)(x), _fd_hessian(f, x), rtol=1e-6, atol=1e-6)
+
+
+def cumprod_f(x):
+    return np.sum(np.cumprod(x) ** 2) + np.sum(np.cumprod(np.outer(x, x), axis=1)[1])
+
+
+def cumprod_zero(x):
+    y = np.concatenate([x[:2], [0.0], x[2:]])          # a zero inside: the exact path
+    return np.sum(np.cumprod(y) * np.arange(5.0)) + np.sum(np.cumprod(y * x[0]) ** 2)
+
+
+@pytest.mark.parametrize("f", [cumprod_f, cumprod_zero], ids=lambda f: f.__name__)
+def test_hessian_through_cumprod(f):
+    x = np.array([0.3, -0.7, 1.1, 0.5])
+    np.testing.assert_allclose(s2sad.hessian(f)(x), _fd_hessian(f, x), rtol=1e-6, atol=1e-6)

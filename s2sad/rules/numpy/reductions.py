@@ -366,6 +366,44 @@ def cumprod(g, ans, a, axis=None):
     return like(m.moveaxis(out, -1, axis), a)
 
 
+def cumprod_adjoint_tangent(grad, a, axis, t):
+    """Tangent of :func:`cumprod` (the adjoint, sum_{i >= j} g_i conj(y_i / a_j)) in ``a``
+    along ``t``, with the result y = cumprod(a) moving with it (a second derivative of
+    ``np.cumprod``; its rule gives the part through ``ans`` none).  Without zeros, dy = y cumsum(t
+    / a); with zeros, per element j the products without a_j and their tangents (exact)."""
+    a = asarray(a)
+    m = xp(a)
+    G = asarray(grad, like=a)
+    T = m.broadcast_to(asarray(t, like=a), a.shape)
+    if axis is None:
+        return like(cumprod_adjoint_tangent(G.ravel(), a.ravel(), 0, T.ravel())
+                    .reshape(a.shape), a)
+    axis = axis % a.ndim
+
+    def rev_cumsum(v):
+        return m.flip(m.cumsum(m.flip(v, axis), axis=axis), axis)
+    if not bool((a == 0).any()):
+        y = m.cumprod(a, axis=axis)
+        dy = y * m.cumsum(T / a, axis=axis)
+        r = rev_cumsum(G * cj(dy)) / cj(a) - cj(T) / cj(a * a) * rev_cumsum(G * cj(y))
+        return like(r, a)
+    at, tt, gt = (m.moveaxis(v, axis, -1) for v in (a, T, G))
+    out = m.zeros(at.shape, dtype=np.result_type(at.dtype, tt.dtype, gt.dtype))
+    n = at.shape[-1]
+    for j in range(n):
+        b, tb = at.copy(), tt.copy()
+        b[..., j], tb[..., j] = 1, 0
+        c = m.ones(at.shape[:-1], dtype=out.dtype)
+        dc = m.zeros(at.shape[:-1], dtype=out.dtype)
+        acc = m.zeros(at.shape[:-1], dtype=out.dtype)
+        for i in range(n):
+            c, dc = c * b[..., i], dc * b[..., i] + c * tb[..., i]
+            if i >= j:
+                acc = acc + gt[..., i] * cj(dc)
+        out[..., j] = acc
+    return like(m.moveaxis(out, -1, axis), a)
+
+
 def _drop_initial(g, x, axis, include_initial):
     """(g as an array of the output's shape, the axis): with include_initial=True, without the
     entry at the constant first place along the axis."""
