@@ -307,6 +307,24 @@ def test_itertools_accumulate_and_chain():
     assert_close(s2sad.grad(running_sums_from, wrt=1)(xs, 0.6), 5.0)
 
 
+def pairwise_products(x):
+    acc = []
+    for a, b in itertools.pairwise(x):
+        acc.append(a * b)
+    return sum(acc)
+
+
+def pairwise_steps(xs):
+    steps = list(itertools.pairwise([xs[0], xs[1] ** 2, 3.0, *xs[2:]]))
+    return sum((b - a) ** 2 for a, b in steps) + steps[0][1] * len(steps)
+
+
+def test_itertools_pairwise():
+    # (was refused: an iterator without Python source; lowered to the list of neighbours)
+    check_grads(pairwise_products, (rng(6).standard_normal(5),))
+    check_grads(pairwise_steps, ([0.3, -0.7, 1.1, 0.4],))
+
+
 def first_two(xs):
     return sum(itertools.islice(xs, 2))
 

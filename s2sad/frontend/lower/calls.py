@@ -1,6 +1,6 @@
 """Lowering of calls: the callee (a static object, a method, a dynamic value), star-arguments
 (``_rt.apply``), zero-argument ``super()``, the cursors of iterator consumers, and the calls
-lowered to loops: ``map``, ``filter``, ``itertools.starmap``/``chain``/``accumulate``,
+lowered to loops: ``map``, ``filter``, ``itertools.starmap``/``chain``/``accumulate``/``pairwise``,
 ``functools.reduce``.
 
 A part of :class:`~.lowerer.Lowerer`, which it is mixed into: the methods use the lowerer's
@@ -60,6 +60,9 @@ class CallLowering:
             return self.accumulate_call(node, o, target)
         if callee0 is itertools.chain and not node.keywords:
             return self.chain_call(node, o, target)
+        if callee0 is getattr(itertools, "pairwise", None) and len(node.args) == 1 and \
+                not node.keywords:
+            return self.pairwise_call(node, o, target)
         if callee0 is itertools.starmap and len(node.args) == 2 and not node.keywords:
             n0 = len(self.block)
             return self._lazy(self._iterator(self.starmap_call(node, o),
@@ -221,6 +224,21 @@ class CallLowering:
             self.for_loop(gast.Name(id=name, ctx=gast.Store(), annotation=None, type_comment=None),
                           it, body, o)
         return result
+
+    def pairwise_call(self, node, o, target=None):
+        """``itertools.pairwise(xs)`` -> ``items = list(xs)``, then the list of
+        ``(items[i], items[i + 1])``."""
+        items, i = self.tmp(), self.tmp()
+        self.locals.update((items, i))
+        self.namespace.update(list=list, range=range, len=len)
+        src = gast.Call(func=gast.Name(id="list", ctx=gast.Load(), annotation=None,
+                                       type_comment=None), args=[node.args[0]], keywords=[])
+        self.expr(gast.copy_location(src, node), target=items)
+        pairs = gast.parse(f"[({items}[{i}], {items}[{i} + 1]) for {i} in "
+                           f"range(len({items}) - 1)]").body[0].value
+        for n in gast.walk(pairs):
+            gast.copy_location(n, node)
+        return self.expr(pairs, target=target)
 
     def accumulate_call(self, node, o, target=None):
         """``itertools.accumulate(xs, f, initial=v)`` -> the list of running values:
