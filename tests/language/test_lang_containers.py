@@ -323,3 +323,15 @@ def test_defaultdict_accumulators():
     for f in (binned_energy, binned_vectors):
         check_grads(f, (x,), modes=("rev", "fwd"))
     assert_close(s2sad.grad(binned_energy)(x), [2 * 0.3 * 1.44, -2.4 * 0.73, 1.6 * 1.44])
+
+
+def update_with_keywords(x):
+    s = {"k": x[0], "z": 1.0}
+    s.update(k=s["k"] * x[1], j=x[2])
+    s.update({"z": x[2] * 3}, k=s["k"] ** 2)
+    return s["k"] * s["z"] + s["j"] ** 2
+
+
+def test_dict_update_with_keywords():
+    # (reverse mode refused d.update(k=v); forward mode followed it)
+    check_grads(update_with_keywords, (rng(7).standard_normal(3),))

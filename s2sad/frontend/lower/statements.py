@@ -192,10 +192,21 @@ class StatementLowering:
             f.value.value.id in self.locals           # self.hist.append(v)
         if not (on_local or on_attr):
             return False
-        if any(isinstance(a, gast.Starred) for a in call.args) or call.keywords:
+        if any(isinstance(a, gast.Starred) for a in call.args):
             return False
+        call_args = call.args
+        if call.keywords:
+            # d.update(k=v, ...) (after a dict display given first) is d.update({..., "k": v})
+            if f.attr != "update" or any(k.arg is None for k in call.keywords) or \
+                    len(call.args) > 1 or call.args and not isinstance(call.args[0], gast.Dict):
+                return False
+            first = call.args[0] if call.args else gast.Dict(keys=[], values=[])
+            merged = gast.Dict(keys=list(first.keys) + [gast.Constant(value=k.arg, kind=None)
+                                                        for k in call.keywords],
+                               values=list(first.values) + [k.value for k in call.keywords])
+            call_args = [gast.copy_location(merged, call)]
         obj = self.name(f.value.id) if on_local else self.expr(f.value)
-        args = [obj] + [self.expr(a) for a in call.args]
+        args = [obj] + [self.expr(a) for a in call_args]
         self.emit(ir.Mutate(target, obj, ir.Call(ir.Method(f.attr), args), o))
         if on_attr:
             # the list is still the object's attribute: written back, so that the object is
