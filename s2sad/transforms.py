@@ -155,9 +155,9 @@ def _with_defaults(f, args):
     is positional-or-keyword (the generated gradient :func:`grad_function` builds takes them all;
     the defaults are constants of the call, not differentiated)."""
     import inspect
-    fn = get_function(_concrete(f, tuple(args)))
-    params = list(inspect.signature(fn).parameters.values())
-    if inspect.ismethod(_concrete(f, tuple(args))):
+    concrete = _concrete(f, tuple(args))
+    params = list(inspect.signature(get_function(concrete)).parameters.values())
+    if inspect.ismethod(concrete):
         params = params[1:]
     if len(args) >= len(params) or any(p.kind != p.POSITIONAL_OR_KEYWORD for p in params) or \
             any(p.default is p.empty for p in params[len(args):]):

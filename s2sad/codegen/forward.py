@@ -382,9 +382,7 @@ class ForwardEmitter:
             # result carries none here, the object's tangent after the call does)
             return [T.Line(f"{t}, _, {self.d(updated)} = {self.dynamic_text(call, True)}", o)]
         if t not in self.active or call.cls not in ("primitive", "derived", "dynamic"):
-            lines = T.snapshot_call(t, call, o, c, self.fresh) if call.info.get("snapshot") \
-                else T.real_only_checks(call, self.real, c, o) + \
-                [T.Line(f"{t} = {T.call_text(call, c)}", o)]
+            lines = T.call_as_is(t, call, o, c, self.fresh, self.real)
             if call.cls == "opaque" and call.info.get("varied_args"):
                 site = c.name_for(_OpaqueSite(call, o))
                 lines.append(T.Line(f"_rt.check_opaque({t}, {site})", o))

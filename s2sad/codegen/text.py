@@ -138,6 +138,17 @@ def real_only_checks(call, real, consts, origin):
     return [Line(f"_rt.real_only({a}, {call.rule.name!r}, {site})", origin) for a in names]
 
 
+def call_as_is(target, call, origin, consts, fresh, real):
+    """The lines of a call whose result carries no derivative where it stands, run as it is:
+    inside the snapshot of its arguments where it may write into them (:func:`snapshot_call`),
+    else after the complex-argument checks of a rule that is zero on reals only
+    (:func:`real_only_checks`).  (Both emitters: reverse mode's forward sweep, forward mode.)"""
+    if call.info.get("snapshot"):
+        return snapshot_call(target, call, origin, consts, fresh)
+    return real_only_checks(call, real, consts, origin) + \
+        [Line(f"{target} = {call_text(call, consts)}", origin)]
+
+
 def identity_check(target, call, origin, changed, consts, args=None, receiver=False):
     """After a call whose result ``target`` is changed in place later (``changed``): the run-time
     check that it is not a second name for one of the call's arguments (``_rt.not_alias``) or,

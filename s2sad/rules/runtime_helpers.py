@@ -154,10 +154,6 @@ def safe_log_tangent(t, a):
     return xp.where(a > 0, t / xp.where(a > 0, a, 1), 0.0)
 
 
-def _complex(x):
-    return type(x) is complex or getattr(getattr(x, "dtype", None), "kind", "") == "c"
-
-
 def _unit(x):
     """(x / |x|, |x| with 0 made 1): the direction of complex ``x`` (0 where x is 0)."""
     if type(x) is complex:
@@ -173,7 +169,7 @@ def abs_adjoint_x(grad, x, s, ans=0.0):
     """The change of ``abs_adjoint(grad, x) = grad x / |x|`` as ``x`` moves by ``s``: none for
     real x (the sign is piecewise constant: ``0 * ans``); for complex x, grad (s - u Re(conj(u)
     s)) / |x| with u = x / |x|.  The map s -> this is its own adjoint (the reverse rule's too)."""
-    if not _complex(x):
+    if not _r.is_complex(x):
         return 0.0 * ans
     u, ax = _unit(x)
     return grad * (s - u * (u.conjugate() * s).real) / ax
@@ -182,7 +178,7 @@ def abs_adjoint_x(grad, x, s, ans=0.0):
 def abs_adjoint_grad(g, x):
     """Adjoint in ``grad`` of ``abs_adjoint(grad, x)``: Re(conj(u) g) for complex x (the real
     ``grad`` of |x| meets the complex result), sign(x) g for real x."""
-    if not _complex(x):
+    if not _r.is_complex(x):
         return _r.abs_adjoint(g, x)
     u = _unit(x)[0]
     return (u.conjugate() * g).real
@@ -191,7 +187,7 @@ def abs_adjoint_grad(g, x):
 def abs_tangent_x(tan, x, s, ans=0.0):
     """The change of ``abs_tangent(tan, x) = Re(conj(x) tan) / |x|`` as ``x`` moves by ``s``:
     none for real x; for complex x, (Re(conj(s) tan) - Re(conj(u) tan) Re(conj(u) s)) / |x|."""
-    if not _complex(x):
+    if not _r.is_complex(x):
         return 0.0 * ans
     u, ax = _unit(x)
     return ((s.conjugate() * tan).real - (u.conjugate() * tan).real * (u.conjugate() * s).real) \

@@ -437,6 +437,11 @@ def abs_adjoint(g, x):
     return g * xp.sign(x)
 
 
+def is_complex(x):
+    """Whether ``x`` is a complex number or an array of complex numbers."""
+    return type(x) is complex or getattr(getattr(x, "dtype", None), "kind", "") == "c"
+
+
 def unit(x):
     """``np.sign(x)`` as the derivatives of ``abs`` write it: for complex x the direction
     x / |x| (0 at 0), which turns as x moves.  np.sign's own rule is a piecewise constant's,

@@ -662,7 +662,7 @@ def pull(rec, g, g_self=_NOTHING):
                     adj[p] = rule.adjoint_function(p)(g, ans, **bound)
                     if rule.user and not rule.broadcast:
                         # (as generated code checks a user's rule: codegen/reverse_calls.py)
-                        adj[p] = rule_adjoint(adj[p], v, rule.name, p, generated_origin())
+                        adj[p] = rule_adjoint(adj[p], v, rule.name, p, generated_origin)
         pos = []
         for p in params:
             kp = rule.signature.parameters[p].kind

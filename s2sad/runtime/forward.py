@@ -144,7 +144,7 @@ def _rule_tangent(rule, bound, ans, tangents):
         out = term if out is None else runtime.add(out, term)
     if out is not None and rule.user and not rule.broadcast:
         # (as generated code checks a user's rule: codegen/forward.py)
-        out = runtime.rule_tangent(out, ans, rule.name, runtime.generated_origin())
+        out = runtime.rule_tangent(out, ans, rule.name, runtime.generated_origin)
     return zeros_like(ans) if out is None else out
 
 

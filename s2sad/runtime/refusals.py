@@ -9,7 +9,8 @@ import numpy as np
 
 from ..errors import ArgumentWriteError
 from . import hooks
-from .arrays import _FunctionType, _ModuleType, _SCALARS, _is_array, _partial, array_module
+from .arrays import (_FunctionType, _ModuleType, _SCALARS, _is_array, _partial, array_module,
+                     is_complex)
 from .iterators import LazyList
 from .values import _frompyfunc, differentiable, numba_ufunc
 from .containers import _ITEMS_VIEW, _KEYS_VIEW
@@ -545,7 +546,7 @@ _AUG_TEXT = {_operator.add: "+", _operator.sub: "-", _operator.mul: "*", _operat
 def real_only(x, name, origin):
     """Refuse a complex ``x`` that carries a derivative given to ``name`` (``np.sign``), whose
     rule is that of a piecewise constant: right for real values, not for complex ones."""
-    if type(x) is complex or getattr(getattr(x, "dtype", None), "kind", "") == "c":
+    if is_complex(x):
         from ..errors import UnsupportedSyntaxError
         raise UnsupportedSyntaxError(
             f"{name} of a complex value that carries a derivative: s2sad gives {name} the "
@@ -639,7 +640,8 @@ def _same_shape(got, want):
 
 def rule_adjoint(adj, x, rule, param, origin):
     """The adjoint a user's rule (``s2sad.defrule``) gave its parameter ``param``, whose value is
-    ``x``, checked when it runs: an array adjoint of another shape than ``x`` (or any array for
+    ``x``, checked when it runs (``origin``: the site, or a function that finds it, called only
+    for the error): an array adjoint of another shape than ``x`` (or any array for
     a number ``x`` but one with one element) would be broadcast or summed into the gradient
     without an error (``np.sum(g * ...)`` for an array argument: every element got the total)."""
     if adj is None or (type(adj) is float and adj == 0.0):
@@ -652,7 +654,7 @@ def rule_adjoint(adj, x, rule, param, origin):
         f"the rule of {rule} gave `{param}` an adjoint of shape {gs if gs is not None else '()'} "
         f"(a {type(adj).__name__}), and `{param}` has shape {xs if xs is not None else '()'}; an "
         f"adjoint has its argument's shape (s2sad would broadcast it into the gradient)",
-        origin=origin,
+        origin=origin() if callable(origin) else origin,
         fix=f"return one value per element of `{param}` from the vjp template (e.g. `g * "
             f"dydx` rather than `np.sum(g * dydx)`), or declare the rule with broadcast=True if "
             f"the function broadcasts its arguments")
@@ -685,6 +687,7 @@ def rule_tangent(t, ans, rule, origin):
     raise RuleError(
         f"the rule of {rule} gave its result a tangent of shape {ts if ts is not None else '()'}"
         f", and the result has shape {rs if rs is not None else '()'}; a tangent has its "
-        f"result's shape (s2sad would broadcast it on)", origin=origin,
+        f"result's shape (s2sad would broadcast it on)",
+        origin=origin() if callable(origin) else origin,
         fix="return one value per element of the result from the jvp template, or declare the "
             "rule with broadcast=True if the function broadcasts its arguments")

@@ -224,11 +224,7 @@ class ForwardSweep:
                 line += T.identity_check(target, call, o, self.changed, self.consts,
                                          receiver=receiver)
             return line
-        if call.info.get("snapshot"):
-            line = T.snapshot_call(target, call, o, c, self.fresh)
-        else:
-            line = T.real_only_checks(call, self.real, c, o) + \
-                [T.Line(f"{target} = {T.call_text(call, c)}", o)]
+        line = T.call_as_is(target, call, o, c, self.fresh, self.real)
         if cls == "opaque" and call.info.get("varied_args"):
             site = self.consts.name_for(_OpaqueSite(call, o))
             line.append(T.Line(f"_rt.check_opaque({target}, {site})", o))

@@ -30,7 +30,7 @@ defrule(np.append, "arr, values, axis=None",
         vjp={"arr": "_adj.append(g, arr, values, axis, 0)",
              "values": "_adj.append(g, arr, values, axis, 1)"}, ns=A)
 # np.insert / np.delete / np.resize move elements: the same call on the elements' flat indices
-# says where each output element came from (_index_map), and the adjoint gathers g back there
+# says where each output element came from, and the adjoint gathers g back there (_gather_back)
 defrule(np.insert, "arr, obj, values, axis=None",
         vjp={"arr": "_adj.insert(g, arr, obj, values, axis, 0)",
              "values": "_adj.insert(g, arr, obj, values, axis, 1)"},

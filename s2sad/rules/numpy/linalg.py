@@ -398,10 +398,7 @@ def eigh(g, ans, a, UPLO="L"):
     if not is_zero(gw):
         inner = inner + m.asarray(gw)[..., None, :] * m.eye(n, dtype=w.dtype)
     if not is_zero(gv):
-        diff = w[..., None, :] - w[..., :, None]
-        eye = m.eye(n, dtype=bool)
-        F = m.where(eye, 0, 1 / m.where(eye, 1, diff))
-        inner = inner + F * (vh @ m.asarray(gv))
+        inner = inner + _gap_inverse(w) * (vh @ m.asarray(gv))
     S = v @ inner @ vh
     S = 0.5 * (S + _mH(S))
     return like(_from_hermitian(S, UPLO), a)
@@ -442,11 +439,11 @@ def _eig_checks(w, V, need_gaps):
                         fix="perturb the matrix, or use np.linalg.eigh for Hermitian matrices")
 
 
-def _eig_F(w):
+def _gap_inverse(w):
+    """F with F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it."""
     m = xp(w)
-    n = w.shape[-1]
-    eye = m.eye(n, dtype=bool)
     diff = w[..., None, :] - w[..., :, None]
+    eye = m.eye(w.shape[-1], dtype=bool)
     return m.where(eye, 0, 1 / m.where(eye, 1, diff))
 
 
@@ -464,7 +461,7 @@ def eig_tangent(t, ans, a):
     Vi = m.linalg.inv(V)
     Mt = Vi @ T @ V
     dw = m.diagonal(Mt, axis1=-2, axis2=-1)
-    dV = V @ (_eig_F(w) * Mt)
+    dV = V @ (_gap_inverse(w) * Mt)
     dV = dV - V * (cj(V) * dV).sum(axis=-2, keepdims=True).real
     if dV.dtype.kind == "c":
         k = _eig_top(V)
@@ -497,7 +494,7 @@ def eig(g, ans, a):
             Z = m.zeros(V.shape, dtype=V.dtype)
             m.put_along_axis(Z, k, -1j * b / vk, axis=-2)
             gY = gY + Z
-        inner = inner + cj(_eig_F(w)) * (_mH(V) @ gY)
+        inner = inner + cj(_gap_inverse(w)) * (_mH(V) @ gY)
     Vi = m.linalg.inv(V)
     return like(_mH(Vi) @ inner @ _mH(V), a)
 
@@ -606,10 +603,7 @@ def _svd_thin(U, S, Vh, gU, gS, gVh):
     gV = m.zeros_like(V) if is_zero(gVh) else _mH(m.asarray(gVh))
     UhgU = _mH(U) @ gU
     VhgV = _mH(V) @ gV
-    S2 = S * S
-    E = S2[..., None, :] - S2[..., :, None]
-    eye = m.eye(k, dtype=bool)
-    F = m.where(eye, 0, 1 / m.where(eye, 1, E))
+    F = _gap_inverse(S * S)
     J = F * (UhgU - _mH(UhgU))
     K = F * (VhgV - _mH(VhgV))
     inner = J * Sd[..., None, :] + Sd[..., :, None] * K
@@ -1061,13 +1055,6 @@ def norm_adjoint_tangent(grad, out, x, ord=None, axis=None, keepdims=False, t=0.
     q = m.where(o == 0, 0, grad * m.asarray(t) / m.where(o == 0, 1, o))
     return -helper(q, out, x, *args)
 
-
-def _gap_inverse(w):
-    """F with F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it."""
-    m = xp(w)
-    diff = w[..., None, :] - w[..., :, None]
-    eye = m.eye(w.shape[-1], dtype=bool)
-    return m.where(eye, 0, 1 / m.where(eye, 1, diff))
 
 
 def eigh_adjoint_tangent(grad, out, a, UPLO, t):
