@@ -107,6 +107,7 @@ def _expr_type(node, env, globs):
         t = T(node.value)
         return t if t is not None and t[0] == "a" else None
     if isinstance(node, ast.Call):
+        node = _as_unbroadcast(node)
         name = _callee(node)
         args = [T(a) for a in node.args]
         if name is None:
@@ -147,6 +148,16 @@ def _expr_type(node, env, globs):
 
 
 _MISSING = object()
+
+
+def _as_unbroadcast(call):
+    """``_rt.sum_product(a, b, x)`` read as what it computes, ``_rt.unbroadcast(a * b, x)`` (a
+    fused loop sums the product into an accumulator itself); any other call as it is."""
+    if _callee(call) == ("_rt", "sum_product") and len(call.args) == 3 and not call.keywords:
+        a, b, x = call.args
+        return ast.Call(ast.Attribute(ast.Name("_rt", ast.Load()), "unbroadcast", ast.Load()),
+                        [ast.BinOp(a, ast.Mult(), b), x], [])
+    return call
 
 
 def _callee(call):
@@ -343,6 +354,7 @@ class _Run:
         return "R", acc
 
     def call(self, node):
+        node = _as_unbroadcast(node)
         name = _callee(node)
         if name is None:
             raise _No
@@ -413,7 +425,8 @@ class _Run:
         raise _No
 
 
-_SHAPE_ONLY = {("_rt", "unbroadcast"): 1, ("_adj", "sum"): 1, ("_rt", "zero_of"): 0}
+_SHAPE_ONLY = {("_rt", "unbroadcast"): 1, ("_adj", "sum"): 1, ("_rt", "zero_of"): 0,
+               ("_rt", "sum_product"): 2}
 
 
 def _value_reads(node):

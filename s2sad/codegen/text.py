@@ -430,7 +430,7 @@ class _Simplify(ast.NodeTransformer):
 
 def simplify(tree, real_names=(), drop_unbroadcast_for=(), sum_for=()):
     """``sum_for``: names of real numbers whose ``_rt.unbroadcast(a * b, x)`` becomes
-    ``_rt.sum_product(a, b, x)`` (Python mode)."""
+    ``_rt.sum_product(a, b, x)``."""
     return ast.fix_missing_locations(_Simplify(set(real_names), set(drop_unbroadcast_for),
                                                set(sum_for)).visit(tree))
 

@@ -661,19 +661,43 @@ def _solve_triangular_adj(g, ans, a, b, trans=0, lower=False, unit_diagonal=Fals
             gb = solve(a, G, 0, lower, unit_diagonal)
         else:
             gb = _jrt.cj(solve(a, np.ascontiguousarray(_jrt.cj(G)), 0, lower, unit_diagonal))
-        gop = -(gb @ _mH(X))
-        if tr == 0:
-            ga = gop
-        elif tr == 1:
-            ga = np.ascontiguousarray(gop.T)
-        else:
-            ga = _mH(gop)
-        ga = np.tril(ga) if lower else np.triu(ga)
-        if unit_diagonal:
-            for i in range(ga.shape[0]):
-                ga[i, i] = 0
+        ga = _neg_outer_triangle(gb, X, tr, lower, unit_diagonal)
         return like(ga, a), like(gb.reshape(b.shape), b)
     return impl
+
+
+@register_jitable
+def _neg_outer_triangle(gb, X, tr, lower, unit):
+    """a's adjoint in ``solve_triangular``: the triangle of a that is read (its diagonal left out
+    for a unit diagonal) of -op^-1(gb X^H), op^-1 undoing trans (none, ^T, ^H): element (i, j)
+    is -sum_c u[i, c] v[j, c] with (u, v) = (gb, conj X), (conj X, gb) or (X, conj gb).  Made
+    on the triangle only, by loops for one right-hand side, else from one product."""
+    n = gb.shape[0]
+    if tr == 0:
+        u, v = gb, np.conj(X)
+    elif tr == 1:
+        u, v = np.conj(X), gb
+    else:
+        u, v = X, np.conj(gb)
+    out = np.zeros((n, n), (u[:1, :1] * v[:1, :1]).dtype)
+    if u.shape[1] != 1:
+        out[:, :] = u @ np.ascontiguousarray(v.T)
+    for i in range(n):
+        lo, hi = (0, i + 1) if lower else (i, n)
+        if unit:
+            lo, hi = (lo, hi - 1) if lower else (lo + 1, hi)
+        if u.shape[1] == 1:
+            ui = u[i, 0]
+            for j in range(lo, hi):
+                out[i, j] = -(ui * v[j, 0])
+        else:
+            for j in range(lo, hi):
+                out[i, j] = -out[i, j]
+            for j in range(0, lo):
+                out[i, j] = 0
+            for j in range(hi, n):
+                out[i, j] = 0
+    return out
 
 
 def cho_solve(g, ans, c_and_lower, b):

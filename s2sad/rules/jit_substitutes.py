@@ -134,6 +134,9 @@ def _load():
     substitute(np.stack)(stack)
     substitute(np.vstack)(vstack)
     substitute(np.hstack)(hstack)
+    from . import jit_math          # (np.exp of float64 arrays in SIMD loops)
+    substitute(np.exp)(jit_math.exp)
+    _NUMPY_LEAVES[("exp",)] = jit_math.exp
     from . import jit_einsum        # (np.einsum with literal subscripts, as loop nests)
     substitute(np.einsum)(jit_einsum.einsum)
     from . import jit_arrays        # (np.roll, np.flip, np.repeat with an axis)
@@ -206,30 +209,42 @@ def _check_finite(a):
 def trsolve(a, B, code, lower, unit):
     """Solve op(a) X = B in place of ``B`` (2-d, C-contiguous, the result's dtype): op is a
     (code 0), a^T (1) or a^H (2); ``a`` lower or upper triangular (the other triangle is not
-    read); ``unit``: a's diagonal taken as ones."""
+    read); ``unit``: a's diagonal taken as ones.  No copy of ``a``: op(a) = a by substitution
+    along a's rows (each unknown from the ones solved before it), op(a) = a^T or a^H by
+    substitution along op(a)'s columns, which are a's rows (each unknown, once solved, taken
+    off the rows after it)."""
     n = a.shape[0]
-    if code == 0:
-        M = np.ascontiguousarray(a)
-    elif code == 1:
-        M = np.ascontiguousarray(a.T)
-    else:
-        M = np.ascontiguousarray(np.conj(a).T)
-    low = lower if code == 0 else not lower
     k = B.shape[1]
     for i0 in range(n):
-        i = i0 if low else n - 1 - i0
-        if not unit and M[i, i] == 0:
+        if code == 0:
+            i = i0 if lower else n - 1 - i0
+        else:
+            i = n - 1 - i0 if lower else i0     # op(a) is upper where a is lower
+        d = a[i, i]
+        if code == 2:
+            d = np.conj(d)
+        if not unit and d == 0:
             raise np.linalg.LinAlgError("singular matrix: resolution failed at a zero diagonal "
                                         "element")
-        for c in range(k):
-            t = B[i, c]
-            if low:
-                for j in range(i):
-                    t -= M[i, j] * B[j, c]
-            else:
-                for j in range(i + 1, n):
-                    t -= M[i, j] * B[j, c]
-            B[i, c] = t if unit else t / M[i, i]
+        if code == 0:
+            lo, hi = (0, i) if lower else (i + 1, n)
+            for c in range(k):
+                t = B[i, c]
+                for j in range(lo, hi):
+                    t -= a[i, j] * B[j, c]
+                B[i, c] = t if unit else t / d
+        else:
+            # op(a)[j, i] = a[i, j] (conjugated for a^H): the unknowns j that row i of a reaches
+            lo, hi = (0, i) if lower else (i + 1, n)
+            for c in range(k):
+                xi = B[i, c] if unit else B[i, c] / d
+                B[i, c] = xi
+                if code == 1:
+                    for j in range(lo, hi):
+                        B[j, c] -= a[i, j] * xi
+                else:
+                    for j in range(lo, hi):
+                        B[j, c] -= np.conj(a[i, j]) * xi
     return B
 
 

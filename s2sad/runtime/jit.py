@@ -314,25 +314,54 @@ def _real_like(g, x):
 
 @register_jitable
 def _reduce_to(g, x, out):
-    """Sum ``g`` into ``out`` (shaped like ``x``) over the axes NumPy broadcast ``x`` along."""
-    gs = g.shape
-    xs = x.shape
-    lead = g.ndim - x.ndim
+    """Sum ``g`` into ``out`` (shaped like ``x``, C-contiguous) over the axes NumPy broadcast
+    ``x`` along.  One pass over ``g`` in C order: rows of its last axis, each added into ``out``
+    with that axis's step there (0 where it is summed: then into one register), the position in
+    ``out`` carried from row to row (no division per element)."""
+    nd = g.ndim
     gf = np.ascontiguousarray(g).ravel()
     of = out.ravel()
-    for k in range(gf.size):
-        rem = k
-        oidx = 0
-        ostride = 1
-        for d in range(g.ndim - 1, -1, -1):
-            c = rem % gs[d]
-            rem //= gs[d]
-            xd = d - lead
-            if xd >= 0:
-                if xs[xd] != 1:
-                    oidx += c * ostride
-                ostride *= xs[xd]
-        of[oidx] += gf[k]
+    if nd == 0 or gf.size == 0:
+        if gf.size:
+            of[0] += gf[0]
+        return out
+    gs = g.shape
+    xs = x.shape
+    lead = nd - x.ndim
+    step = np.zeros(nd, np.intp)            # out's step along each axis of g (0: summed)
+    s = 1
+    for d in range(nd - 1, -1, -1):
+        xd = d - lead
+        if xd >= 0:
+            if xs[xd] != 1:
+                step[d] = s
+            s *= xs[xd]
+    inner = gs[nd - 1]
+    st = step[nd - 1]
+    pos = np.zeros(nd, np.intp)
+    base = 0
+    k = 0
+    for _ in range(gf.size // inner):
+        if st == 0:
+            t = gf[k] * 0
+            for c in range(inner):
+                t += gf[k + c]
+            of[base] += t
+        else:
+            o = base
+            for c in range(inner):
+                of[o] += gf[k + c]
+                o += st
+        k += inner
+        d = nd - 2                          # the next row: carry through the outer axes
+        while d >= 0:
+            pos[d] += 1
+            base += step[d]
+            if pos[d] < gs[d]:
+                break
+            base -= step[d] * gs[d]
+            pos[d] = 0
+            d -= 1
     return out
 
 
@@ -345,13 +374,13 @@ def _unbroadcast(g, x):
             return lambda g, x: g
         if isinstance(g, nt.Array):
             if _is_complex(g):
-                return lambda g, x: g.sum().real
-            return lambda g, x: g.sum()
+                return lambda g, x: _array_sum(g).real
+            return lambda g, x: _array_sum(g)
     if isinstance(x, nt.Complex):
         if _is_scalar(g) or isinstance(g, nt.Complex):
             return lambda g, x: g
         if isinstance(g, nt.Array):
-            return lambda g, x: g.sum()
+            return lambda g, x: _array_sum(g)
     if isinstance(x, nt.Array):
         dt = _float_dtype(x)
         drop_imag = _is_complex(g) and not _is_complex(x)
@@ -380,6 +409,69 @@ def _unbroadcast(g, x):
             if drop_imag:
                 return lambda g, x: _reduce_to(np.real(g), x, np.zeros(x.shape, dt))
             return lambda g, x: _reduce_to(g, x, np.zeros(x.shape, dt))
+
+
+@register_jitable
+def _flat_sum(f):
+    """The sum of the 1-d array ``f``, with four running sums (numba's ``sum`` adds one value at
+    a time into one, each addition waiting for the one before)."""
+    n = f.size
+    t0 = np.zeros(1, f.dtype)[0]
+    t1 = t0
+    t2 = t0
+    t3 = t0
+    i = 0
+    while i + 4 <= n:
+        t0 += f[i]
+        t1 += f[i + 1]
+        t2 += f[i + 2]
+        t3 += f[i + 3]
+        i += 4
+    while i < n:
+        t0 += f[i]
+        i += 1
+    return (t0 + t1) + (t2 + t3)
+
+
+@register_jitable
+def _array_sum(g):
+    return _flat_sum(np.ascontiguousarray(g).ravel())
+
+
+def sum_product(a, b, x):
+    raise NotImplementedError
+
+
+@overload(sum_product)
+def _sum_product(a, b, x):
+    """``unbroadcast(a * b, x)`` for a real number ``x`` (the adjoint of x in x * y): for two
+    real arrays of one dtype, one pass that multiplies and sums (no product array) where their
+    shapes match."""
+    if _is_scalar(x) and isinstance(a, nt.Array) and isinstance(b, nt.Array) and \
+            not _is_complex(a) and not _is_complex(b) and a.dtype == b.dtype:
+        def impl(a, b, x):
+            if a.shape != b.shape:
+                return unbroadcast(a * b, x)
+            fa = np.ascontiguousarray(a).ravel()
+            fb = np.ascontiguousarray(b).ravel()
+            n = fa.size
+            t0 = np.zeros(1, fa.dtype)[0]
+            t1 = t0
+            t2 = t0
+            t3 = t0
+            i = 0
+            while i + 4 <= n:
+                t0 += fa[i] * fb[i]
+                t1 += fa[i + 1] * fb[i + 1]
+                t2 += fa[i + 2] * fb[i + 2]
+                t3 += fa[i + 3] * fb[i + 3]
+                i += 4
+            while i < n:
+                t0 += fa[i] * fb[i]
+                i += 1
+            return (t0 + t1) + (t2 + t3)
+        return impl
+    return lambda a, b, x: unbroadcast(a * b, x)
 
 
 def _item_of_tuple(x, idx):
@@ -1098,7 +1190,8 @@ def namespace():
     """A module holding the compiled helpers under the names generated code uses (``_rt``)."""
     return helper_module("s2sad_jit_runtime", "_rt", (
                  "share_guard", "zero_of", "acc", "is_zero", "cj", "real_like", "unbroadcast",
-                 "getitem_adjoint", "acc_getitem", "setitem_adjoint", "setitem_value_adjoint",
+                 "sum_product", "getitem_adjoint", "acc_getitem", "setitem_adjoint",
+                 "setitem_value_adjoint",
                  "add", "snap", "own", "reserve",
                  "pow_base_adjoint", "pow_exponent_adjoint", "abs_adjoint", "seq", "loop_seq",
                  "seq_adjoint_of", "zip_seq", "zip_seq_adjoint", "unappend", "parts",

@@ -177,8 +177,9 @@ class AdjointContributions:
             tree, hoisted = T.unstar(tree, self.result_count, lambda: self.fresh("u"))
             self.hoisted.extend(hoisted)
         real = self.real | ({_ANS} if self.kinds.get(target) == "f" or target in self.real else set())
-        # (Python mode: a real number's adjoint in a product, sum(g * y), as one dot product)
-        sum_for = () if self.jit or scalar_ops else \
+        # (a real number's adjoint in a product, sum(g * y), as one dot product: one pass
+        # without the product's array)
+        sum_for = () if scalar_ops else \
             {o for o in ops if isinstance(o, str) and (self.kinds.get(o) in ("f", "i") or
                                                        self.typed_real_scalar(o))}
         tree = T.simplify(tree, real_names=real, drop_unbroadcast_for=drop_ub, sum_for=sum_for)
