@@ -1,4 +1,5 @@
-"""``np.exp`` of a float64 array, for ``jit=True``, in loops LLVM turns into SIMD code.
+"""``np.exp`` and ``np.log`` of float64 arrays, for ``jit=True``, in loops LLVM turns into SIMD
+code.
 
 Numba compiles ``np.exp(a)`` as one call of the C library's scalar ``exp`` per element (it uses a
 vector math library only where Intel's SVML is installed): about 4 ns an element on the dev
@@ -17,8 +18,12 @@ contracted into fused multiply-adds), 15 against NumPy's 13 µs there:
 - beyond ``[-745.14, 709.79]`` the result is 0 or inf; NaN stays NaN.
 
 Its error is within about 1 ulp of the exact value (tests/jit/test_jit_math.py compares it with
-NumPy's, itself within a few ulp, across the range).  Other dtypes, scalars and the ``out=``
-form are numba's own ``np.exp``.  Imports numba: only ``jit=True`` imports it.
+the C library's across the range).  :func:`log` is the same kind of loop (the classic fdlibm
+method, below): 119 µs against numba's 346 and NumPy's 83 for 100,000 values on the dev machine
+(turing_broadcast's log density), within 1 ulp.  Other dtypes, scalars and the ``out=`` form are
+numba's own functions.  The loops are compiled with NumPy's error model (a division by zero is
+inf, not an exception: the exception's branch would keep LLVM from vectorising).  Imports numba:
+only ``jit=True`` imports it.
 """
 import math
 
@@ -83,7 +88,7 @@ def _exp1(x):
     return x if x != x else y
 
 
-@njit(fastmath={"contract"})
+@njit(fastmath={"contract"}, error_model="numpy")
 def exp_array(a):
     """``np.exp`` of a float64 array of any layout: a new C-ordered array."""
     out = np.empty(a.shape, np.float64)
@@ -92,6 +97,77 @@ def exp_array(a):
     for i in range(fa.size):
         fo[i] = _exp1(fa[i])
     return out
+
+
+# -- log -------------------------------------------------------------------------------------------
+# log x = k ln2 + log(1 + f), x = 2^k (1 + f) with sqrt(1/2) <= 1 + f < sqrt(2) (the exponent moved
+# by one where the mantissa is past sqrt(2), found from the bits by one carry), and
+# log(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)), s = f / (2 + f), R the minimax polynomial of the
+# classic fdlibm method (its coefficients); subnormal x scaled by 2^54 first.
+_LG1 = 6.666666666666735130e-01
+_LG2 = 3.999999999940941908e-01
+_LG3 = 2.857142874366239149e-01
+_LG4 = 2.222219843214978396e-01
+_LG5 = 1.818357216161805012e-01
+_LG6 = 1.531383769920937332e-01
+_LG7 = 1.479819860511658591e-01
+_TWO54 = 18014398509481984.0
+_TINY = 2.2250738585072014e-308         # the smallest normal float64
+_MANT = (1 << 52) - 1
+_ONE_BITS = 0x3FF0 << 48                # the exponent bits of 1.0
+_SQRT2_CARRY = 0x95F619980C433          # mantissa + this carries into bit 52 past sqrt(2)
+
+
+@register_jitable
+def _log1(x):
+    """log of one float64 (a loop of it vectorises: no branch, no call)."""
+    sub = x < _TINY
+    xs = x * _TWO54 if sub else x
+    hx = _as_bits(xs)
+    k = ((hx >> 52) & 0x7FF) - 1023 - (54 if sub else 0)
+    t = hx & _MANT
+    i = (t + _SQRT2_CARRY) & (1 << 52)
+    m = _from_bits(t | (i ^ _ONE_BITS))   # in [sqrt(1/2), sqrt(2))
+    k = k + (i >> 52)
+    f = m - 1.0
+    s = f / (2.0 + f)
+    z = s * s
+    w = z * z
+    t1 = w * (_LG2 + w * (_LG4 + w * _LG6))
+    t2 = z * (_LG1 + w * (_LG3 + w * (_LG5 + w * _LG7)))
+    r = t2 + t1
+    hfsq = 0.5 * f * f
+    dk = float(k)
+    y = dk * _LN2_HI - ((hfsq - (s * (hfsq + r) + dk * _LN2_LO)) - f)
+    y = -np.inf if x == 0.0 else y
+    y = np.nan if x < 0.0 else y
+    y = x if x == np.inf else y
+    return x if x != x else y
+
+
+@njit(fastmath={"contract"}, error_model="numpy")
+def log_array(a):
+    """``np.log`` of a float64 array of any layout: a new C-ordered array."""
+    out = np.empty(a.shape, np.float64)
+    fo = out.reshape(-1)
+    fa = np.ascontiguousarray(a).reshape(-1)
+    for i in range(fa.size):
+        fo[i] = _log1(fa[i])
+    return out
+
+
+def log(x, out=None):
+    raise NotImplementedError("s2sad: runs inside numba-compiled derivatives only")
+
+
+@overload(log)
+def _log(x, out=None):
+    if isinstance(x, nt.Array) and x.dtype == nt.float64 and x.ndim >= 1 and \
+            (out is None or isinstance(out, nt.NoneType)):
+        return lambda x, out=None: log_array(x)
+    if out is None or isinstance(out, nt.NoneType):
+        return lambda x, out=None: np.log(x)
+    return lambda x, out=None: np.log(x, out)
 
 
 def exp(x, out=None):

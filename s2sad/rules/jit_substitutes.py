@@ -134,9 +134,10 @@ def _load():
     substitute(np.stack)(stack)
     substitute(np.vstack)(vstack)
     substitute(np.hstack)(hstack)
-    from . import jit_math          # (np.exp of float64 arrays in SIMD loops)
-    substitute(np.exp)(jit_math.exp)
-    _NUMPY_LEAVES[("exp",)] = jit_math.exp
+    from . import jit_math          # (np.exp and np.log of float64 arrays in SIMD loops)
+    for fn, version in ((np.exp, jit_math.exp), (np.log, jit_math.log)):
+        substitute(fn)(version)
+        _NUMPY_LEAVES[(fn.__name__,)] = version
     from . import jit_einsum        # (np.einsum with literal subscripts, as loop nests)
     substitute(np.einsum)(jit_einsum.einsum)
     from . import jit_arrays        # (np.roll, np.flip, np.repeat with an axis)

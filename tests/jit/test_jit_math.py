@@ -1,9 +1,9 @@
 """jit=True: the loops written for speed in the numba helpers give the numbers they replace.
 
-- ``np.exp`` of float64 arrays (rules/jit_math.py): within 1 ulp of the C library's exp across
-  the whole range (NumPy's own SIMD exp is held to the same bound here), exact ends of the
-  range (0, inf, NaN, the largest finite result, subnormal results), any layout, and other
-  dtypes and scalars through numba's own exp;
+- ``np.exp`` and ``np.log`` of float64 arrays (rules/jit_math.py): within 1 ulp of the C
+  library's across the whole range, exact at the ends of the range (0, inf, NaN, negative
+  numbers, the largest finite result, subnormal inputs and results), any layout, and other
+  dtypes and scalars through numba's own functions;
 - ``scipy.linalg.solve_triangular``'s numba version (no copy of the matrix: substitution along
   its rows for every ``trans``) against SciPy, and its adjoint against the Python rule, for
   every trans, triangle, unit diagonal, one or several right-hand sides, real and complex;
@@ -77,6 +77,42 @@ def test_exp_of_other_types_is_numbas():
     np.testing.assert_allclose(_exp(np.array([1 + 2j, -1j])), np.exp(np.array([1 + 2j, -1j])))
     np.testing.assert_allclose(_exp(np.arange(4)), np.exp(np.arange(4)))
     assert _exp(np.empty((0, 3))).shape == (0, 3)
+
+
+_log = numba.njit(lambda x: jit_math.log(x))
+
+
+@pytest.mark.parametrize("lo, hi", [(0.5, 2.0), (0.9, 1.1), (1 - 1e-9, 1 + 1e-9), (1e-300, 1e-290),
+                                    (1e300, 1.7e308), (1e-320, 1e-309), (1e-5, 1e5)])
+def test_log_is_within_one_ulp_of_the_c_library(lo, hi):
+    x = np.random.default_rng(int(math.log(hi) * 10) % 1000).uniform(lo, hi, 20000)
+    want = np.array([math.log(v) for v in x])
+    assert _ulps(_log(x), want).max() <= 1.0
+    x = np.exp(np.random.default_rng(2).uniform(-700, 700, 20000))
+    assert _ulps(_log(x), np.array([math.log(v) for v in x])).max() <= 1.0
+
+
+def test_log_at_the_ends_of_its_range():
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, -1.0, -1e-300, 1.0, 5e-324,
+                  2.2250738585072014e-308, 1.7976931348623157e308, 2.0, 0.5])
+    with np.errstate(all="ignore"):
+        want = np.log(x)
+    got = _log(x)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = np.isfinite(want)
+    assert _ulps(got[ok], want[ok]).max() <= 1.0
+    np.testing.assert_array_equal(got[~ok], want[~ok])
+    assert got[3] == -np.inf and got[4] == -np.inf and got[1] == np.inf and got[7] == 0.0
+
+
+def test_log_of_any_layout_and_other_types():
+    a = np.random.default_rng(3).lognormal(0, 2, (20, 6))
+    for v in (a, a.T, a[::2, 1::3], a.reshape(4, 5, 6), a[0]):
+        got = _log(v)
+        assert got.shape == v.shape and _ulps(got, np.log(v)).max() <= 1.0
+    assert _log(np.ones(3, np.float32)).dtype == np.float32
+    assert _log(2.5) == pytest.approx(math.log(2.5), rel=1e-15)
+    np.testing.assert_allclose(_log(np.array([1 + 2j, -1j])), np.log(np.array([1 + 2j, -1j])))
 
 
 # -- solve_triangular and its adjoint ------------------------------------------------------------
