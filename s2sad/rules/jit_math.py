@@ -88,17 +88,6 @@ def _exp1(x):
     return x if x != x else y
 
 
-@njit(fastmath={"contract"}, error_model="numpy")
-def exp_array(a):
-    """``np.exp`` of a float64 array of any layout: a new C-ordered array."""
-    out = np.empty(a.shape, np.float64)
-    fo = out.reshape(-1)
-    fa = np.ascontiguousarray(a).reshape(-1)
-    for i in range(fa.size):
-        fo[i] = _exp1(fa[i])
-    return out
-
-
 # -- log -------------------------------------------------------------------------------------------
 # log x = k ln2 + log(1 + f), x = 2^k (1 + f) with sqrt(1/2) <= 1 + f < sqrt(2) (the exponent moved
 # by one where the mantissa is past sqrt(2), found from the bits by one carry), and
@@ -145,40 +134,46 @@ def _log1(x):
     return x if x != x else y
 
 
-@njit(fastmath={"contract"}, error_model="numpy")
-def log_array(a):
-    """``np.log`` of a float64 array of any layout: a new C-ordered array."""
-    out = np.empty(a.shape, np.float64)
-    fo = out.reshape(-1)
-    fa = np.ascontiguousarray(a).reshape(-1)
-    for i in range(fa.size):
-        fo[i] = _log1(fa[i])
-    return out
+def _over_arrays(scalar):
+    """A compiled ``f(a)``: ``scalar`` of each element of the float64 array ``a`` (any layout), as
+    a new C-ordered array, in one loop that LLVM vectorises (products and sums contracted into
+    fused multiply-adds; NumPy's error model, whose division by zero is inf, not an exception
+    whose branch would keep the loop scalar)."""
+    @njit(fastmath={"contract"}, error_model="numpy")
+    def over(a):
+        out = np.empty(a.shape, np.float64)
+        fo = out.reshape(-1)
+        fa = np.ascontiguousarray(a).reshape(-1)
+        for i in range(fa.size):
+            fo[i] = scalar(fa[i])
+        return out
+    return over
 
 
-def log(x, out=None):
-    raise NotImplementedError("s2sad: runs inside numba-compiled derivatives only")
-
-
-@overload(log)
-def _log(x, out=None):
-    if isinstance(x, nt.Array) and x.dtype == nt.float64 and x.ndim >= 1 and \
-            (out is None or isinstance(out, nt.NoneType)):
-        return lambda x, out=None: log_array(x)
-    if out is None or isinstance(out, nt.NoneType):
-        return lambda x, out=None: np.log(x)
-    return lambda x, out=None: np.log(x, out)
+exp_array = _over_arrays(_exp1)
+log_array = _over_arrays(_log1)
 
 
 def exp(x, out=None):
     raise NotImplementedError("s2sad: runs inside numba-compiled derivatives only")
 
 
-@overload(exp)
-def _exp(x, out=None):
-    if isinstance(x, nt.Array) and x.dtype == nt.float64 and x.ndim >= 1 and \
-            (out is None or isinstance(out, nt.NoneType)):
-        return lambda x, out=None: exp_array(x)
-    if out is None or isinstance(out, nt.NoneType):
-        return lambda x, out=None: np.exp(x)
-    return lambda x, out=None: np.exp(x, out)
+def log(x, out=None):
+    raise NotImplementedError("s2sad: runs inside numba-compiled derivatives only")
+
+
+def _version(stub, ufunc, over):
+    """Overload ``stub`` as ``ufunc``: ``over`` for a float64 array without ``out=``, numba's own
+    ``ufunc`` otherwise."""
+    @overload(stub)
+    def _typed(x, out=None):
+        if isinstance(x, nt.Array) and x.dtype == nt.float64 and x.ndim >= 1 and \
+                (out is None or isinstance(out, nt.NoneType)):
+            return lambda x, out=None: over(x)
+        if out is None or isinstance(out, nt.NoneType):
+            return lambda x, out=None: ufunc(x)
+        return lambda x, out=None: ufunc(x, out)
+
+
+_version(exp, np.exp, exp_array)
+_version(log, np.log, log_array)

@@ -412,30 +412,43 @@ def _unbroadcast(g, x):
 
 
 @register_jitable
-def _flat_sum(f):
-    """The sum of the 1-d array ``f``, with four running sums (numba's ``sum`` adds one value at
-    a time into one, each addition waiting for the one before)."""
-    n = f.size
-    t0 = np.zeros(1, f.dtype)[0]
+def _sum4(fa, fb, products):
+    """The sum of the 1-d array ``fa`` (``products``: of ``fa * fb``, elementwise), with four
+    running sums (numba's ``sum`` adds one value at a time into one, each addition waiting for
+    the one before)."""
+    n = fa.size
+    t0 = np.zeros(1, fa.dtype)[0]
     t1 = t0
     t2 = t0
     t3 = t0
     i = 0
-    while i + 4 <= n:
-        t0 += f[i]
-        t1 += f[i + 1]
-        t2 += f[i + 2]
-        t3 += f[i + 3]
-        i += 4
-    while i < n:
-        t0 += f[i]
-        i += 1
+    if products:
+        while i + 4 <= n:
+            t0 += fa[i] * fb[i]
+            t1 += fa[i + 1] * fb[i + 1]
+            t2 += fa[i + 2] * fb[i + 2]
+            t3 += fa[i + 3] * fb[i + 3]
+            i += 4
+        while i < n:
+            t0 += fa[i] * fb[i]
+            i += 1
+    else:
+        while i + 4 <= n:
+            t0 += fa[i]
+            t1 += fa[i + 1]
+            t2 += fa[i + 2]
+            t3 += fa[i + 3]
+            i += 4
+        while i < n:
+            t0 += fa[i]
+            i += 1
     return (t0 + t1) + (t2 + t3)
 
 
 @register_jitable
 def _array_sum(g):
-    return _flat_sum(np.ascontiguousarray(g).ravel())
+    f = np.ascontiguousarray(g).ravel()
+    return _sum4(f, f, False)
 
 
 def sum_product(a, b, x):
@@ -453,23 +466,7 @@ def _sum_product(a, b, x):
             if a.shape != b.shape:
                 return unbroadcast(a * b, x)
             fa = np.ascontiguousarray(a).ravel()
-            fb = np.ascontiguousarray(b).ravel()
-            n = fa.size
-            t0 = np.zeros(1, fa.dtype)[0]
-            t1 = t0
-            t2 = t0
-            t3 = t0
-            i = 0
-            while i + 4 <= n:
-                t0 += fa[i] * fb[i]
-                t1 += fa[i + 1] * fb[i + 1]
-                t2 += fa[i + 2] * fb[i + 2]
-                t3 += fa[i + 3] * fb[i + 3]
-                i += 4
-            while i < n:
-                t0 += fa[i] * fb[i]
-                i += 1
-            return (t0 + t1) + (t2 + t3)
+            return _sum4(fa, np.ascontiguousarray(b).ravel(), True)
         return impl
     return lambda a, b, x: unbroadcast(a * b, x)
 
