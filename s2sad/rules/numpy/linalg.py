@@ -330,11 +330,13 @@ def _cholesky_blocked(sl, gL, L, nb):
     # blocks leave finite values above their diagonals, which the products ignore (they meet
     # the zeros of L's blocks) and Phi and the last select drop
     A = triangle(gL).astype(dt, copy=False)
-    L = triangle(L).astype(dt, copy=False)      # (zeros above the diagonal, whoever made L)
+    # L is read below its diagonal blocks and in their lower triangles only (each block D made
+    # triangular below, whoever made L: no pass over the whole matrix)
+    L = L.astype(dt, copy=False)
     H = (lambda x: x.T) if dt.kind != "c" else _mH
     for k in range(n, 0, -nb):
         j = max(0, k - nb)
-        D = L[j:k, j:k]
+        D = triangle(L[j:k, j:k])
         Di, info = trtri(D, lower=1)                              # (a copy: D stays)
         if info:
             return None
