@@ -10,18 +10,23 @@ propagation (max/min), and its errors (a reduction without identity over an empt
 ValueError).  Any other argument (``out=``, ``dtype=``, ``initial=``, ``where=``, a tuple of axes,
 a complex array over an axis) is a typing error: the derivative runs as Python, with the
 fallback warning.  Over the whole array without keepdims each calls numba's own function, as a
-derivative did before these versions (complex arrays, and ``np.sum``'s ``dtype=``, included).
+derivative did before these versions (complex arrays, and ``np.sum``'s ``dtype=``, included),
+except ``np.sum`` of a real array: NumPy's pairwise order (``runtime.jit.array_sum``: NumPy's value
+bit for bit for a contiguous array), where numba's adds one element at a time into one running sum
+(another value past 8 elements, and about 4 times slower).
 Sums over an axis add in index order: NumPy adds pairwise along a contiguous axis, so the last
 bits of a long sum can differ (as numba's own ``np.sum`` does).
 
 :func:`versions` gives ``{numpy function: numba version}``; ``rules/jit_substitutes.py``
-registers them (this module imports nothing of s2sad).  The adjoint helpers of these reductions
+registers them (this module imports nothing else of s2sad).  The adjoint helpers of these reductions
 (``_adj.sum``, ``_adj.extremum``, ...: ``rules/jit.py``) already take one integer axis.
 """
 import numpy as np
 from numba.core import types as nt
 from numba.cpython.unsafe.tuple import tuple_setitem
 from numba.extending import overload, register_jitable
+
+from ..runtime.jit import array_sum
 
 _SUM, _PROD, _MAX, _MIN, _MEAN, _VAR, _STD, _LSE = range(8)
 _NAMES = {_MAX: "maximum", _MIN: "minimum"}
@@ -454,6 +459,9 @@ def _additive(code, builtin):
                     where=True: builtin(a, dtype=dtype)
             return lambda a, axis=None, dtype=None, out=None, keepdims=False, initial=None, \
                 where=True: builtin(a, axis=axis, dtype=dtype)
+        if _whole_array(a, axis, keepdims) and code == _SUM and isinstance(a.dtype, nt.Float):
+            return lambda a, axis=None, dtype=None, out=None, keepdims=False, initial=None, \
+                where=True: array_sum(a)
         if _whole_array(a, axis, keepdims):         # numba's own (complex arrays too)
             return lambda a, axis=None, dtype=None, out=None, keepdims=False, initial=None, \
                 where=True: builtin(a)

@@ -7,6 +7,8 @@
 - ``scipy.linalg.solve_triangular``'s numba version (no copy of the matrix: substitution along
   its rows for every ``trans``) against SciPy, and its adjoint against the Python rule, for
   every trans, triangle, unit diagonal, one or several right-hand sides, real and complex;
+- ``np.sum`` of a real array in NumPy's pairwise order (NumPy's value bit for bit, where numba's
+  own sum adds one element at a time);
 - the reduction of a broadcast adjoint (``_rt.unbroadcast``, a carried position instead of a
   division per element) and ``_rt.sum_product`` against the Python helpers, on every pattern of
   summed axes;
@@ -197,6 +199,25 @@ def test_unbroadcast_sums_the_broadcast_axes(gshape, xshape):
                                    rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(_unbroadcast(g, 1.0), g.sum(), rtol=1e-13)
     np.testing.assert_allclose(want, _unbroadcast(g, x), rtol=1e-13, atol=1e-13)
+
+
+_sum = numba.njit(lambda a: np.sum(a))
+_array_sum = numba.njit(lambda a: jit_rt.array_sum(a))
+
+
+def test_whole_array_sum_is_numpys_bit_for_bit():
+    from s2sad.rules import jit_reductions     # (np.sum's numba version, as jit_substitutes binds)
+    run = numba.njit(lambda a: jit_reductions.sum(a))
+    rng = np.random.default_rng(4)
+    for n in list(range(0, 140)) + [255, 256, 257, 1000, 8191, 8193, 100000]:
+        for dt in (np.float64, np.float32):
+            a = (rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3, n)).astype(dt)
+            want = np.sum(a).tobytes()
+            assert np.asarray(_array_sum(a), dt).tobytes() == want, (n, dt)
+            assert np.asarray(run(a), dt).tobytes() == want, (n, dt)
+    A = rng.standard_normal((300, 70))
+    assert run(A) == np.sum(A) and run(A[:, ::3]) == pytest.approx(np.sum(A[:, ::3]), rel=1e-13)
+    assert run(np.arange(5)) == 10                            # (integers: numba's own)
 
 
 def test_sum_product_is_the_sum_of_the_product():
