@@ -26,7 +26,7 @@ from numba.core import types as nt
 from numba.cpython.unsafe.tuple import tuple_setitem
 from numba.extending import overload, register_jitable
 
-from ..runtime.jit import array_sum
+from ..runtime.jit import advance as _advance, array_sum
 
 _SUM, _PROD, _MAX, _MIN, _MEAN, _VAR, _STD, _LSE = range(8)
 _NAMES = {_MAX: "maximum", _MIN: "minimum"}
@@ -137,22 +137,6 @@ def _row_steps(shape, axes):
             rows *= shape[d]
             outer *= shape[d]
     return step, outer, n
-
-
-@register_jitable
-def _advance(idx, pos, step, shape):
-    """The next index ``idx`` of an array of ``shape`` in C order (the last axis fastest), in
-    place, and the position ``pos`` moved by the steps of the axes it changed."""
-    d = len(shape) - 1
-    while d >= 0:
-        idx[d] += 1
-        pos += step[d]
-        if idx[d] < shape[d]:
-            break
-        pos -= step[d] * shape[d]
-        idx[d] = 0
-        d -= 1
-    return pos
 
 
 @register_jitable

@@ -313,6 +313,22 @@ def _real_like(g, x):
 
 
 @register_jitable
+def advance(idx, pos, step, shape):
+    """The next index ``idx`` of an array of ``shape`` in C order (the last axis fastest), in
+    place, and the position ``pos`` moved by the steps of the axes it changed."""
+    d = len(shape) - 1
+    while d >= 0:
+        idx[d] += 1
+        pos += step[d]
+        if idx[d] < shape[d]:
+            break
+        pos -= step[d] * shape[d]
+        idx[d] = 0
+        d -= 1
+    return pos
+
+
+@register_jitable
 def _reduce_to(g, x, out):
     """Sum ``g`` into ``out`` (shaped like ``x``, C-contiguous) over the axes NumPy broadcast
     ``x`` along.  One pass over ``g`` in C order: rows of its last axis, each added into ``out``
@@ -338,7 +354,11 @@ def _reduce_to(g, x, out):
             s *= xs[xd]
     inner = gs[nd - 1]
     st = step[nd - 1]
-    pos = np.zeros(nd, np.intp)
+    rows = np.empty(nd - 1, np.intp)        # the shape of the rows' outer axes
+    for d in range(nd - 1):
+        rows[d] = gs[d]
+    row_step = step[:nd - 1]
+    pos = np.zeros(nd - 1, np.intp)
     base = 0
     k = 0
     for _ in range(gf.size // inner):
@@ -353,15 +373,7 @@ def _reduce_to(g, x, out):
                 of[o] += gf[k + c]
                 o += st
         k += inner
-        d = nd - 2                          # the next row: carry through the outer axes
-        while d >= 0:
-            pos[d] += 1
-            base += step[d]
-            if pos[d] < gs[d]:
-                break
-            base -= step[d] * gs[d]
-            pos[d] = 0
-            d -= 1
+        base = advance(pos, base, row_step, rows)      # the next row
     return out
 
 
